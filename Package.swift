@@ -1,0 +1,84 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "swoop",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Swoop", targets: ["Swoop"]),
+        .library(name: "SwoopTestOrigin", targets: ["SwoopTestOrigin"]),
+        .executable(name: "swoop", targets: ["SwoopCLI"]),
+        .executable(name: "swoop-test-origin", targets: ["SwoopTestOriginServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ],
+    targets: [
+        // The C boundary: libcurl and the shims for its variadic calls.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // The library: probe, plan, transfer, store, finalize, bulk.
+        .target(
+            name: "Swoop",
+            dependencies: [
+                "CCurl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The `swoop` command-line tool.
+        .executableTarget(
+            name: "SwoopCLI",
+            dependencies: [
+                "Swoop",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // An in-process HTTP origin with fault switches, shared by tests, the demo and benchmarks.
+        .target(
+            name: "SwoopTestOrigin",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The test origin as a process, for scripts and benchmarks.
+        .executableTarget(
+            name: "SwoopTestOriginServer",
+            dependencies: [
+                "SwoopTestOrigin",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "SwoopTests",
+            dependencies: [
+                "Swoop",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "SwoopTestOriginTests",
+            dependencies: ["SwoopTestOrigin"]
+        ),
+        .testTarget(
+            name: "SwoopIntegrationTests",
+            dependencies: [
+                "Swoop",
+                "SwoopTestOrigin",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

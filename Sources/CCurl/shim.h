@@ -1,0 +1,72 @@
+#ifndef SWOOP_CCURL_SHIM_H
+#define SWOOP_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+// curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, and Swift cannot call
+// variadic C functions. Each shim below fixes the argument to exactly the C type curl reads with
+// va_arg for that option class: `long` for CURLOPTTYPE_LONG, `curl_off_t` for CURLOPTTYPE_OFF_T,
+// a data pointer for CURLOPTTYPE_OBJECTPOINT/STRINGPOINT/SLISTPOINT/CBPOINT and a function pointer
+// for CURLOPTTYPE_FUNCTIONPOINT. Passing an `int` where curl reads a `long` is undefined behaviour,
+// which is why there is no generic integer shim.
+
+/// For CURLOPTTYPE_LONG (and CURLOPTTYPE_VALUES) options.
+static inline CURLcode swoop_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// For CURLOPTTYPE_OFF_T options (sizes, offsets and speeds that may exceed 2 GiB).
+static inline CURLcode swoop_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// For string, object, slist and callback-data pointer options. curl copies strings it is given
+/// (since 7.17.0); slists and callback data must outlive the transfer.
+static inline CURLcode swoop_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+/// For CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION, which share curl_write_callback's type.
+static inline CURLcode swoop_easy_setopt_write_callback(CURL *handle, CURLoption option,
+                                                        curl_write_callback callback) {
+    return curl_easy_setopt(handle, option, callback);
+}
+
+/// For CURLOPT_XFERINFOFUNCTION.
+static inline CURLcode swoop_easy_setopt_xferinfo_callback(CURL *handle, CURLoption option,
+                                                           curl_xferinfo_callback callback) {
+    return curl_easy_setopt(handle, option, callback);
+}
+
+/// For CURLOPT_SOCKOPTFUNCTION.
+static inline CURLcode swoop_easy_setopt_sockopt_callback(CURL *handle, CURLoption option,
+                                                          curl_sockopt_callback callback) {
+    return curl_easy_setopt(handle, option, callback);
+}
+
+/// For CURLINFO_LONG items.
+static inline CURLcode swoop_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/// For CURLINFO_OFF_T items.
+static inline CURLcode swoop_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/// For CURLINFO_STRING items; the string is owned by the handle.
+static inline CURLcode swoop_easy_getinfo_string(CURL *handle, CURLINFO info, char **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/// For CURLINFO_PRIVATE.
+static inline CURLcode swoop_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/// For CURLMOPT options of type long.
+static inline CURLMcode swoop_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+#endif
