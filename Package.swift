@@ -24,11 +24,14 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // Linux system calls the Glibc module does not expose (fallocate, renameat2, xattrs).
+        .target(name: "CSwoopSystem"),
         // The library: probe, plan, transfer, store, finalize, bulk.
         .target(
             name: "Swoop",
             dependencies: [
                 "CCurl",
+                "CSwoopSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,0 +1,28 @@
+#ifndef SWOOP_CSWOOPSYSTEM_H
+#define SWOOP_CSWOOPSYSTEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+// Linux system calls that Swift's Glibc module does not expose (they need _GNU_SOURCE or
+// <sys/xattr.h>). Each returns what the system call returns and leaves errno set on failure.
+
+/// fallocate(fd, 0, offset, length): reserve blocks; -1/EOPNOTSUPP where the file system cannot.
+int swoop_fallocate(int fd, int64_t offset, int64_t length);
+
+/// renameat2(from, to, RENAME_NOREPLACE): an atomic rename that fails with EEXIST instead of
+/// replacing `to`. -1/EINVAL or ENOSYS where the kernel or file system lacks it.
+int swoop_rename_noreplace(const char *from, const char *to);
+
+/// setxattr(path, name, value, size, 0).
+int swoop_setxattr(const char *path, const char *name, const void *value, size_t size);
+
+/// getxattr(path, name, value, size).
+ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t size);
+
+/// pthread_setname_np(thread, name): names a thread for debuggers and `top -H` (15 chars max).
+int swoop_set_thread_name(pthread_t thread, const char *name);
+
+#endif

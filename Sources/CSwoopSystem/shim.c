@@ -1,0 +1,32 @@
+#define _GNU_SOURCE
+#include "CSwoopSystem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
+int swoop_fallocate(int fd, int64_t offset, int64_t length) {
+    return fallocate(fd, 0, (off_t)offset, (off_t)length);
+}
+
+int swoop_rename_noreplace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+int swoop_setxattr(const char *path, const char *name, const void *value, size_t size) {
+    return setxattr(path, name, value, size, 0);
+}
+
+int swoop_set_thread_name(pthread_t thread, const char *name) {
+    return pthread_setname_np(thread, name);
+}
+
+ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return getxattr(path, name, value, size);
+}

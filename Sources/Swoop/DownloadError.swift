@@ -1,0 +1,170 @@
+/// An error from a download: what went wrong, the underlying cause (a curl code, an HTTP status,
+/// an `errno`) and a message that says what to do about it.
+///
+/// Compare with the static members, which can grow without breaking callers:
+///
+/// ```swift
+/// catch let error as DownloadError where error.kind == .httpStatus { ... }
+/// ```
+public struct DownloadError: Error, Sendable, CustomStringConvertible {
+    /// The class of a failure. Extensible: new kinds are added as static members.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Code: Hashable, Sendable {
+            case invalidRequest
+            case targetExists
+            case httpStatus
+            case network
+            case tls
+            case invalidResponse
+            case objectChanged
+            case localIO
+            case diskFull
+            case interrupted
+            case checksumMismatch
+            case cancelled
+        }
+
+        fileprivate let code: Code
+
+        /// The request cannot be sent as given: bad URL, unsupported scheme, bad header.
+        public static let invalidRequest = Kind(code: .invalidRequest)
+        /// The target file already exists and overwriting was not allowed.
+        public static let targetExists = Kind(code: .targetExists)
+        /// The server answered with an HTTP error status (see ``DownloadError/httpStatus``).
+        public static let httpStatus = Kind(code: .httpStatus)
+        /// A network failure: DNS, connect, reset, timeout (see ``DownloadError/curlCode``).
+        public static let network = Kind(code: .network)
+        /// TLS handshake or certificate verification failed.
+        public static let tls = Kind(code: .tls)
+        /// The server's response did not match the request (status, `Content-Range`, length, encoding).
+        public static let invalidResponse = Kind(code: .invalidResponse)
+        /// The remote object changed while it was being downloaded (new ETag or size, or a 412).
+        public static let objectChanged = Kind(code: .objectChanged)
+        /// A local file operation failed (see ``DownloadError/errno``).
+        public static let localIO = Kind(code: .localIO)
+        /// The disk is full; the partial download is kept and resumes once space is freed.
+        public static let diskFull = Kind(code: .diskFull)
+        /// The download was paused or interrupted; its state is kept and it can resume.
+        public static let interrupted = Kind(code: .interrupted)
+        /// The downloaded bytes do not match the expected checksum.
+        public static let checksumMismatch = Kind(code: .checksumMismatch)
+        /// The download was cancelled and its state deleted.
+        public static let cancelled = Kind(code: .cancelled)
+
+        public var description: String {
+            switch code {
+            case .invalidRequest: "invalid request"
+            case .targetExists: "target exists"
+            case .httpStatus: "HTTP error"
+            case .network: "network error"
+            case .tls: "TLS error"
+            case .invalidResponse: "invalid response"
+            case .objectChanged: "object changed"
+            case .localIO: "local I/O error"
+            case .diskFull: "disk full"
+            case .interrupted: "interrupted"
+            case .checksumMismatch: "checksum mismatch"
+            case .cancelled: "cancelled"
+            }
+        }
+    }
+
+    /// The class of failure.
+    public let kind: Kind
+    /// A one-line explanation naming the cause and, where there is one, the fix.
+    public let message: String
+    /// The HTTP status that caused the failure, if any.
+    public let httpStatus: Int?
+    /// The libcurl result code (`CURLcode`) that caused the failure, if any.
+    public let curlCode: Int?
+    /// The `errno` of the failed system call, if any.
+    public let errno: Int32?
+
+    init(_ kind: Kind, _ message: String, httpStatus: Int? = nil, curlCode: Int? = nil, errno: Int32? = nil) {
+        self.kind = kind
+        self.message = message
+        self.httpStatus = httpStatus
+        self.curlCode = curlCode
+        self.errno = errno
+    }
+
+    public var description: String { message }
+
+    /// Whether retrying the same request later may succeed (network faults, 5xx, 429, bad responses).
+    var isTransient: Bool {
+        switch kind.code {
+        case .network, .invalidResponse: true
+        case .httpStatus: httpStatus.map { $0 == 408 || $0 == 425 || $0 == 429 || $0 >= 500 } ?? false
+        default: false
+        }
+    }
+}
+
+extension DownloadError {
+    static func invalidRequest(_ message: String) -> DownloadError {
+        DownloadError(.invalidRequest, message)
+    }
+
+    static func invalidResponse(_ message: String, httpStatus: Int? = nil) -> DownloadError {
+        DownloadError(.invalidResponse, message, httpStatus: httpStatus)
+    }
+
+    /// An HTTP error status, named the way people search for it, with the usual fix.
+    static func httpStatus(_ status: Int, url: String) -> DownloadError {
+        let reason: String
+        switch status {
+        case 400: reason = "400 Bad Request: the server rejected the request; check the URL and headers"
+        case 401: reason = "401 Unauthorized: the server wants credentials; pass them with --header 'Authorization: ...'"
+        case 403: reason = "403 Forbidden: access denied; check credentials or whether a signed URL has expired"
+        case 404: reason = "404 Not Found: no object at this URL; check the URL"
+        case 405: reason = "405 Method Not Allowed: the server does not allow GET here"
+        case 408: reason = "408 Request Timeout: the server gave up waiting; try again"
+        case 410: reason = "410 Gone: the object was removed from the server"
+        case 412: reason = "412 Precondition Failed: the object changed on the server"
+        case 416: reason = "416 Range Not Satisfiable: the server has fewer bytes than expected"
+        case 429: reason = "429 Too Many Requests: the server is rate-limiting; try again later or with fewer connections"
+        case 500: reason = "500 Internal Server Error: the server failed; try again later"
+        case 502: reason = "502 Bad Gateway: a proxy or CDN could not reach the origin; try again later"
+        case 503: reason = "503 Service Unavailable: the server is overloaded or down; try again later"
+        case 504: reason = "504 Gateway Timeout: a proxy or CDN timed out; try again later"
+        default:
+            reason = status >= 500
+                ? "HTTP \(status): the server failed; try again later"
+                : "HTTP \(status): the server refused the request"
+        }
+        return DownloadError(.httpStatus, "\(reason) (\(url))", httpStatus: status)
+    }
+
+    /// A failed system call on a local file, with the fix for the common causes.
+    static func localIO(_ operation: String, path: String, errno code: Int32) -> DownloadError {
+        let cause = String(cString: strerror(code))
+        switch code {
+        case ENOSPC, EDQUOT:
+            return DownloadError(
+                .diskFull,
+                "\(operation) \(path): \(cause); free some space and run the same command again to resume",
+                errno: code)
+        case EACCES, EPERM, EROFS:
+            return DownloadError(
+                .localIO,
+                "\(operation) \(path): \(cause); choose a writable location with -o or -d",
+                errno: code)
+        case EISDIR:
+            return DownloadError(
+                .localIO, "\(operation) \(path): it is a directory; name a file with -o", errno: code)
+        case ENOENT, ENOTDIR:
+            return DownloadError(
+                .localIO, "\(operation) \(path): \(cause); create the directory first", errno: code)
+        default:
+            return DownloadError(.localIO, "\(operation) \(path): \(cause)", errno: code)
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif

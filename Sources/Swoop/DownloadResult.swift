@@ -1,0 +1,29 @@
+/// What a finished download did.
+public struct DownloadResult: Sendable, Equatable {
+    /// The file the object was written to.
+    public var path: String
+    /// The object's size in bytes.
+    public var bytes: Int64
+    /// Bytes received over the network by this run (retries and duplicates included).
+    public var bytesReceived: Int64
+    /// Bytes that were already on disk from an earlier run and were not fetched again.
+    public var bytesResumed: Int64
+    /// Wall time of this run.
+    public var duration: Duration
+    /// The most connections used at once.
+    public var connectionsUsed: Int
+    /// HTTP requests made, the probe and redirects included.
+    public var requests: Int
+    /// Requests that were retried after a failure.
+    public var retries: Int
+    /// The object's strong ETag, if it had one.
+    public var etag: String?
+    /// `true` when the target was already complete and nothing was downloaded.
+    public var alreadyComplete: Bool
+
+    /// Average throughput of this run in bytes per second.
+    public var bytesPerSecond: Double {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds > 0 ? Double(bytes - bytesResumed) / seconds : 0
+    }
+}

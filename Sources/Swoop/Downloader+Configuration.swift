@@ -1,0 +1,107 @@
+extension Downloader {
+    /// How a ``Downloader`` fetches: connections, timeouts, retries, redirects, TLS and checkpoints.
+    ///
+    /// Every property has a default; change only what you need:
+    ///
+    /// ```swift
+    /// var configuration = Downloader.Configuration()
+    /// configuration.connections = .fixed(8)
+    /// configuration.timeout.connect = .seconds(5)
+    /// ```
+    public struct Configuration: Sendable {
+        /// How many connections one download uses.
+        public var connections: Connections = .adaptive(maximum: 64)
+        /// The smallest byte range worth its own connection; small files are not over-split.
+        public var minimumSegmentSize: Int64 = 1 << 20
+        /// Connection and stall limits.
+        public var timeout = Timeout()
+        /// How failed requests are retried.
+        public var retry = RetryPolicy()
+        /// Redirect limits.
+        public var redirect = RedirectConfiguration()
+        /// Verify the server's TLS certificate and host name. Turning this off is insecure.
+        public var verifiesTLSCertificates = true
+        /// How often the segment map is checkpointed while bytes arrive; `nil` turns checkpoints off
+        /// (a crash then loses the partial download).
+        public var checkpointInterval: Duration? = .seconds(1)
+        /// Resume from a partial download left by an earlier run, when it is the same object.
+        public var resumes = true
+        /// Replace an existing file at the target path instead of failing.
+        public var overwritesExistingFile = false
+        /// What to do when the object changes on the server mid-download.
+        public var onObjectChange: ObjectChangePolicy = .restart
+        /// How often progress is reported.
+        public var progressInterval: Duration = .milliseconds(250)
+        /// The `User-Agent` header.
+        public var userAgent = "swoop/\(Swoop.version)"
+        /// libcurl's receive buffer per connection (`CURLOPT_BUFFERSIZE`).
+        public var receiveBufferSize = 256 << 10
+        /// Fetch the slow tail of a download on a second connection too, and keep whichever is first.
+        public var hedgesSlowTail = true
+
+        public init() {}
+
+        /// The connection count for one download.
+        public enum Connections: Sendable, Equatable {
+            /// Exactly this many connections (the CLI's `--connections N`).
+            case fixed(Int)
+            /// Start with a few and add more while throughput keeps rising, up to `maximum`.
+            case adaptive(maximum: Int)
+
+            /// The most connections this policy may open.
+            public var maximum: Int {
+                switch self {
+                case .fixed(let count): count
+                case .adaptive(let maximum): maximum
+                }
+            }
+        }
+
+        /// Connection and stall limits.
+        public struct Timeout: Sendable {
+            /// Time allowed to connect (TCP and TLS).
+            public var connect: Duration = .seconds(30)
+            /// A connection that delivers no bytes for this long is replaced.
+            public var stall: Duration = .seconds(30)
+            /// A connection slower than this (bytes per second) for ``stall`` is replaced; 0 turns it off.
+            public var lowSpeedLimit: Int = 1
+
+            public init() {}
+        }
+
+        /// Bounded retries with exponential backoff and jitter, honouring `Retry-After`.
+        public struct RetryPolicy: Sendable {
+            /// Tries per byte range without progress before the download fails (the first try included).
+            public var maxTries = 8
+            /// Delay before the first retry; doubles each time.
+            public var baseDelay: Duration = .milliseconds(250)
+            /// Longest delay between tries (also caps `Retry-After`).
+            public var maxDelay: Duration = .seconds(30)
+
+            public init() {}
+        }
+
+        /// Redirect limits. Redirects go to `http` and `https` only, and credentials never follow
+        /// a redirect to another host.
+        public struct RedirectConfiguration: Sendable {
+            /// Redirects followed before the download fails.
+            public var maxRedirects = 10
+
+            public init() {}
+        }
+
+        /// What to do when the object on the server changes mid-download.
+        public enum ObjectChangePolicy: Sendable, Equatable {
+            /// Discard what was downloaded and start over once.
+            case restart
+            /// Fail with ``DownloadError/Kind/objectChanged``.
+            case fail
+        }
+    }
+}
+
+/// Library facts.
+public enum Swoop {
+    /// The library version.
+    public static let version = "0.1.0"
+}

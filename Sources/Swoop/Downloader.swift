@@ -1,0 +1,163 @@
+import Dispatch
+import Logging
+import Synchronization
+
+/// Downloads HTTP objects over many connections at once, resumably.
+///
+/// One `Downloader` owns a transfer thread (a `curl_multi` event loop) and its connection pool;
+/// create one and share it. Call ``shutdown()`` when done.
+///
+/// ```swift
+/// let downloader = Downloader()
+/// let result = try await downloader.download(
+///     DownloadRequest(url: "https://example.com/big.iso"), to: "/tmp/big.iso"
+/// ) { progress in
+///     print(progress.bytesDone, progress.totalBytes ?? 0)
+/// }
+/// try await downloader.shutdown()
+/// ```
+///
+/// Cancelling the calling `Task` pauses the download: its state stays on disk, and the same call
+/// later resumes it.
+public final class Downloader: Sendable {
+    public let configuration: Configuration
+    private let loop: TransferLoop
+    private let diskQueue = DispatchQueue(label: "swoop.disk")
+    private let logger: Logger
+    private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
+
+    /// Creates a downloader and starts its transfer thread.
+    ///
+    /// - Parameter logger: Where the library logs; by default it does not log.
+    public init(configuration: Configuration = Configuration(), logger: Logger? = nil) {
+        guard let loop = TransferLoop() else {
+            fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
+        }
+        self.configuration = configuration
+        self.loop = loop
+        self.logger = logger ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
+    }
+
+    deinit {
+        loop.requestStop()
+    }
+
+    /// Downloads `request` to the file at `path`.
+    ///
+    /// The object is written to `path.part` with its segment map in `path.swoop`, and renamed to
+    /// `path` once complete and durable; `path` never holds partial data. A partial download left
+    /// by an earlier run resumes if it is the same object.
+    ///
+    /// - Parameters:
+    ///   - progress: Called on the transfer thread every ``Configuration/progressInterval``;
+    ///     it must return quickly.
+    /// - Throws: ``DownloadError``; ``DownloadError/Kind/interrupted`` if the task was cancelled.
+    public func download(
+        _ request: DownloadRequest, to path: String,
+        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) async throws(DownloadError) -> DownloadResult {
+        let url = try RemoteURL(request.url)
+        try Self.validate(request.headers)
+        guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
+        let control = DownloadControl()
+        let id = ObjectIdentifier(control)
+        active.withLock { $0[id] = control }
+        defer { _ = active.withLock { $0.removeValue(forKey: id) } }
+
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DownloadResult, DownloadError>, Never>) in
+                let resumeOnce = ResumeOnce(continuation)
+                let accepted = loop.execute { [loop, diskQueue, configuration, logger] in
+                    let session = DownloadSession(
+                        loop: loop, diskQueue: diskQueue, configuration: configuration, request: request,
+                        url: url, paths: DownloadPaths(target: path), logger: logger, progress: progress,
+                        completion: { resumeOnce.resume($0) })
+                    control.attach(session)
+                    session.start()
+                }
+                if !accepted {
+                    resumeOnce.resume(.failure(DownloadError(.cancelled, "the downloader was shut down")))
+                }
+            }
+        } onCancel: {
+            control.pause(on: loop)
+        }
+        return try result.get()
+    }
+
+    /// Pauses every download (each keeps its state and throws ``DownloadError/Kind/interrupted``),
+    /// then stops the transfer thread.
+    public func shutdown() async {
+        let controls = active.withLock { Array($0.values) }
+        for control in controls { control.pause(on: loop) }
+        while !active.withLock({ $0.isEmpty }) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        await loop.shutdown()
+    }
+
+    /// A file name for `url`: its last path component made safe (no directories, `..`, NUL or
+    /// control characters), or `index.html` when there is none.
+    public static func suggestedFileName(for url: String) -> String {
+        guard let remote = try? RemoteURL(url) else { return "index.html" }
+        return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
+    }
+
+    static func validate(_ headers: [(name: String, value: String)]) throws(DownloadError) {
+        let tokenCharacters = Set("!#$%&'*+-.^_`|~abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        for (name, value) in headers {
+            guard !name.isEmpty, name.allSatisfy({ tokenCharacters.contains($0) }) else {
+                throw .invalidRequest("invalid header name '\(RemoteURL.printable(name))': use 'Name: value' with a name of letters, digits and -")
+            }
+            if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                throw .invalidRequest("invalid value for header '\(name)': it contains a line break or NUL")
+            }
+            let reserved = ["range", "if-match", "if-unmodified-since", "accept-encoding", "host", "content-length", "transfer-encoding", "connection"]
+            if reserved.contains(name.lowercased()) {
+                throw .invalidRequest("header '\(name)' is set by Swoop itself and cannot be overridden")
+            }
+        }
+    }
+}
+
+/// Routes pause and cancel from any thread to a session on the transfer thread.
+///
+/// `@unchecked Sendable`: `session` is written and read only on the transfer thread (inside
+/// closures run by ``TransferLoop/execute(_:)``).
+final class DownloadControl: @unchecked Sendable {
+    private var session: DownloadSession?
+    private var pauseRequested = false
+
+    func attach(_ session: DownloadSession) {
+        self.session = session
+        if pauseRequested { session.loop.afterCallbacks { session.pause() } }
+    }
+
+    func pause(on loop: TransferLoop) {
+        loop.execute { [self] in
+            pauseRequested = true
+            session?.pause()
+        }
+    }
+
+    func cancel(on loop: TransferLoop) {
+        loop.execute { [self] in session?.cancel() }
+    }
+}
+
+/// Resumes a continuation at most once.
+final class ResumeOnce<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ value: Value) {
+        let taken = continuation.withLock { current -> CheckedContinuation<Value, Never>? in
+            defer { current = nil }
+            return current
+        }
+        taken?.resume(returning: value)
+    }
+}

@@ -1,0 +1,251 @@
+/// A byte range one connection is responsible for. Bytes `start ..< position` have been written;
+/// `end` can shrink while the segment is in flight, when another connection steals its tail.
+///
+/// Two segments can form a *hedge pair*: both fetch the same tail and share one frontier, so
+/// whichever connection is ahead writes new bytes and the other's are skipped.
+final class Segment: CustomStringConvertible {
+    /// Chunk-aligned first byte.
+    let start: Int64
+    /// Next byte this segment's connection will deliver.
+    fileprivate(set) var position: Int64
+    /// One past the last byte; shrinks when stolen from.
+    fileprivate(set) var end: Int64
+    /// A connection is working on it.
+    fileprivate(set) var isOwned = false
+    /// Tries in a row that ended without progress.
+    fileprivate(set) var failuresWithoutProgress = 0
+    /// Not to be retried before this instant.
+    fileprivate(set) var notBefore: ContinuousClock.Instant?
+    /// The other half of a hedge pair.
+    fileprivate(set) weak var partner: Segment?
+    /// This segment was created as a hedge of `partner`.
+    fileprivate(set) var isHedge = false
+    /// Bytes below this offset were written by a former hedge partner.
+    fileprivate var coveredUpTo: Int64
+
+    fileprivate init(start: Int64, end: Int64) {
+        self.start = start
+        self.position = start
+        self.end = end
+        self.coveredUpTo = start
+    }
+
+    /// Everything below this offset is written (by this segment or its hedge partner).
+    var frontier: Int64 { max(position, coveredUpTo, partner?.position ?? 0) }
+    /// Bytes still missing.
+    var remaining: Int64 { max(0, end - frontier) }
+    var isDone: Bool { frontier >= end }
+
+    var description: String { "[\(start) \(position)/\(end)\(isOwned ? " owned" : "")\(partner != nil ? " hedged" : "")]" }
+}
+
+/// Decides which bytes each connection fetches next.
+///
+/// Pure planning: no I/O and no clock reads (callers pass `now`). Idle connections take the largest
+/// ready unowned segment; when none is left they steal the far half of the largest segment in
+/// flight, so no connection idles while work remains. Split points fall on chunk boundaries so the
+/// segment map can record every chunk as complete or not.
+final class SegmentScheduler {
+    let layout: ChunkLayout
+    /// Segments smaller than this are not split further.
+    let minimumSegmentSize: Int64
+    /// Segments not yet complete.
+    private(set) var segments: [Segment] = []
+    /// Chunks whose bytes have all been written (not necessarily durable yet).
+    private(set) var written: ChunkSet
+    /// Bytes written for the first time (duplicates from hedging excluded).
+    private(set) var bytesWritten: Int64 = 0
+
+    /// Plans the `missing` byte ranges (chunk-aligned) of an object; chunks outside them are
+    /// already complete.
+    init(layout: ChunkLayout, missing: [ByteRange], minimumSegmentSize: Int64) {
+        self.layout = layout
+        self.minimumSegmentSize = max(1, minimumSegmentSize)
+        written = ChunkSet(count: layout.chunkCount)
+        var cursor: Int64 = 0
+        for range in missing.sorted(by: { $0.lowerBound < $1.lowerBound }) where !range.isEmpty {
+            precondition(range.lowerBound == layout.alignDown(range.lowerBound), "unaligned \(range)")
+            markComplete(from: cursor, to: range.lowerBound)
+            segments.append(Segment(start: range.lowerBound, end: range.upperBound))
+            cursor = range.upperBound
+        }
+        markComplete(from: cursor, to: layout.objectSize)
+        bytesWritten = 0
+    }
+
+    var isComplete: Bool { segments.isEmpty }
+    var remainingBytes: Int64 { segments.reduce(0) { $0 + ($1.isHedge ? 0 : $1.remaining) } }
+    var ownedCount: Int { segments.reduce(0) { $0 + ($1.isOwned ? 1 : 0) } }
+
+    /// Carves `range` (chunk-aligned start) out of the unowned work as an owned segment: the
+    /// probe's bytes, which arrive before any plan exists.
+    func reserve(_ range: ByteRange) -> Segment? {
+        guard let index = segments.firstIndex(where: { !$0.isOwned && $0.start == range.lowerBound }) else {
+            return nil
+        }
+        let host = segments[index]
+        let end = min(range.upperBound, host.end)
+        if end < host.end {
+            let rest = Segment(start: end, end: host.end)
+            segments.insert(rest, at: index + 1)
+            host.end = end
+        }
+        host.isOwned = true
+        return host
+    }
+
+    /// Divides the unowned work into about `count` equal segments (none below the minimum
+    /// segment size): the initial plan for `count` connections.
+    func split(into count: Int) {
+        let unowned = segments.filter { !$0.isOwned && !$0.isDone }
+        let total = unowned.reduce(0) { $0 + $1.remaining }
+        guard count > unowned.count, total > 0 else { return }
+        for segment in unowned {
+            let share = Int((Double(segment.remaining) / Double(total) * Double(count)).rounded())
+            var parts = min(max(1, share), Int(segment.remaining / minimumSegmentSize))
+            // Cut the last part off, then the one before it, and so on.
+            while parts > 1 {
+                guard let piece = splitOff(segment, keeping: Int64(parts - 1), of: Int64(parts)) else { break }
+                insert(piece)
+                parts -= 1
+            }
+        }
+    }
+
+    /// The next segment for an idle connection, now owned by it, or `nil` when there is nothing to
+    /// take right now (see ``nextRetryTime``).
+    func claim(now: ContinuousClock.Instant) -> Segment? {
+        let ready = segments.filter { !$0.isOwned && !$0.isDone && ($0.notBefore.map { $0 <= now } ?? true) }
+        if let largest = ready.max(by: { $0.remaining < $1.remaining }) {
+            largest.isOwned = true
+            largest.notBefore = nil
+            return largest
+        }
+        return steal()
+    }
+
+    /// Takes the far half of the largest owned segment, shrinking the victim's end.
+    func steal() -> Segment? {
+        let candidates = segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
+        guard let victim = candidates.max(by: { $0.remaining < $1.remaining }),
+              let piece = splitOff(victim, keeping: 1, of: 2)
+        else { return nil }
+        piece.isOwned = true
+        insert(piece)
+        return piece
+    }
+
+    /// Starts a hedge of `victim`'s tail: a new owned segment fetching the same bytes from the
+    /// chunk boundary at or below the victim's frontier.
+    func hedge(_ victim: Segment) -> Segment? {
+        guard victim.isOwned, victim.partner == nil, !victim.isDone else { return nil }
+        let hedge = Segment(start: layout.alignDown(victim.frontier), end: victim.end)
+        hedge.isOwned = true
+        hedge.isHedge = true
+        hedge.partner = victim
+        victim.partner = hedge
+        insert(hedge)
+        return hedge
+    }
+
+    /// Segments in flight that could be hedged: owned, unpaired, not finished.
+    var hedgeCandidates: [Segment] {
+        segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
+    }
+
+    /// What to do with `count` bytes arriving for `segment` at its position: how many it accepts
+    /// (fewer when its end shrank), which of them to write (none that a hedge partner already
+    /// wrote) and at what offset. Call ``advance(_:by:)`` once they are written.
+    func plannedWrite(_ segment: Segment, count: Int) -> (accepted: Int, write: Range<Int>, offset: Int64) {
+        let accepted = Int(min(Int64(count), max(0, segment.end - segment.position)))
+        let skip = Int(min(Int64(accepted), max(0, segment.frontier - segment.position)))
+        return (accepted, skip..<accepted, segment.position + Int64(skip))
+    }
+
+    /// Records that `segment`'s next `count` bytes are written.
+    func advance(_ segment: Segment, by count: Int) {
+        let oldFrontier = segment.frontier
+        segment.position += Int64(count)
+        let newFrontier = segment.frontier
+        if newFrontier > oldFrontier {
+            bytesWritten += newFrontier - oldFrontier
+            markComplete(from: oldFrontier, to: newFrontier)
+        }
+        if count > 0 { segment.failuresWithoutProgress = 0 }
+    }
+
+    /// The connection working on `segment` stopped before its end. A failure counts against the
+    /// segment's tries (reset by progress) and delays its next try until `retryAt`.
+    func release(_ segment: Segment, failed: Bool, retryAt: ContinuousClock.Instant? = nil) {
+        segment.isOwned = false
+        if failed {
+            segment.failuresWithoutProgress += 1
+            segment.notBefore = retryAt
+        }
+        if let partner = segment.partner {
+            // A hedge pair falls apart when one side stops early: the other carries on alone,
+            // remembering what this side wrote, and this side is no longer needed.
+            partner.coveredUpTo = max(partner.coveredUpTo, segment.frontier)
+            partner.partner = nil
+            segment.partner = nil
+            remove(segment)
+            return
+        }
+        if segment.isDone { remove(segment) }
+    }
+
+    /// Removes a finished segment (and its hedge partner, which is finished too).
+    func finish(_ segment: Segment) {
+        precondition(segment.isDone, "finishing an incomplete segment \(segment)")
+        remove(segment)
+        if let partner = segment.partner {
+            partner.partner = nil
+            segment.partner = nil
+            if partner.position < partner.end { partner.end = max(partner.position, partner.start) }
+            remove(partner)
+        }
+    }
+
+    /// The earliest time an unowned segment becomes ready again, if one is waiting.
+    var nextRetryTime: ContinuousClock.Instant? {
+        segments.compactMap { $0.isOwned ? nil : $0.notBefore }.min()
+    }
+
+    /// The largest number of failed tries without progress among the segments.
+    var worstFailureCount: Int { segments.map(\.failuresWithoutProgress).max() ?? 0 }
+
+    /// All missing bytes as ranges, for the segment map.
+    var missingRanges: [ByteRange] {
+        written.missingRuns.map { layout.byteRange(ofChunks: $0) }
+    }
+
+    // MARK: Private
+
+    private func remove(_ segment: Segment) {
+        segments.removeAll { $0 === segment }
+    }
+
+    private func insert(_ segment: Segment) {
+        let index = segments.firstIndex { $0.start > segment.start } ?? segments.endIndex
+        segments.insert(segment, at: index)
+    }
+
+    /// Splits `segment`'s remaining bytes at a chunk boundary near `keeping/of` of the way, returning
+    /// the far part as a new unowned segment; `nil` when either part would be smaller than the
+    /// minimum segment size.
+    private func splitOff(_ segment: Segment, keeping numerator: Int64, of denominator: Int64) -> Segment? {
+        let from = segment.frontier
+        let remaining = segment.end - from
+        guard remaining >= 2 * minimumSegmentSize else { return nil }
+        let point = layout.alignUp(from + remaining * numerator / denominator)
+        guard point - from >= minimumSegmentSize, segment.end - point >= minimumSegmentSize else { return nil }
+        let piece = Segment(start: point, end: segment.end)
+        segment.end = point
+        return piece
+    }
+
+    private func markComplete(from start: Int64, to end: Int64) {
+        guard end > start else { return }
+        written.insert(contentsOf: layout.chunksCompleted(from: start, to: end))
+    }
+}

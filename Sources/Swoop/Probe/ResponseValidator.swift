@@ -1,0 +1,152 @@
+/// Checks every response against its request before a byte of its body is written.
+///
+/// Pure functions of the response head, the request and what the probe learnt, so they can be
+/// fuzzed: a response that passes delivers exactly the requested bytes of the same object.
+enum ResponseValidator {
+    /// What a probe response says.
+    enum ProbeResult: Equatable {
+        /// 206: the body holds `range` of an object of known size.
+        case partial(RemoteObject, ByteRange)
+        /// 200: the server ignores ranges; the whole object follows (size known or not).
+        case whole(RemoteObject)
+        /// 416: nothing at the requested offset; the object has `total` bytes.
+        case unsatisfiable(total: Int64, etag: String?)
+        /// 3xx with a `Location`.
+        case redirect(location: String)
+        /// 412: a precondition (a resumed download's `If-Match`) failed: the object changed.
+        case preconditionFailed
+    }
+
+    static func probe(_ head: ResponseHead, requested: RequestedRange, url: RemoteURL) throws(DownloadError) -> ProbeResult {
+        switch head.status {
+        case 206:
+            try checkEncoding(head, url: url)
+            try checkSingleValued(head, url: url)
+            guard let value = head.contentRange, let contentRange = ContentRange(value) else {
+                throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) at \(url)")
+            }
+            guard case .satisfied(let range, let total?) = contentRange else {
+                throw .invalidResponse("the server's Content-Range '\(value)' does not give the object's size (\(url))")
+            }
+            let expectedUpper: Int64
+            switch requested {
+            case .bounded(let asked): expectedUpper = min(asked.upperBound, total)
+            case .from: expectedUpper = total
+            }
+            guard range.lowerBound == requested.lowerBound, range.upperBound == expectedUpper else {
+                throw .invalidResponse("the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range '\(value)', \(url))")
+            }
+            try checkLength(head, expected: range.count, url: url)
+            let object = RemoteObject(url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true)
+            return .partial(object, range)
+        case 200:
+            try checkEncoding(head, url: url)
+            try checkSingleValued(head, url: url)
+            let chunked = head.transferEncoding?.lowercased().contains("chunked") ?? false
+            let size = chunked ? nil : head.contentLength
+            let object = RemoteObject(url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false)
+            return .whole(object)
+        case 416:
+            guard let value = head.contentRange, case .unsatisfied(let total)? = ContentRange(value) else {
+                throw .invalidResponse("the server answered 416 Range Not Satisfiable to \(requested.headerValue) without saying the object's size (\(url))", httpStatus: 416)
+            }
+            return .unsatisfiable(total: total, etag: head.etag)
+        case 301, 302, 303, 307, 308:
+            guard let location = head.location, !location.isEmpty else {
+                throw .invalidResponse("the server answered \(head.status) (a redirect) without a Location header (\(url))", httpStatus: head.status)
+            }
+            return .redirect(location: location)
+        case 412:
+            return .preconditionFailed
+        default:
+            throw .httpStatus(head.status, url: url.redacted)
+        }
+    }
+
+    /// Checks a segment's response: 206, exactly the requested range of an object of the planned
+    /// size, the same version (ETag / Last-Modified), no content coding.
+    static func segment(_ head: ResponseHead, requested: ByteRange, object: RemoteObject) throws(DownloadError) {
+        let url = object.url
+        switch head.status {
+        case 206:
+            break
+        case 412:
+            throw DownloadError(.objectChanged, "the object changed on the server (412 Precondition Failed for \(object.precondition?.name ?? "the precondition") at \(url))", httpStatus: 412)
+        case 200:
+            let type = head.contentType.map { " (\($0))" } ?? ""
+            let hint = head.contentType?.lowercased().contains("text/html") == true ? ", likely an error page" : ""
+            throw .invalidResponse("the server answered a range request with 200\(type) instead of 206\(hint) (\(url))", httpStatus: 200)
+        case 416:
+            throw DownloadError(.objectChanged, "the server no longer has bytes \(requested) (416 Range Not Satisfiable); the object shrank (\(url))", httpStatus: 416)
+        default:
+            throw .httpStatus(head.status, url: url.redacted)
+        }
+        try checkEncoding(head, url: url)
+        try checkSingleValued(head, url: url)
+        if head.contentType?.lowercased().hasPrefix("multipart/byteranges") == true {
+            throw .invalidResponse("the server sent multipart/byteranges for a single range \(requested) (\(url))")
+        }
+        guard let value = head.contentRange, let contentRange = ContentRange(value) else {
+            throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) for bytes \(requested) (\(url))")
+        }
+        guard case .satisfied(let range, let total) = contentRange, range == requested else {
+            throw .invalidResponse("the server's Content-Range '\(value)' does not match the requested bytes \(requested) (\(url))")
+        }
+        if let size = object.size, total != size {
+            throw DownloadError(.objectChanged, "the object's size changed from \(size) to \(total.map(String.init) ?? "unknown") bytes (Content-Range '\(value)', \(url))")
+        }
+        try checkLength(head, expected: requested.count, url: url)
+        try checkIdentity(head, object: object)
+    }
+
+    /// Same version: a strong ETag must match exactly; otherwise a weak ETag must match weakly and
+    /// Last-Modified must not differ.
+    static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
+        if let expected = object.strongETag {
+            guard let etag = head.etag else {
+                throw .invalidResponse("the server stopped sending an ETag (expected \(expected)) at \(object.url)")
+            }
+            guard etag == expected else {
+                throw DownloadError(.objectChanged, "the object changed on the server: ETag \(expected) became \(etag) (\(object.url))")
+            }
+            return
+        }
+        if let expected = object.etag, let etag = head.etag, weakTag(etag) != weakTag(expected) {
+            throw DownloadError(.objectChanged, "the object changed on the server: ETag \(expected) became \(etag) (\(object.url))")
+        }
+        if let expected = object.lastModified, let modified = head.lastModified, modified != expected {
+            throw DownloadError(.objectChanged, "the object changed on the server: Last-Modified \(expected) became \(modified) (\(object.url))")
+        }
+    }
+
+    private static func weakTag(_ tag: String) -> Substring {
+        tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag)
+    }
+
+    private static func checkEncoding(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
+        for coding in head.values("content-encoding") {
+            let normalized = coding.trimmingWhitespace.lowercased()
+            if !normalized.isEmpty && normalized != "identity" {
+                throw .invalidResponse("the server sent Content-Encoding '\(coding)' although identity was asked for; the bytes would not be the file's (\(url))")
+            }
+        }
+    }
+
+    private static func checkSingleValued(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
+        for name in ["content-range", "content-length", "etag"] where head.isConflicting(name) {
+            throw .invalidResponse("the server sent conflicting \(name) headers (\(head.values(name).joined(separator: ", "))) at \(url)")
+        }
+    }
+
+    private static func checkLength(_ head: ResponseHead, expected: Int64, url: RemoteURL) throws(DownloadError) {
+        if let raw = head.value("content-length") {
+            guard let length = Int64(raw), length == expected else {
+                throw .invalidResponse("the server's Content-Length \(raw) does not match its Content-Range (\(expected) bytes) at \(url)")
+            }
+        }
+    }
+
+    private static func quoted(_ value: String?) -> String {
+        value.map { "'\($0)'" } ?? "none"
+    }
+}

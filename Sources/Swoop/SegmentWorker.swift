@@ -1,0 +1,136 @@
+/// One connection slot of a download: runs one exchange at a time (the probe, a segment request
+/// or the single stream) and hands its events to the session.
+final class SegmentWorker: ExchangeDelegate {
+    enum Role {
+        case probe(RequestedRange)
+        case segment(ByteRange)
+        case stream
+    }
+
+    unowned let session: DownloadSession
+    let id: Int
+    private(set) var exchange: HTTPExchange?
+    private var role: Role?
+    /// The segment this connection fills, and where its current request ends.
+    private(set) var segment: Segment?
+    private(set) var requestEnd: Int64 = 0
+    /// Set by the head or body handlers when the exchange must fail.
+    var failure: DownloadError?
+    /// Set by the probe's head handler: what to do when the exchange ends.
+    var next: ProbeNext?
+    private var retryAfter: Int?
+
+    // Throughput of this connection, sampled with the session's progress.
+    private var bytesDelivered: Int64 = 0
+    private var sampledBytes: Int64 = 0
+    private var sampledAt: ContinuousClock.Instant?
+    private(set) var recentRate: Double = 0
+
+    init(session: DownloadSession, id: Int) {
+        self.session = session
+        self.id = id
+    }
+
+    var isBusy: Bool { exchange != nil }
+
+    var isTransferring: Bool {
+        guard exchange != nil, let role else { return false }
+        if case .probe = role { return false }
+        return true
+    }
+
+    /// Sends `request` in `role`.
+    func begin(_ role: Role, _ request: ExchangeRequest) {
+        precondition(exchange == nil, "worker \(id) is busy")
+        self.role = role
+        failure = nil
+        next = nil
+        retryAfter = nil
+        let exchange = HTTPExchange(request, delegate: self)
+        self.exchange = exchange
+        sampledAt = nil
+        recentRate = 0
+        session.willSend(self)
+        session.loop.start(exchange)
+    }
+
+    /// Makes this connection responsible for `segment`, its current request covering `request`.
+    func adopt(_ segment: Segment, request: ByteRange) {
+        self.segment = segment
+        requestEnd = request.upperBound
+        role = .segment(request)
+    }
+
+    /// Makes this connection's current response the whole download.
+    func adoptStream() {
+        role = .stream
+    }
+
+    func cancel() {
+        if let exchange { session.loop.cancel(exchange) }
+    }
+
+    /// Updates ``recentRate`` from the bytes delivered since the last sample.
+    func sampleRate(at now: ContinuousClock.Instant) {
+        defer {
+            sampledAt = now
+            sampledBytes = bytesDelivered
+        }
+        guard exchange != nil, let previous = sampledAt else { return }
+        let elapsed = (now - previous).seconds
+        guard elapsed > 0 else { return }
+        let rate = Double(bytesDelivered - sampledBytes) / elapsed
+        recentRate = recentRate == 0 ? rate : 0.5 * recentRate + 0.5 * rate
+    }
+
+    // MARK: ExchangeDelegate
+
+    func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
+        retryAfter = head.retryAfterSeconds
+        switch role {
+        case .probe(let requested):
+            return session.probeDidReceiveHead(self, head, requested: requested)
+        case .segment(let requested):
+            guard let object = session.object else { return .abort }
+            do {
+                try ResponseValidator.segment(head, requested: requested, object: object)
+                return .deliver
+            } catch {
+                failure = error
+                return .abort
+            }
+        case .stream, nil:
+            return .abort
+        }
+    }
+
+    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool {
+        bytesDelivered += Int64(body.count)
+        switch role {
+        case .segment:
+            guard let segment else { return false }
+            return session.write(body, for: self, segment: segment)
+        case .stream:
+            return session.writeStream(body, for: self)
+        case .probe, nil:
+            return false
+        }
+    }
+
+    func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
+        guard exchange === self.exchange else { return }
+        self.exchange = nil
+        switch role {
+        case .probe:
+            session.probeDidComplete(self, outcome: outcome, failure: failure, next: next, retryAfter: retryAfter)
+        case .segment(let requested):
+            guard let segment else { return }
+            self.segment = nil
+            session.segmentDidFinish(self, segment: segment, requested: requested, outcome: outcome, failure: failure, retryAfter: retryAfter)
+        case .stream:
+            session.streamDidFinish(self, outcome: outcome, failure: failure)
+        case nil:
+            break
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import CSwoopSystem
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The system calls swift-system does not wrap, funnelled the way it wraps its own: retried on
+/// `EINTR`, `errno` turned into a thrown `Errno`.
+extension FileDescriptor {
+    /// Flushes the file's data and metadata to stable storage (`fsync`).
+    func sync() throws(Errno) {
+        try retryingOnInterrupt { fsync(rawValue) }
+    }
+
+    /// Flushes the file's data, and only the metadata needed to read it back (`fdatasync`).
+    func syncData() throws(Errno) {
+        #if canImport(Darwin)
+        try retryingOnInterrupt { fsync(rawValue) }
+        #else
+        try retryingOnInterrupt { fdatasync(rawValue) }
+        #endif
+    }
+
+    /// Reserves disk blocks for `length` bytes so a full disk is found now, not mid-download.
+    /// Falls back to `ftruncate` where the file system cannot reserve space.
+    func preallocate(length: Int64) throws(Errno) {
+        guard length > 0 else { return }
+        do {
+            try retryingOnInterrupt { swoop_fallocate(rawValue, 0, length) }
+        } catch let error where [.notSupported, .invalidArgument, .noFunction].contains(error) {
+            try resizeOrThrow(length)
+        }
+    }
+
+    /// The file's size in bytes (`fstat`).
+    func size() throws(Errno) -> Int64 {
+        var info = CStat()
+        try retryingOnInterrupt { fstat(rawValue, &info) }
+        return Int64(info.st_size)
+    }
+
+    /// Writes all of `buffer` at `offset`, looping over short `pwrite`s.
+    @inline(__always)
+    func writeAll(_ buffer: UnsafeRawBufferPointer, atOffset offset: Int64) throws(Errno) {
+        var written = 0
+        while written < buffer.count {
+            let remaining = UnsafeRawBufferPointer(rebasing: buffer[written...])
+            let result = systemPwrite(rawValue, remaining.baseAddress, remaining.count, off_t(offset + Int64(written)))
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw Errno(rawValue: errno)
+            }
+            written += result
+        }
+    }
+
+    private func resizeOrThrow(_ length: Int64) throws(Errno) {
+        try retryingOnInterrupt { ftruncate(rawValue, off_t(length)) }
+    }
+}
+
+#if canImport(Glibc)
+/// `struct stat`, which swift-system's `Stat` shadows.
+typealias CStat = Glibc.stat
+let systemPwrite = Glibc.pwrite
+#elseif canImport(Musl)
+typealias CStat = Musl.stat
+let systemPwrite = Musl.pwrite
+#endif
+
+/// Runs `call` until it does not fail with `EINTR`; throws `errno` on any other failure.
+@inline(__always)
+func retryingOnInterrupt(_ call: () -> Int32) throws(Errno) {
+    while true {
+        if call() != -1 { return }
+        if errno != EINTR { throw Errno(rawValue: errno) }
+    }
+}
+
+/// Flushes a directory entry change (a create, rename or unlink) to stable storage.
+func syncDirectory(containing path: String) throws(Errno) {
+    let directory = FilePath(path).removingLastComponent()
+    let descriptor: FileDescriptor
+    do {
+        descriptor = try FileDescriptor.open(
+            directory.isEmpty ? "." : directory, .readOnly, options: [.directory, .closeOnExec])
+    } catch let error as Errno {
+        throw error
+    } catch {
+        throw Errno.ioError
+    }
+    defer { try? descriptor.close() }
+    try descriptor.sync()
+}

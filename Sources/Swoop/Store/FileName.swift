@@ -1,0 +1,29 @@
+/// Turning untrusted names (from URLs) into file names that stay inside the chosen directory.
+enum FileName {
+    /// `name` as a single safe path component: separators and control characters replaced by
+    /// `_`, at most 255 bytes of UTF-8; `nil` when nothing usable is left (`""`, `.`, `..`).
+    static func sanitized(_ name: String) -> String? {
+        var cleaned = ""
+        for scalar in name.unicodeScalars {
+            switch scalar.value {
+            case 0..<0x20, 0x7F, 0x80..<0xA0:
+                cleaned.unicodeScalars.append("_")
+            case UInt32(UInt8(ascii: "/")), UInt32(UInt8(ascii: "\\")):
+                cleaned.unicodeScalars.append("_")
+            default:
+                cleaned.unicodeScalars.append(scalar)
+            }
+        }
+        cleaned = cleaned.trimmingWhitespace
+        guard !cleaned.isEmpty, cleaned != ".", cleaned != ".." else { return nil }
+        if cleaned.utf8.count > 255 {
+            // Keep the extension, trim the stem, never split a character.
+            let dot = cleaned.lastIndex(of: ".")
+            let suffix = dot.map { String(cleaned[$0...]) }.flatMap { $0.utf8.count <= 16 ? $0 : nil } ?? ""
+            var stem = String(cleaned[..<(suffix.isEmpty ? cleaned.endIndex : dot!)])
+            while stem.utf8.count + suffix.utf8.count > 255 { stem.removeLast() }
+            cleaned = stem + suffix
+        }
+        return cleaned
+    }
+}

@@ -1,0 +1,162 @@
+import Crypto
+
+/// `FILE.swoop`: which chunks of `FILE.part` are durably on disk, and which object they belong to.
+///
+/// Binary, little-endian, self-checking:
+///
+/// ```
+/// magic "SWOOPMAP" | version u16 | flags u16 | object size i64 | chunk size i64
+/// | ETag (u16 length + UTF-8) | Last-Modified (u16 + UTF-8) | URL (u16 + UTF-8)
+/// | bitmap length u32 | bitmap | SHA-256 of everything before (32 bytes)
+/// ```
+///
+/// The URL is stored without credentials, query or fragment. Nothing else about the request
+/// (headers, tokens) is stored.
+struct SegmentMap: Equatable, Sendable {
+    static let magic: [UInt8] = Array("SWOOPMAP".utf8)
+    static let currentVersion: UInt16 = 1
+
+    var objectSize: Int64
+    var chunkSize: Int64
+    var etag: String?
+    var lastModified: String?
+    /// The source URL, redacted.
+    var url: String
+    var chunks: ChunkSet
+
+    var layout: ChunkLayout { ChunkLayout(objectSize: objectSize, chunkSize: chunkSize) }
+
+    /// Bytes of the object already complete.
+    var completedBytes: Int64 {
+        objectSize - missingRanges.reduce(0) { $0 + $1.count }
+    }
+
+    var missingRanges: [ByteRange] {
+        chunks.missingRuns.map { layout.byteRange(ofChunks: $0) }
+    }
+
+    /// The strong ETag, if the map has one.
+    var strongETag: String? {
+        guard let etag, !etag.hasPrefix("W/") else { return nil }
+        return etag
+    }
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + url.utf8.count + chunks.count / 8)
+        out += Self.magic
+        out.appendLittleEndian(Self.currentVersion)
+        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(objectSize)
+        out.appendLittleEndian(chunkSize)
+        out.appendString(etag ?? "")
+        out.appendString(lastModified ?? "")
+        out.appendString(url)
+        let bitmap = chunks.bitmapBytes
+        out.appendLittleEndian(UInt32(bitmap.count))
+        out += bitmap
+        out += Array(SHA256.hash(data: out))
+        return out
+    }
+
+    /// Decodes and checks a map; every way it can be wrong is a distinct error.
+    static func decode(_ bytes: [UInt8]) throws(SegmentMapError) -> SegmentMap {
+        guard bytes.count >= magic.count + 4 + 32 else { throw .truncated }
+        guard Array(bytes.prefix(magic.count)) == magic else { throw .notASegmentMap }
+        var reader = ByteReader(bytes: bytes, offset: magic.count)
+        let version: UInt16 = try reader.read()
+        guard version == currentVersion else { throw .unsupportedVersion(version) }
+        let digest = Array(SHA256.hash(data: bytes[..<(bytes.count - 32)]))
+        guard digest == Array(bytes.suffix(32)) else { throw .checksumMismatch }
+        reader.end = bytes.count - 32
+        let flags: UInt16 = try reader.read()
+        guard flags == 0 else { throw .malformed("unknown flags \(flags)") }
+        let objectSize: Int64 = try reader.read()
+        let chunkSize: Int64 = try reader.read()
+        guard objectSize >= 0, chunkSize > 0, chunkSize <= 1 << 40 else {
+            throw .malformed("object size \(objectSize), chunk size \(chunkSize)")
+        }
+        let etag = try reader.readString()
+        let lastModified = try reader.readString()
+        let url = try reader.readString()
+        let bitmapLength: UInt32 = try reader.read()
+        let layout = ChunkLayout(objectSize: objectSize, chunkSize: chunkSize)
+        let bitmap = try reader.readBytes(Int(bitmapLength))
+        guard reader.offset == reader.end else { throw .malformed("\(reader.end - reader.offset) trailing bytes") }
+        guard let chunks = ChunkSet(count: layout.chunkCount, bitmap: bitmap) else {
+            throw .malformed("bitmap of \(bitmapLength) bytes for \(layout.chunkCount) chunks")
+        }
+        return SegmentMap(
+            objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,
+            lastModified: lastModified.isEmpty ? nil : lastModified, url: url, chunks: chunks)
+    }
+}
+
+/// Why a segment map was not trusted.
+enum SegmentMapError: Error, Equatable, CustomStringConvertible {
+    case truncated
+    case notASegmentMap
+    case unsupportedVersion(UInt16)
+    case checksumMismatch
+    case malformed(String)
+
+    var description: String {
+        switch self {
+        case .truncated: "it is truncated"
+        case .notASegmentMap: "it is not a Swoop segment map"
+        case .unsupportedVersion(let version): "it is from another version of Swoop (format \(version), this one reads \(SegmentMap.currentVersion))"
+        case .checksumMismatch: "it is corrupt (checksum mismatch)"
+        case .malformed(let detail): "it is malformed (\(detail))"
+        }
+    }
+}
+
+private struct ByteReader {
+    let bytes: [UInt8]
+    var offset: Int
+    var end: Int
+
+    init(bytes: [UInt8], offset: Int) {
+        self.bytes = bytes
+        self.offset = offset
+        self.end = bytes.count
+    }
+
+    mutating func read<T: FixedWidthInteger>() throws(SegmentMapError) -> T {
+        let size = MemoryLayout<T>.size
+        guard end - offset >= size else { throw .truncated }
+        var value: T = 0
+        for index in 0..<size {
+            value |= T(truncatingIfNeeded: bytes[offset + index]) << (8 * index)
+        }
+        offset += size
+        return value
+    }
+
+    mutating func readBytes(_ count: Int) throws(SegmentMapError) -> ArraySlice<UInt8> {
+        guard count >= 0, end - offset >= count else { throw .truncated }
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
+    }
+
+    mutating func readString() throws(SegmentMapError) -> String {
+        let length: UInt16 = try read()
+        let raw = try readBytes(Int(length))
+        guard let string = String(validating: raw, as: UTF8.self) else { throw .malformed("invalid UTF-8") }
+        return string
+    }
+}
+
+extension [UInt8] {
+    fileprivate mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+        for index in 0..<MemoryLayout<T>.size {
+            append(UInt8(truncatingIfNeeded: value >> (8 * index)))
+        }
+    }
+
+    fileprivate mutating func appendString(_ string: String) {
+        let utf8 = Array(string.utf8.prefix(Int(UInt16.max)))
+        appendLittleEndian(UInt16(utf8.count))
+        self += utf8
+    }
+}

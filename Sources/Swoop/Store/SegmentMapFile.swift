@@ -1,0 +1,94 @@
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reading and atomically replacing `FILE.swoop`.
+enum SegmentMapFile {
+    /// Why a map on disk could not be used.
+    enum ReadError: Error {
+        case missing
+        case untrusted(SegmentMapError)
+        case io(DownloadError)
+    }
+
+    static func read(at path: String) -> Result<SegmentMap, ReadError> {
+        let bytes: [UInt8]
+        switch readAll(path) {
+        case .success(let contents): bytes = contents
+        case .failure(let error) where error == .noSuchFileOrDirectory: return .failure(.missing)
+        case .failure(let error): return .failure(.io(.localIO("cannot read", path: path, errno: error.rawValue)))
+        }
+        do {
+            return .success(try SegmentMap.decode(bytes))
+        } catch {
+            return .failure(.untrusted(error))
+        }
+    }
+
+    /// Replaces the map so that a crash at any instant leaves either the old map or the new one:
+    /// write a temporary file, fsync it, rename it over the map, fsync the directory.
+    static func write(_ map: SegmentMap, to path: String) throws(DownloadError) {
+        let temporary = path + ".tmp"
+        let bytes = map.encoded()
+        do {
+            let descriptor = try FileDescriptor.open(
+                FilePath(temporary), .writeOnly, options: [.create, .truncate, .closeOnExec],
+                permissions: [.ownerReadWrite, .groupReadWrite, .otherReadWrite])
+            do {
+                let failure: Errno? = bytes.withUnsafeBytes { buffer in
+                    do throws(Errno) { try descriptor.writeAll(buffer, atOffset: 0) } catch { return error }
+                    return nil
+                }
+                if let failure { throw failure }
+                try descriptor.sync()
+            } catch {
+                try? descriptor.close()
+                throw error
+            }
+            try descriptor.close()
+            try retryingOnInterrupt { rename(temporary, path) }
+            try syncDirectory(containing: path)
+        } catch let error as Errno {
+            unlink(temporary)
+            throw .localIO("cannot write the segment map", path: path, errno: error.rawValue)
+        } catch {
+            unlink(temporary)
+            throw DownloadError(.localIO, "cannot write the segment map \(path): \(error)")
+        }
+    }
+
+    /// Deletes the map (and a leftover temporary), ignoring absence.
+    static func remove(at path: String) {
+        unlink(path)
+        unlink(path + ".tmp")
+    }
+
+    private static func readAll(_ path: String) -> Result<[UInt8], Errno> {
+        do {
+            let descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+            defer { try? descriptor.close() }
+            let size = try descriptor.size()
+            guard size <= 64 << 20 else { return .failure(.fileTooLarge) }
+            var bytes = [UInt8](repeating: 0, count: Int(size))
+            var total = 0
+            while total < bytes.count {
+                let count = try bytes.withUnsafeMutableBytes {
+                    try descriptor.read(fromAbsoluteOffset: Int64(total), into: UnsafeMutableRawBufferPointer(rebasing: $0[total...]))
+                }
+                if count == 0 { break }
+                total += count
+            }
+            return .success(Array(bytes.prefix(total)))
+        } catch let error as Errno {
+            return .failure(error)
+        } catch {
+            return .failure(.ioError)
+        }
+    }
+}

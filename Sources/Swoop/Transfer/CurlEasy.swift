@@ -1,0 +1,115 @@
+import CCurl
+
+/// libcurl's process-wide state, initialised once before the first handle.
+enum CurlRuntime {
+    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
+
+    /// Initialises libcurl if needed; `false` if it could not be.
+    static func ensureInitialized() -> Bool { initialized }
+
+    /// libcurl's version string, e.g. "7.88.1".
+    static var version: String {
+        guard let info = curl_version_info(CURLVERSION_FOURTH), let version = info.pointee.version else {
+            return "unknown"
+        }
+        return String(cString: version)
+    }
+}
+
+/// One libcurl easy handle. Not thread-safe: used only on the transfer thread.
+///
+/// The setters are typed by the option class curl reads (`long`, `curl_off_t`, a string, a
+/// pointer), matching the C shims. The first failing `setopt` is remembered rather than thrown,
+/// so a request is configured in one pass and checked once.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+    private(set) var firstSetoptFailure: (option: CURLoption, code: CURLcode)?
+
+    init?() {
+        guard CurlRuntime.ensureInitialized(), let handle = curl_easy_init() else { return nil }
+        self.handle = handle
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+    }
+
+    /// Back to curl's defaults; live connections and caches stay.
+    func reset() {
+        curl_easy_reset(handle)
+        firstSetoptFailure = nil
+    }
+
+    func set(_ option: CURLoption, _ value: Int) {
+        record(option, swoop_easy_setopt_long(handle, option, value))
+    }
+
+    func set(_ option: CURLoption, _ value: Bool) {
+        set(option, value ? 1 : 0)
+    }
+
+    func set(_ option: CURLoption, offset value: Int64) {
+        record(option, swoop_easy_setopt_off_t(handle, option, curl_off_t(value)))
+    }
+
+    /// Strings are copied by curl.
+    func set(_ option: CURLoption, _ value: String) {
+        let code = value.withCString { swoop_easy_setopt_pointer(handle, option, UnsafeMutableRawPointer(mutating: $0)) }
+        record(option, code)
+    }
+
+    /// The pointee must outlive the transfer.
+    func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) {
+        record(option, swoop_easy_setopt_pointer(handle, option, value))
+    }
+
+    func set(_ option: CURLoption, callback: curl_write_callback) {
+        record(option, swoop_easy_setopt_write_callback(handle, option, callback))
+    }
+
+    func set(_ option: CURLoption, callback: curl_sockopt_callback) {
+        record(option, swoop_easy_setopt_sockopt_callback(handle, option, callback))
+    }
+
+    func getLong(_ info: CURLINFO) -> Int? {
+        var value = 0
+        return swoop_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil
+    }
+
+    func getOffset(_ info: CURLINFO) -> Int64? {
+        var value: curl_off_t = 0
+        return swoop_easy_getinfo_off_t(handle, info, &value) == CURLE_OK ? Int64(value) : nil
+    }
+
+    func getString(_ info: CURLINFO) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard swoop_easy_getinfo_string(handle, info, &value) == CURLE_OK, let value else { return nil }
+        return String(cString: value)
+    }
+
+    private func record(_ option: CURLoption, _ code: CURLcode) {
+        if code != CURLE_OK && firstSetoptFailure == nil {
+            firstSetoptFailure = (option, code)
+        }
+    }
+}
+
+/// A `curl_slist` of request header lines, freed with its owner.
+final class CurlHeaderList {
+    private(set) var list: UnsafeMutablePointer<curl_slist>?
+
+    init(_ lines: [String]) {
+        for line in lines {
+            list = curl_slist_append(list, line)
+        }
+    }
+
+    deinit {
+        curl_slist_free_all(list)
+    }
+}
+
+extension CURLcode {
+    /// curl's one-line description of the code.
+    var message: String { String(cString: curl_easy_strerror(self)) }
+}

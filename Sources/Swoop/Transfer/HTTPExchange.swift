@@ -1,0 +1,260 @@
+import CCurl
+
+/// One HTTP GET as the rest of the library sees it: no curl types.
+struct ExchangeRequest: Sendable {
+    var url: String
+    /// Header lines, "Name: value".
+    var headerLines: [String]
+    /// Sent as a `Range` header.
+    var range: RequestedRange?
+    var options: TransferOptions
+}
+
+/// Per-connection transfer settings, derived from the downloader's configuration.
+struct TransferOptions: Sendable {
+    var connectTimeout: Duration
+    /// A connection below `lowSpeedLimit` bytes/s for this long fails with a timeout.
+    var stallTimeout: Duration
+    var lowSpeedLimit: Int
+    var verifiesTLSCertificates: Bool
+    var userAgent: String
+    var receiveBufferSize: Int
+
+    init(_ configuration: Downloader.Configuration) {
+        connectTimeout = configuration.timeout.connect
+        stallTimeout = configuration.timeout.stall
+        lowSpeedLimit = configuration.timeout.lowSpeedLimit
+        verifiesTLSCertificates = configuration.verifiesTLSCertificates
+        userAgent = configuration.userAgent
+        receiveBufferSize = configuration.receiveBufferSize
+    }
+}
+
+/// How the delegate wants a response body handled once it has seen the head.
+enum BodyDisposition {
+    /// Pass body bytes to the delegate.
+    case deliver
+    /// Read and drop the body (a redirect's or an error page's), keeping the connection.
+    case discard
+    /// Stop now; the connection is closed.
+    case abort
+}
+
+/// How an exchange ended.
+enum ExchangeOutcome {
+    /// The response was received completely.
+    case completed
+    /// The delegate stopped it (``BodyDisposition/abort`` or `false` from a body callback).
+    case aborted
+    /// ``TransferLoop/cancel(_:)`` removed it.
+    case cancelled
+    /// The transfer failed: connect, TLS, reset, timeout, or a malformed response.
+    case failed(TransferFailure)
+}
+
+/// A libcurl failure, translated.
+struct TransferFailure: Sendable {
+    var curlCode: Int
+    var message: String
+    var isTLS: Bool
+    var isTimeout: Bool
+}
+
+/// Receives an exchange's events on the transfer thread. Callbacks must not block.
+protocol ExchangeDelegate: AnyObject {
+    func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition
+    /// Returns `false` to stop the transfer.
+    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool
+    func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome)
+}
+
+/// One request/response on a pooled easy handle, owned by the transfer thread.
+///
+/// The easy handle's `CURLOPT_PRIVATE`, `WRITEDATA` and `HEADERDATA` point at this object
+/// (unretained); the loop keeps it alive from `start` until the completion callback.
+final class HTTPExchange {
+    let request: ExchangeRequest
+    private(set) weak var delegate: (any ExchangeDelegate)?
+    fileprivate(set) var easy: CurlEasy?
+    private var headerList: CurlHeaderList?
+    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+
+    private var head = ResponseHeadParser()
+    private var disposition: BodyDisposition?
+    private var stoppedByDelegate = false
+    fileprivate var cancelled = false
+
+    /// Body bytes delivered to the delegate.
+    private(set) var bodyBytesDelivered: Int64 = 0
+    /// When the request was handed to curl, and when its first body byte arrived.
+    private(set) var startedAt: ContinuousClock.Instant?
+    private(set) var firstByteAt: ContinuousClock.Instant?
+
+    init(_ request: ExchangeRequest, delegate: any ExchangeDelegate) {
+        self.request = request
+        self.delegate = delegate
+    }
+
+    /// The URL curl ended at (no redirects are followed, so the request's).
+    var responseHead: ResponseHead? { head.finished }
+
+    /// Configures `easy` for this request. Returns a failure if curl rejected an option.
+    fileprivate func configure(_ easy: CurlEasy) -> TransferFailure? {
+        self.easy = easy
+        let options = request.options
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        easy.set(CURLOPT_URL, request.url)
+        easy.set(CURLOPT_HTTPGET, true)
+        easy.set(CURLOPT_NOSIGNAL, true)
+        easy.set(CURLOPT_FOLLOWLOCATION, false)  // redirects are checked and followed by the prober
+        easy.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))  // one stream per TCP connection
+        easy.set(CURLOPT_SSL_VERIFYPEER, options.verifiesTLSCertificates)
+        easy.set(CURLOPT_SSL_VERIFYHOST, options.verifiesTLSCertificates ? 2 : 0)
+        easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout.milliseconds)))
+        if options.lowSpeedLimit > 0 {
+            easy.set(CURLOPT_LOW_SPEED_LIMIT, options.lowSpeedLimit)
+            easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int((options.stallTimeout.milliseconds + 999) / 1000)))
+        }
+        easy.set(CURLOPT_BUFFERSIZE, options.receiveBufferSize)
+        easy.set(CURLOPT_TCP_KEEPALIVE, true)
+        easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)  // a proxy's CONNECT reply is not the response
+        easy.set(CURLOPT_USERAGENT, options.userAgent)
+        errorBuffer.withUnsafeMutableBytes { easy.set(CURLOPT_ERRORBUFFER, pointer: $0.baseAddress) }
+        var lines = request.headerLines
+        if let range = request.range {
+            lines.append("Range: \(range.headerValue)")
+        }
+        let list = CurlHeaderList(lines)
+        headerList = list
+        easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(list.list))
+        easy.set(CURLOPT_HEADERFUNCTION, callback: exchangeHeaderCallback)
+        easy.set(CURLOPT_HEADERDATA, pointer: me)
+        easy.set(CURLOPT_WRITEFUNCTION, callback: exchangeWriteCallback)
+        easy.set(CURLOPT_WRITEDATA, pointer: me)
+        easy.set(CURLOPT_PRIVATE, pointer: me)
+        if let (option, code) = easy.firstSetoptFailure {
+            return TransferFailure(
+                curlCode: Int(code.rawValue),
+                message: "libcurl rejected option \(option.rawValue): \(code.message)",
+                isTLS: false, isTimeout: false)
+        }
+        return nil
+    }
+
+    fileprivate func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard !cancelled else { return false }
+        guard let finished = head.consume(line) else { return true }
+        guard let delegate else { return false }
+        let disposition = delegate.exchange(self, didReceiveHead: finished)
+        self.disposition = disposition
+        if disposition == .abort {
+            stoppedByDelegate = true
+            return false
+        }
+        return true
+    }
+
+    fileprivate func didReceiveBody(_ body: UnsafeRawBufferPointer) -> Bool {
+        guard !cancelled else { return false }
+        switch disposition {
+        case .deliver:
+            if firstByteAt == nil { firstByteAt = .now }
+            bodyBytesDelivered += Int64(body.count)
+            guard let delegate, delegate.exchange(self, didReceive: body) else {
+                stoppedByDelegate = true
+                return false
+            }
+            return true
+        case .discard:
+            return true
+        case .abort, nil:
+            // Body before a complete head cannot happen with HTTP/1.x; refuse it rather than guess.
+            stoppedByDelegate = true
+            return false
+        }
+    }
+
+    func markCancelled() {
+        cancelled = true
+    }
+
+    fileprivate func markStarted() {
+        startedAt = .now
+    }
+
+    /// Called by the loop once curl is done with the handle.
+    fileprivate func finish(_ code: CURLcode) {
+        let outcome: ExchangeOutcome
+        if cancelled {
+            outcome = .cancelled
+        } else if stoppedByDelegate {
+            outcome = .aborted
+        } else if code == CURLE_OK {
+            outcome = .completed
+        } else {
+            outcome = .failed(failure(for: code))
+        }
+        headerList = nil
+        delegate?.exchange(self, didCompleteWith: outcome)
+    }
+
+    private func failure(for code: CURLcode) -> TransferFailure {
+        let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let message = detail.isEmpty ? code.message : detail
+        let tlsCodes: Set<CURLcode> = [
+            CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+            CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
+        ]
+        return TransferFailure(
+            curlCode: Int(code.rawValue), message: message,
+            isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT)
+    }
+}
+
+private let exchangeHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
+    guard let userdata, let buffer else { return 0 }
+    let exchange = Unmanaged<HTTPExchange>.fromOpaque(userdata).takeUnretainedValue()
+    let length = size * count
+    return exchange.didReceiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+}
+
+private let exchangeWriteCallback: curl_write_callback = { buffer, size, count, userdata in
+    guard let userdata, let buffer else { return 0 }
+    let exchange = Unmanaged<HTTPExchange>.fromOpaque(userdata).takeUnretainedValue()
+    let length = size * count
+    return exchange.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+}
+
+extension TransferLoop {
+    /// Configures a pooled easy handle for `exchange` and queues it; the delegate hears back on
+    /// this thread, never synchronously from this call.
+    func start(_ exchange: HTTPExchange) {
+        assertOnLoopThread()
+        let easy = dequeueEasyHandle()
+        if let failure = exchange.configure(easy) {
+            exchange.easy = nil
+            recycle(easy)
+            afterCallbacks { exchange.delegate?.exchange(exchange, didCompleteWith: .failed(failure)) }
+            return
+        }
+        exchange.markStarted()
+        enqueueAdd(exchange)
+    }
+
+    /// Stops `exchange`; its delegate receives ``ExchangeOutcome/cancelled`` (later, on this thread).
+    func cancel(_ exchange: HTTPExchange) {
+        assertOnLoopThread()
+        guard !exchange.cancelled, exchange.easy != nil else { return }
+        exchange.markCancelled()
+        enqueueRemove(exchange)
+    }
+
+    func finish(_ exchange: HTTPExchange, code: CURLcode) {
+        if let easy = exchange.easy {
+            exchange.easy = nil
+            recycle(easy)
+        }
+        exchange.finish(code)
+    }
+}

@@ -1,0 +1,90 @@
+/// The status and header fields of a final (non-1xx) HTTP response.
+struct ResponseHead: Sendable {
+    var status: Int
+    /// Header fields in arrival order, names lowercased, values trimmed.
+    var fields: [(name: String, value: String)]
+
+    init(status: Int, fields: [(name: String, value: String)] = []) {
+        self.status = status
+        self.fields = fields.map { ($0.name.lowercased(), $0.value) }
+    }
+
+    /// Every value of the field `name` (lowercase).
+    func values(_ name: String) -> [String] {
+        fields.lazy.filter { $0.name == name }.map(\.value)
+    }
+
+    /// The field's value when it appears exactly once; `nil` when absent.
+    /// A field repeated with different values is reported as ``conflicting``.
+    func value(_ name: String) -> String? {
+        let all = values(name)
+        return all.allSatisfy({ $0 == all.first }) ? all.first : nil
+    }
+
+    /// Whether `name` appears more than once with different values.
+    func isConflicting(_ name: String) -> Bool {
+        Set(values(name)).count > 1
+    }
+
+    var contentRange: String? { value("content-range") }
+    var contentLength: Int64? { value("content-length").flatMap { Int64($0) } }
+    var etag: String? { value("etag") }
+    var lastModified: String? { value("last-modified") }
+    var contentEncoding: String? { value("content-encoding") }
+    var contentType: String? { value("content-type") }
+    var location: String? { value("location") }
+    var transferEncoding: String? { value("transfer-encoding") }
+
+    /// `Retry-After` as a delay in seconds (the delta-seconds form; an HTTP-date is ignored).
+    var retryAfterSeconds: Int? {
+        value("retry-after").flatMap { Int($0.trimmingWhitespace) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+}
+
+/// Builds a ``ResponseHead`` from the header lines curl hands over one at a time.
+struct ResponseHeadParser {
+    private var status: Int?
+    private var fields: [(name: String, value: String)] = []
+    private(set) var finished: ResponseHead?
+
+    /// Feeds one raw line (with its CRLF). Returns the head when the line ends a final response's
+    /// header block; 1xx blocks are skipped.
+    mutating func consume(_ raw: UnsafeRawBufferPointer) -> ResponseHead? {
+        let line = String(decoding: raw, as: UTF8.self).trimmingWhitespace
+        if line.isEmpty {
+            guard let status else { return nil }
+            if (100..<200).contains(status) {
+                self.status = nil
+                fields.removeAll()
+                return nil
+            }
+            let head = ResponseHead(status: status, fields: fields)
+            finished = head
+            return head
+        }
+        if line.hasPrefix("HTTP/") {
+            // "HTTP/1.1 206 Partial Content": a new block starts.
+            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            status = parts.count >= 2 ? Int(parts[1]) : nil
+            fields.removeAll()
+            return nil
+        }
+        if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].trimmingWhitespace.lowercased()
+            let value = line[line.index(after: colon)...].trimmingWhitespace
+            fields.append((name, value))
+        }
+        return nil
+    }
+}
+
+extension StringProtocol {
+    /// The string without leading and trailing spaces, tabs, CRs and LFs.
+    var trimmingWhitespace: String {
+        // "\r\n" is one Character (a grapheme cluster), so it is listed on its own.
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r\n" || $0 == "\r" || $0 == "\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return String(self[first...last])
+    }
+}

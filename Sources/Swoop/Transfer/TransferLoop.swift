@@ -1,0 +1,288 @@
+import CCurl
+import CSwoopSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The transfer thread: one `curl_multi` handle driving every exchange, plus timers and work
+/// submitted from other threads.
+///
+/// Everything that touches curl handles, and every download's mutable state, lives on this one
+/// thread, so the data path needs no locks. Other threads talk to it only through ``execute(_:)``,
+/// which queues a closure under a mutex and wakes the loop with `curl_multi_wakeup`.
+///
+/// `@unchecked Sendable`: the only state touched from other threads is `inbox` (a `Mutex`) and
+/// `multi` through `curl_multi_wakeup`, which libcurl documents as thread-safe; everything else is
+/// confined to the loop thread, which ``assertOnLoopThread()`` checks in debug builds.
+final class TransferLoop: @unchecked Sendable {
+    private struct Inbox {
+        var commands: [@Sendable () -> Void] = []
+        var stopRequested = false
+        var exited = false
+        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let multi: UnsafeMutableRawPointer
+    private var thread = pthread_t()
+
+    // Loop-thread state.
+    private var running: [ObjectIdentifier: HTTPExchange] = [:]
+    private var pendingAdds: [HTTPExchange] = []
+    private var pendingRemoves: [HTTPExchange] = []
+    private var afterCallbackWork: [() -> Void] = []
+    private var timers: [LoopTimer] = []
+    private var idleHandles: [CurlEasy] = []
+
+    /// Starts the thread.
+    init?(name: String = "swoop-transfer") {
+        guard CurlRuntime.ensureInitialized(), let multi = curl_multi_init() else { return nil }
+        self.multi = multi
+        // No HTTP/2 multiplexing: each transfer gets its own TCP connection, which is the point.
+        _ = swoop_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_NOTHING))
+        _ = swoop_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 512)
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { argument in
+            let loop = Unmanaged<TransferLoop>.fromOpaque(argument!).takeRetainedValue()
+            loop.run()
+            return nil
+        }, retained)
+        guard result == 0 else {
+            Unmanaged<TransferLoop>.fromOpaque(retained).release()
+            curl_multi_cleanup(multi)
+            return nil
+        }
+        pthread_detach(thread)
+        _ = name.withCString { swoop_set_thread_name(thread, $0) }
+    }
+
+    deinit {
+        curl_multi_cleanup(multi)
+    }
+
+    // MARK: Any thread
+
+    /// Runs `work` on the loop thread. Returns `false` (and drops `work`) once the loop is stopping.
+    @discardableResult
+    func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        let accepted = inbox.withLock { inbox -> Bool in
+            guard !inbox.stopRequested else { return false }
+            inbox.commands.append(work)
+            return true
+        }
+        if accepted { curl_multi_wakeup(multi) }
+        return accepted
+    }
+
+    /// Stops the loop: running exchanges are cancelled (their delegates hear about it), then the
+    /// thread exits. Returns once it has.
+    func shutdown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let alreadyExited = inbox.withLock { inbox -> Bool in
+                inbox.stopRequested = true
+                if inbox.exited { return true }
+                inbox.exitWaiters.append(continuation)
+                return false
+            }
+            if alreadyExited {
+                continuation.resume()
+            } else {
+                curl_multi_wakeup(multi)
+            }
+        }
+    }
+
+    /// Asks the loop to stop without waiting.
+    func requestStop() {
+        inbox.withLock { $0.stopRequested = true }
+        curl_multi_wakeup(multi)
+    }
+
+    // MARK: Loop thread
+
+    func assertOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+        assert(pthread_equal(pthread_self(), thread) != 0, "not on the transfer thread", file: file, line: line)
+    }
+
+    /// Runs `work` on this thread at the next safe point, outside any curl callback.
+    func afterCallbacks(_ work: @escaping () -> Void) {
+        assertOnLoopThread()
+        afterCallbackWork.append(work)
+    }
+
+    /// Runs `action` on this thread after `delay`, unless the returned timer is cancelled first.
+    @discardableResult
+    func schedule(after delay: Duration, _ action: @escaping () -> Void) -> LoopTimer {
+        assertOnLoopThread()
+        let timer = LoopTimer(deadline: .now + delay, action: action)
+        let index = timers.firstIndex { $0.deadline > timer.deadline } ?? timers.endIndex
+        timers.insert(timer, at: index)
+        return timer
+    }
+
+    func enqueueAdd(_ exchange: HTTPExchange) {
+        pendingAdds.append(exchange)
+    }
+
+    func enqueueRemove(_ exchange: HTTPExchange) {
+        if let index = pendingAdds.firstIndex(where: { $0 === exchange }) {
+            pendingAdds.remove(at: index)
+            afterCallbacks { self.finish(exchange, code: CURLE_OK) }
+        } else {
+            pendingRemoves.append(exchange)
+        }
+    }
+
+    func dequeueEasyHandle() -> CurlEasy {
+        if let easy = idleHandles.popLast() { return easy }
+        guard let easy = CurlEasy() else { fatalError("curl_easy_init failed: out of memory") }
+        return easy
+    }
+
+    func recycle(_ easy: CurlEasy) {
+        easy.reset()
+        if idleHandles.count < 128 { idleHandles.append(easy) }
+    }
+
+    private func run() {
+        thread = pthread_self()
+        while true {
+            let (commands, stopping) = inbox.withLock { inbox -> ([@Sendable () -> Void], Bool) in
+                defer { inbox.commands.removeAll(keepingCapacity: true) }
+                return (inbox.commands, inbox.stopRequested)
+            }
+            for command in commands { command() }
+            if stopping {
+                stopAll()
+                break
+            }
+            applyPendingChanges()
+            var stillRunning: Int32 = 0
+            curl_multi_perform(multi, &stillRunning)
+            readCompletions()
+            runAfterCallbackWork()
+            fireDueTimers()
+            applyPendingChanges()
+            runAfterCallbackWork()
+
+            var timeout = 1000
+            if !pendingAdds.isEmpty || !pendingRemoves.isEmpty || !afterCallbackWork.isEmpty {
+                timeout = 0
+            } else if let next = timers.first {
+                let remaining = next.deadline - .now
+                timeout = max(0, min(timeout, Int(remaining.milliseconds.rounded(.up))))
+            }
+            curl_multi_poll(multi, nil, 0, Int32(timeout), nil)
+        }
+        let waiters = inbox.withLock { inbox -> [CheckedContinuation<Void, Never>] in
+            inbox.exited = true
+            defer { inbox.exitWaiters.removeAll() }
+            return inbox.exitWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func applyPendingChanges() {
+        while !pendingRemoves.isEmpty {
+            let removes = pendingRemoves
+            pendingRemoves.removeAll()
+            for exchange in removes {
+                guard let easy = exchange.easy, running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else {
+                    continue  // already finished
+                }
+                curl_multi_remove_handle(multi, easy.handle)
+                finish(exchange, code: CURLE_OK)
+            }
+        }
+        let adds = pendingAdds
+        pendingAdds.removeAll()
+        for exchange in adds {
+            guard let easy = exchange.easy else { continue }
+            running[ObjectIdentifier(exchange)] = exchange
+            let code = curl_multi_add_handle(multi, easy.handle)
+            if code != CURLM_OK {
+                running.removeValue(forKey: ObjectIdentifier(exchange))
+                finish(exchange, code: CURLE_FAILED_INIT)
+            }
+        }
+    }
+
+    private func readCompletions() {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            var pointer: UnsafeMutableRawPointer?
+            _ = swoop_easy_getinfo_pointer(handle, CURLINFO_PRIVATE, &pointer)
+            curl_multi_remove_handle(multi, handle)
+            guard let pointer else { continue }
+            let exchange = Unmanaged<HTTPExchange>.fromOpaque(pointer).takeUnretainedValue()
+            running.removeValue(forKey: ObjectIdentifier(exchange))
+            finish(exchange, code: code)
+        }
+    }
+
+    private func runAfterCallbackWork() {
+        while !afterCallbackWork.isEmpty {
+            let work = afterCallbackWork
+            afterCallbackWork.removeAll()
+            for item in work { item() }
+        }
+    }
+
+    private func fireDueTimers() {
+        let now = ContinuousClock.now
+        while let first = timers.first, first.deadline <= now {
+            timers.removeFirst()
+            first.fire()
+        }
+    }
+
+    private func stopAll() {
+        // Let delegates hear "cancelled" so every waiting caller is answered.
+        for exchange in pendingAdds { afterCallbacks { self.finish(exchange, code: CURLE_OK) } }
+        pendingAdds.removeAll()
+        for exchange in running.values {
+            exchange.markCancelled()
+            pendingRemoves.append(exchange)
+        }
+        applyPendingChanges()
+        runAfterCallbackWork()
+        timers.removeAll()
+        idleHandles.removeAll()
+    }
+}
+
+/// A one-shot timer on the transfer thread.
+final class LoopTimer {
+    let deadline: ContinuousClock.Instant
+    private var action: (() -> Void)?
+
+    init(deadline: ContinuousClock.Instant, action: @escaping () -> Void) {
+        self.deadline = deadline
+        self.action = action
+    }
+
+    func cancel() { action = nil }
+
+    fileprivate func fire() {
+        let action = self.action
+        self.action = nil
+        action?()
+    }
+}
+
+extension Duration {
+    /// The duration in milliseconds, as a floating-point number.
+    var milliseconds: Double {
+        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
+    }
+
+    /// The duration in seconds, as a floating-point number.
+    var seconds: Double { milliseconds / 1000 }
+}

@@ -1,0 +1,31 @@
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Prints library log messages to stderr as `swoop: warning: ...`.
+struct CLILogHandler: LogHandler {
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    private static let stderrIsTerminal = isatty(STDERR_FILENO) == 1
+
+    func log(event: LogEvent) {
+        var line = "swoop: \(event.level): \(event.message)"
+        if logLevel <= .debug {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            if !merged.isEmpty {
+                line += " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            }
+        }
+        writeStderr((Self.stderrIsTerminal ? "\r\u{1B}[2K" : "") + line + "\n")
+    }
+}

@@ -1,0 +1,48 @@
+/// Human-readable sizes, rates and durations for the CLI.
+enum Format {
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        if unit == 0 { return "\(count) B" }
+        return fixed(value, digits: value < 10 ? 2 : 1) + " " + units[unit]
+    }
+
+    static func rate(_ bytesPerSecond: Double) -> String {
+        bytes(Int64(bytesPerSecond)) + "/s"
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "--:--" }
+        let total = Int(seconds.rounded())
+        let (hours, minutes, secs) = (total / 3600, (total % 3600) / 60, total % 60)
+        let mm = minutes < 10 ? "0\(minutes)" : "\(minutes)"
+        let ss = secs < 10 ? "0\(secs)" : "\(secs)"
+        return hours > 0 ? "\(hours):\(mm):\(ss)" : "\(minutes):\(ss)"
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func fixed(_ value: Double, digits: Int) -> String {
+        guard value.isFinite else { return "\(value)" }
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let rounded = (value * scale).rounded() / scale
+        var text = "\(rounded)"
+        if text.contains("e") { return text }
+        if let dot = text.firstIndex(of: ".") {
+            let decimals = text.distance(from: dot, to: text.endIndex) - 1
+            if decimals < digits { text += String(repeating: "0", count: digits - decimals) }
+            if digits == 0 { text = String(text[..<dot]) }
+        } else if digits > 0 {
+            text += "." + String(repeating: "0", count: digits)
+        }
+        return text
+    }
+}

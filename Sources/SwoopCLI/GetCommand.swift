@@ -1,0 +1,281 @@
+import ArgumentParser
+import Dispatch
+import Synchronization
+import FoundationEssentials
+import Logging
+import Swoop
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Options shared by commands that download.
+struct TransferOptions: ParsableArguments {
+    @Option(name: [.short, .long], help: "Connections per download (1-1024). Default: adaptive, up to --max-connections.")
+    var connections: Int?
+
+    @Option(name: .long, help: "The most connections the adaptive mode may open (1-1024).")
+    var maxConnections: Int = 64
+
+    @Option(name: [.customShort("H"), .long], help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
+    var header: [String] = []
+
+    @Option(name: .long, help: "Seconds allowed to connect.")
+    var connectTimeout: Double = 30
+
+    @Option(name: .long, help: "Seconds without data before a connection is replaced.")
+    var stallTimeout: Double = 30
+
+    @Option(name: .long, help: "Tries per byte range without progress before giving up.")
+    var maxTries: Int = 8
+
+    @Flag(name: [.short, .long], help: "Skip TLS certificate verification (insecure).")
+    var insecure = false
+
+    @Flag(name: [.short, .long], help: "Log more (repeat for debug output).")
+    var verbose: Int
+
+    func validate() throws {
+        if let connections, !(1...1024).contains(connections) {
+            throw ValidationError("--connections must be between 1 and 1024 (got \(connections))")
+        }
+        guard (1...1024).contains(maxConnections) else {
+            throw ValidationError("--max-connections must be between 1 and 1024 (got \(maxConnections))")
+        }
+        guard connectTimeout > 0, connectTimeout.isFinite else { throw ValidationError("--connect-timeout must be a positive number of seconds") }
+        guard stallTimeout > 0, stallTimeout.isFinite else { throw ValidationError("--stall-timeout must be a positive number of seconds") }
+        guard maxTries >= 1 else { throw ValidationError("--max-tries must be at least 1 (got \(maxTries))") }
+        _ = try parsedHeaders()
+    }
+
+    /// `--header` values split into name and value; a bad one is a usage error naming it.
+    func parsedHeaders() throws -> [(name: String, value: String)] {
+        try header.map { line in
+            guard let colon = line.firstIndex(of: ":") else {
+                throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
+            }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, !name.contains(where: { $0.isWhitespace }) else {
+                throw ValidationError("invalid --header '\(line)': the name before ':' is empty or has spaces")
+            }
+            return (name, value)
+        }
+    }
+
+    func configuration() -> Downloader.Configuration {
+        var configuration = Downloader.Configuration()
+        configuration.connections = connections.map { .fixed($0) } ?? .adaptive(maximum: maxConnections)
+        configuration.timeout.connect = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.timeout.stall = .milliseconds(Int64(stallTimeout * 1000))
+        configuration.retry.maxTries = maxTries
+        configuration.verifiesTLSCertificates = !insecure
+        return configuration
+    }
+
+    func logger(quiet: Bool) -> Logger {
+        let level: Logger.Level = quiet ? .error : (verbose >= 2 ? .debug : verbose == 1 ? .info : .warning)
+        return Logger(label: "swoop") { _ in CLILogHandler(logLevel: level) }
+    }
+}
+
+extension Downloader.Configuration.ObjectChangePolicy: ExpressibleByArgument {
+    public init?(argument: String) {
+        switch argument {
+        case "restart": self = .restart
+        case "fail": self = .fail
+        default: return nil
+        }
+    }
+
+    public static var allValueStrings: [String] { ["restart", "fail"] }
+}
+
+/// `swoop get URL`: download one object.
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Download a URL (the default command: `swoop URL` works too).",
+        discussion: """
+            The file is written to FILE.part beside the target with a segment map FILE.swoop, \
+            and renamed to FILE when complete. Interrupted downloads resume when the same \
+            command is run again.
+            """
+    )
+
+    @Argument(help: "The http or https URL to download.")
+    var url: String
+
+    @Option(name: [.short, .long], help: "Write to this file (default: the URL's file name).")
+    var output: String?
+
+    @Option(name: [.short, .customLong("dir")], help: "Write into this directory (default: the current one).")
+    var directory: String?
+
+    @OptionGroup var transfer: TransferOptions
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Print a JSON summary on stdout when done.")
+    var json = false
+
+    @Flag(name: [.short, .long], help: "Replace the target file if it exists.")
+    var force = false
+
+    @Flag(name: .long, help: "Discard any partial download and start over.")
+    var noResume = false
+
+    @Option(name: .long, help: "When the object changes mid-download: restart or fail.")
+    var onChange: Downloader.Configuration.ObjectChangePolicy = .restart
+
+    @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")
+    var checkpointInterval: Double = 1
+
+    func validate() throws {
+        if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
+        guard checkpointInterval >= 0, checkpointInterval.isFinite else {
+            throw ValidationError("--checkpoint-interval must be 0 or a positive number of seconds")
+        }
+    }
+
+    /// The target path: `-o` (inside `-d` when both are given), else the URL's sanitised file name in `-d`.
+    func targetPath() -> String {
+        let directory = self.directory.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        if let output {
+            if let directory, !output.hasPrefix("/") { return directory + "/" + output }
+            return output
+        }
+        let name = Downloader.suggestedFileName(for: url)
+        return (directory ?? ".") + "/" + name
+    }
+
+    func run() async throws {
+        var configuration = transfer.configuration()
+        configuration.overwritesExistingFile = force
+        configuration.resumes = !noResume
+        configuration.onObjectChange = onChange
+        configuration.checkpointInterval = checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
+        let logger = transfer.logger(quiet: quiet)
+        let request = DownloadRequest(url: url, headers: try transfer.parsedHeaders())
+        let path = targetPath()
+        let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
+        let downloader = Downloader(configuration: configuration, logger: logger)
+
+        let task = Task {
+            try await downloader.download(request, to: path) { renderer.update($0) }
+        }
+        let interrupts = InterruptWatcher { task.cancel() }
+        let outcome = await task.result
+        interrupts.stop()
+        await downloader.shutdown()
+        renderer.finish()
+
+        switch outcome {
+        case .success(let result):
+            if json {
+                printJSON(Summary(result, url: url))
+            } else if !quiet {
+                printSummary(result)
+            }
+        case .failure(let error as DownloadError):
+            if json { printJSON(Summary(error: error, path: path)) }
+            throw CommandFailure(status: ExitStatus(error), message: error.message)
+        case .failure(let error):
+            throw CommandFailure(status: .network, message: "\(error)")
+        }
+    }
+
+    private func printSummary(_ result: DownloadResult) {
+        if result.alreadyComplete {
+            writeStderr("\(result.path) is already complete (\(Format.bytes(result.bytes))); nothing to download\n")
+            return
+        }
+        let seconds = Format.seconds(result.duration)
+        var line = "saved \(result.path) (\(Format.bytes(result.bytes))) in \(Format.fixed(seconds, digits: 2)) s"
+        line += ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) connection\(result.connectionsUsed == 1 ? "" : "s")"
+        if result.bytesResumed > 0 { line += ", \(Format.bytes(result.bytesResumed)) resumed" }
+        if result.retries > 0 { line += ", \(result.retries) retr\(result.retries == 1 ? "y" : "ies")" }
+        writeStderr(line + "\n")
+    }
+}
+
+/// The `--json` summary.
+struct Summary: Encodable {
+    var ok: Bool
+    var path: String
+    var bytes: Int64?
+    var seconds: Double?
+    var bytesPerSecond: Double?
+    var connections: Int?
+    var requests: Int?
+    var retries: Int?
+    var resumedBytes: Int64?
+    var alreadyComplete: Bool?
+    var etag: String?
+    var error: String?
+    var errorKind: String?
+    var exitCode: Int32?
+
+    init(_ result: DownloadResult, url: String) {
+        ok = true
+        path = result.path
+        bytes = result.bytes
+        seconds = Format.seconds(result.duration)
+        bytesPerSecond = result.bytesPerSecond
+        connections = result.connectionsUsed
+        requests = result.requests
+        retries = result.retries
+        resumedBytes = result.bytesResumed
+        alreadyComplete = result.alreadyComplete
+        etag = result.etag
+    }
+
+    init(error: DownloadError, path: String) {
+        ok = false
+        self.path = path
+        self.error = error.message
+        errorKind = error.kind.description
+        exitCode = ExitStatus(error).rawValue
+    }
+}
+
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    if let data = try? encoder.encode(value) {
+        print(String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// Turns the first SIGINT or SIGTERM into `onInterrupt` (a graceful pause); a second one exits at once.
+final class InterruptWatcher {
+    private let sources: [any DispatchSourceSignal]
+
+    init(onInterrupt: @escaping @Sendable () -> Void) {
+        let count = Mutex(0)
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                let seen = count.withLock { value -> Int in
+                    value += 1
+                    return value
+                }
+                if seen == 1 {
+                    writeStderr("\nswoop: interrupted; saving state (press Ctrl-C again to quit at once)\n")
+                    onInterrupt()
+                } else {
+                    Glibc.exit(ExitStatus.interrupted.rawValue)
+                }
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func stop() {
+        for source in sources { source.cancel() }
+    }
+}

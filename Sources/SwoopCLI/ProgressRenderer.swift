@@ -1,0 +1,73 @@
+import Swoop
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Draws download progress on stderr: one redrawn line on a terminal, a plain line every few
+/// seconds otherwise, nothing when quiet.
+final class ProgressRenderer: Sendable {
+    enum Style { case terminal, lines, silent }
+
+    private struct State {
+        var lastLineAt: ContinuousClock.Instant?
+        var drewTerminalLine = false
+    }
+
+    let style: Style
+    private let state = Mutex(State())
+    private let lineInterval: Duration = .seconds(2)
+
+    init(quiet: Bool) {
+        if quiet {
+            style = .silent
+        } else {
+            style = isatty(STDERR_FILENO) == 1 ? .terminal : .lines
+        }
+    }
+
+    func update(_ progress: DownloadProgress) {
+        switch style {
+        case .silent:
+            return
+        case .terminal:
+            let line = Self.describe(progress)
+            state.withLock { $0.drewTerminalLine = true }
+            writeStderr("\r\u{1B}[2K" + line)
+        case .lines:
+            let now = ContinuousClock.now
+            let due = state.withLock { state -> Bool in
+                if let last = state.lastLineAt, now - last < lineInterval { return false }
+                state.lastLineAt = now
+                return true
+            }
+            if due { writeStderr("progress: " + Self.describe(progress) + "\n") }
+        }
+    }
+
+    /// Ends the progress line so the next message starts on a fresh line.
+    func finish() {
+        if style == .terminal, state.withLock({ $0.drewTerminalLine }) {
+            writeStderr("\r\u{1B}[2K")
+        }
+    }
+
+    static func describe(_ progress: DownloadProgress) -> String {
+        var parts: [String] = []
+        if let fraction = progress.fractionCompleted {
+            parts.append(Format.fixed(fraction * 100, digits: 1) + "%")
+            parts.append("\(Format.bytes(progress.bytesDone)) / \(Format.bytes(progress.totalBytes ?? 0))")
+        } else {
+            parts.append(Format.bytes(progress.bytesDone))
+        }
+        parts.append(Format.rate(progress.bytesPerSecond))
+        if let remaining = progress.estimatedTimeRemaining {
+            parts.append("ETA " + Format.duration(Format.seconds(remaining)))
+        }
+        parts.append("\(progress.activeConnections) conn")
+        return parts.joined(separator: "  ")
+    }
+}

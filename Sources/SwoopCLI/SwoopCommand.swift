@@ -1,0 +1,105 @@
+import ArgumentParser
+import Swoop
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// `swoop`: a parallel segmented downloader.
+@main
+struct SwoopCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "swoop",
+        abstract: "Download large files fast over many connections, resumably.",
+        discussion: """
+            Exit status: 0 success; 1 network or HTTP failure (the partial download is kept); \
+            2 usage error; 3 local file error (disk full, permissions); 4 the object changed on \
+            the server (--on-change fail); 5 the target exists; 130 interrupted (resume with the \
+            same command).
+            """,
+        version: Swoop.version,
+        subcommands: [Get.self],
+        defaultSubcommand: Get.self
+    )
+
+    /// Parses, runs, and exits with Swoop's exit codes rather than argument-parser's defaults.
+    static func main() async {
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as CommandFailure {
+            if !failure.message.isEmpty { printError(failure.message) }
+            Glibc.exit(failure.status.rawValue)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success || code == .validationFailure || error is ValidationError {
+                if code == .success {
+                    print(fullMessage(for: error))
+                    Glibc.exit(0)
+                }
+                printError(fullMessage(for: error))
+                Glibc.exit(ExitStatus.usage.rawValue)
+            }
+            if let exit = error as? ExitCode { Glibc.exit(exit.rawValue) }
+            printError(fullMessage(for: error))
+            Glibc.exit(ExitStatus.usage.rawValue)
+        }
+    }
+}
+
+/// Swoop's documented exit codes.
+enum ExitStatus: Int32 {
+    case success = 0
+    case network = 1
+    case usage = 2
+    case localIO = 3
+    case objectChanged = 4
+    case targetExists = 5
+    case interrupted = 130
+
+    init(_ error: DownloadError) {
+        switch error.kind {
+        case .invalidRequest: self = .usage
+        case .localIO, .diskFull: self = .localIO
+        case .objectChanged: self = .objectChanged
+        case .targetExists: self = .targetExists
+        case .interrupted, .cancelled: self = .interrupted
+        default: self = .network
+        }
+    }
+}
+
+/// A failure already explained; `main` prints the message and exits with the status.
+struct CommandFailure: Error {
+    var status: ExitStatus
+    var message: String
+}
+
+func printError(_ message: String) {
+    var line = "swoop: " + message
+    if !line.hasSuffix("\n") { line += "\n" }
+    writeStderr(line)
+}
+
+/// Writes to standard error, unbuffered.
+func writeStderr(_ text: String) {
+    var text = text
+    text.withUTF8 { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+            if written <= 0 {
+                if written < 0 && errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+}
