@@ -14,6 +14,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case targetExists
             case httpStatus
             case network
+            case unreachable
             case tls
             case invalidResponse
             case objectChanged
@@ -32,8 +33,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let targetExists = Kind(code: .targetExists)
         /// The server answered with an HTTP error status (see ``DownloadError/httpStatus``).
         public static let httpStatus = Kind(code: .httpStatus)
-        /// A network failure: DNS, connect, reset, timeout (see ``DownloadError/curlCode``).
+        /// A network failure: reset, timeout, a broken response (see ``DownloadError/curlCode``).
         public static let network = Kind(code: .network)
+        /// The host name did not resolve or nothing listens at the port.
+        public static let unreachable = Kind(code: .unreachable)
         /// TLS handshake or certificate verification failed.
         public static let tls = Kind(code: .tls)
         /// The server's response did not match the request (status, `Content-Range`, length, encoding).
@@ -57,6 +60,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .targetExists: "target exists"
             case .httpStatus: "HTTP error"
             case .network: "network error"
+            case .unreachable: "host unreachable"
             case .tls: "TLS error"
             case .invalidResponse: "invalid response"
             case .objectChanged: "object changed"

@@ -665,6 +665,11 @@ final class DownloadSession {
 
     private func networkError(_ failure: TransferFailure) -> DownloadError {
         let url = object?.url.redacted ?? probeURL.redacted
+        if failure.isUnreachable && object == nil {
+            // Like curl and wget, do not keep knocking on a door nobody answers before the first
+            // response; once a download is under way the same failure is retried.
+            return DownloadError(.unreachable, "cannot connect to \(url): \(failure.message); check the host name and port, and that the server is up", curlCode: failure.curlCode)
+        }
         if failure.isTLS {
             return DownloadError(.tls, "TLS failure talking to \(url): \(failure.message); check the certificate, or pass --insecure to skip verification (unsafe)", curlCode: failure.curlCode)
         }

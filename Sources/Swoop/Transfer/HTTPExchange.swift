@@ -58,6 +58,8 @@ struct TransferFailure: Sendable {
     var message: String
     var isTLS: Bool
     var isTimeout: Bool
+    /// Name resolution failed or the server refused the connection: nobody is there.
+    var isUnreachable = false
 }
 
 /// Receives an exchange's events on the transfer thread. Callbacks must not block.
@@ -208,7 +210,8 @@ final class HTTPExchange {
         ]
         return TransferFailure(
             curlCode: Int(code.rawValue), message: message,
-            isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT)
+            isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT,
+            isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY)
     }
 }
 

@@ -1,0 +1,82 @@
+/// Switches that make the origin misbehave, all off by default.
+///
+/// Counters such as "the first K requests" refer to the request ordinal of ``TestOrigin/requestCount``:
+/// the Nth request to arrive since the origin started or since the last ``TestOrigin/resetLog()``.
+/// Body faults (drop, stall, short body) and pacing apply to GET responses of registered objects
+/// (200 or 206) whose body is longer than the fault's threshold; HEAD responses, error pages and
+/// redirects are never cut, stalled or paced.
+public struct FaultSwitches: Sendable, Hashable {
+    /// Connections whose ID is a multiple of `every` are paced at `bytesPerSecond`.
+    public struct Straggler: Sendable, Hashable {
+        /// Every `every`th connection (by ``RecordedRequest/connectionID``) is a straggler; at least 1.
+        public var every: Int
+        /// The body rate of a straggler's responses, in bytes per second.
+        public var bytesPerSecond: Int
+
+        public init(every: Int, bytesPerSecond: Int) {
+            precondition(every >= 1 && bytesPerSecond >= 1, "Straggler needs every >= 1 and a positive rate")
+            self.every = every
+            self.bytesPerSecond = bytesPerSecond
+        }
+    }
+
+    /// How a 206 response's `Content-Range` header misreports the bytes it carries
+    /// (the body is always the requested range, and `Content-Length` is always right).
+    public enum ContentRangeLie: Sendable, Hashable {
+        /// First and last positions are both one more than the bytes actually sent.
+        case offByOne
+        /// The complete length is `size + 1`.
+        case wrongTotal
+        /// Claims the range starts at 0 (`bytes 0-(last-first)/size`).
+        case wrongStart
+    }
+
+    /// False: ignore `Range` and always answer 200 with the whole body, without `Accept-Ranges`
+    /// (like a server without range support).
+    public var rangeSupport = true
+    /// Caps each response body at this many bytes per second, paced smoothly (small slices on a
+    /// timer, not one-second bursts).
+    public var throttleBytesPerSecond: Int? = nil
+    /// Makes some connections slow (the "a few connections are 10x slower" benchmark mode);
+    /// applies on top of `throttleBytesPerSecond`, the lower rate wins.
+    public var straggler: Straggler? = nil
+    /// Closes the connection after sending this many body bytes of each response whose body is
+    /// longer (0 = right after the headers).
+    public var dropAfterBytes: Int64? = nil
+    /// Each response with a body: with this probability, close the connection at a uniformly
+    /// random point inside the body.
+    public var dropProbability: Double = 0
+    /// If set, `dropAfterBytes` and `dropProbability` apply only to the first K requests.
+    public var dropFirstRequests: Int? = nil
+    /// The first K requests (of any kind) get `failStatus` with a tiny text body.
+    public var failFirstRequests: Int = 0
+    /// The status of those failures, typically 503 or 429.
+    public var failStatus: Int = 503
+    /// Sends `Retry-After: <seconds>` on those failures.
+    public var retryAfterSeconds: Int? = nil
+    /// Sends the headers and this many body bytes (0 = headers only), then goes silent, keeping
+    /// the socket open, until the client closes it. Wins over a drop at the same or a later point.
+    public var stallAfterBytes: Int64? = nil
+    /// If set, stalls only the first K requests.
+    public var stallFirstRequests: Int? = nil
+    /// Once K requests have arrived, every object changes (seed + 1, so new content, ETag and
+    /// Last-Modified) a single time, before request K + 1 is answered. Setting a different value,
+    /// or ``TestOrigin/resetLog()``, arms it again.
+    public var changeAfterRequests: Int? = nil
+    /// Requests with a `Range` header get `200 text/html` with a small "server busy" page.
+    public var busyHTMLForRanges = false
+    /// Makes 206 responses carry a wrong `Content-Range` header.
+    public var contentRangeLie: ContentRangeLie? = nil
+    /// Sends the correct `Content-Length` but closes the connection after `length - 100` body
+    /// bytes (half the length when it is under 200).
+    public var shortBody = false
+    /// Adds `Content-Encoding: gzip` to object responses; the body bytes are unchanged.
+    public var gzipEncoding = false
+    /// The first K requests are answered honestly: `busyHTMLForRanges`, `contentRangeLie`,
+    /// `shortBody` and `gzipEncoding` apply only from request K + 1 on (so a probe succeeds and
+    /// later segment requests meet the lie).
+    public var honestFirstRequests = 0
+
+    /// All switches off.
+    public init() {}
+}

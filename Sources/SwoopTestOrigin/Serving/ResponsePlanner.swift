@@ -1,0 +1,292 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOHTTP1
+
+/// What to send for one request: decided up front, under the origin's lock, and then carried
+/// out on the wire by ``OriginConnectionHandler``.
+struct ResponsePlan: Sendable {
+    enum Body: Sendable {
+        /// Bytes of a ``Payload`` stream from `offset` on.
+        case payload(seed: UInt64, offset: Int64)
+        /// A fixed small body (error pages, the busy page).
+        case fixed([UInt8])
+    }
+
+    /// Where the body stops early, and what happens there.
+    enum Interruption: Sendable {
+        /// Close the connection once this many body bytes are written.
+        case cut(after: Int64, fault: String)
+        /// Send nothing more after this many body bytes, until the client closes.
+        case stall(after: Int64)
+    }
+
+    var head: HTTPResponseHead
+    var body: Body
+    /// Body bytes to send if nothing interrupts (0 for HEAD, 304 and bodiless responses).
+    var bodyLength: Int64
+    var interruption: Interruption?
+    /// Body pacing in bytes per second; nil = as fast as the socket takes it.
+    var bytesPerSecond: Int?
+    var keepAlive: Bool
+    /// Faults applied while planning (body faults are added when they happen).
+    var faults: [String]
+    /// The request as it will be logged, with `bodyBytesSent` and the body faults still to fill in.
+    var record: RecordedRequest
+}
+
+/// HTTP semantics of the origin: redirects, 404, preconditions (RFC 9110 §13), single byte
+/// ranges (§14), and the fault switches that bend them.
+struct ResponsePlanner {
+    var request: HTTPRequestHead
+    var target: RequestTarget
+    var ordinal: Int
+    var connectionID: Int
+    var faults: FaultSwitches
+
+    func plan(object: TestObject?, redirect: OriginCore.Redirect?) -> ResponsePlan {
+        var plan = ResponsePlan(
+            head: HTTPResponseHead(version: request.version, status: .ok),
+            body: .fixed([]),
+            bodyLength: 0,
+            interruption: nil,
+            bytesPerSecond: nil,
+            keepAlive: request.isKeepAlive,
+            faults: [],
+            record: RecordedRequest(
+                method: request.method.rawValue,
+                path: target.path,
+                query: target.query,
+                headers: request.headers.map { (name: $0.name.lowercased(), value: $0.value) },
+                connectionID: connectionID,
+                status: 0,
+                bodyBytesSent: 0,
+                faultApplied: nil
+            )
+        )
+        plan.head.headers.add(name: "Date", value: HTTPDate.format(epochSeconds: Int64(time(nil))))
+        plan.head.headers.add(name: "Server", value: "swoop-test-origin")
+
+        if ordinal <= faults.failFirstRequests {
+            fail(&plan)
+        } else if let redirect {
+            plan.head.status = HTTPResponseStatus(statusCode: redirect.status)
+            plan.head.headers.add(name: "Location", value: redirect.location)
+        } else if let object {
+            serve(object, into: &plan)
+        } else {
+            setText(&plan, status: .notFound, "not found: \(target.path)\n")
+        }
+
+        if !plan.keepAlive {
+            plan.head.headers.replaceOrAdd(name: "Connection", value: "close")
+        } else if request.version.major == 1, request.version.minor == 0 {
+            plan.head.headers.replaceOrAdd(name: "Connection", value: "keep-alive")
+        }
+        let status = plan.head.status
+        if status != .notModified, !plan.head.headers.contains(name: "Content-Length") {
+            plan.head.headers.add(name: "Content-Length", value: String(plan.bodyLength))
+        }
+        if request.method == .HEAD || status == .notModified {
+            plan.bodyLength = 0
+            plan.interruption = nil
+        }
+        plan.record.status = Int(status.code)
+        return plan
+    }
+
+    // MARK: Responses
+
+    private func fail(_ plan: inout ResponsePlan) {
+        let status = HTTPResponseStatus(statusCode: faults.failStatus)
+        setText(&plan, status: status, "\(status.code) \(status.reasonPhrase)\n")
+        if let seconds = faults.retryAfterSeconds {
+            plan.head.headers.add(name: "Retry-After", value: String(seconds))
+        }
+        plan.faults.append("fail\(status.code)")
+    }
+
+    private func serve(_ object: TestObject, into plan: inout ResponsePlan) {
+        guard request.method == .GET || request.method == .HEAD else {
+            plan.head.status = .methodNotAllowed
+            plan.head.headers.add(name: "Allow", value: "GET, HEAD")
+            return
+        }
+        let rangeField = request.headers.first(name: "Range")
+        if faults.busyHTMLForRanges, isLying, rangeField != nil {
+            let page = "<!DOCTYPE html>\n<html><head><title>Server busy</title></head>"
+                + "<body><h1>Server busy</h1><p>Please try again later.</p></body></html>\n"
+            setText(&plan, status: .ok, page, contentType: "text/html; charset=utf-8")
+            plan.faults.append("busyHTML")
+            return
+        }
+
+        let etag = object.etagValue.flatMap { EntityTag(parsing: Substring($0)) }
+        let lastModified = object.lastModified ? object.lastModifiedEpochSeconds : nil
+        if let value = object.etagValue { plan.head.headers.add(name: "ETag", value: value) }
+        if let value = object.lastModifiedValue { plan.head.headers.add(name: "Last-Modified", value: value) }
+        if faults.rangeSupport { plan.head.headers.add(name: "Accept-Ranges", value: "bytes") }
+
+        if let status = evaluatePreconditions(etag: etag, lastModified: lastModified) {
+            plan.head.status = status
+            return
+        }
+
+        var range: ClosedRange<Int64>? = nil
+        if let rangeField {
+            if !faults.rangeSupport {
+                plan.faults.append("noRanges")
+            } else if ifRangeAllowsRange(etag: etag, lastModified: lastModified),
+                let requested = ByteRangeRequest(parsing: rangeField)
+            {
+                guard let resolved = requested.resolve(size: object.size) else {
+                    plan.head.status = .rangeNotSatisfiable
+                    plan.head.headers.add(name: "Content-Range", value: "bytes */\(object.size)")
+                    return
+                }
+                range = resolved
+            }
+        }
+
+        plan.head.headers.add(name: "Content-Type", value: object.contentType)
+        if faults.gzipEncoding, isLying {
+            plan.head.headers.add(name: "Content-Encoding", value: "gzip")
+            plan.faults.append("gzip")
+        }
+        let first = range?.lowerBound ?? 0
+        plan.bodyLength = range.map { $0.upperBound - $0.lowerBound + 1 } ?? object.size
+        plan.body = .payload(seed: object.seed, offset: first)
+        if let range {
+            plan.head.status = .partialContent
+            plan.head.headers.add(name: "Content-Range", value: contentRange(range, size: object.size, into: &plan))
+        }
+        if request.method == .GET {
+            planBodyFaults(&plan)
+        }
+        plan.bytesPerSecond = pace()
+    }
+
+    private func setText(
+        _ plan: inout ResponsePlan,
+        status: HTTPResponseStatus,
+        _ text: String,
+        contentType: String = "text/plain; charset=utf-8"
+    ) {
+        plan.head.status = status
+        plan.head.headers.add(name: "Content-Type", value: contentType)
+        let bytes = Array(text.utf8)
+        plan.body = .fixed(bytes)
+        plan.bodyLength = Int64(bytes.count)
+    }
+
+    // MARK: Preconditions (RFC 9110 §13.2.2 order)
+
+    /// 412 or 304 when a precondition decides the response, nil to go on.
+    private func evaluatePreconditions(etag: EntityTag?, lastModified: Int64?) -> HTTPResponseStatus? {
+        if let field = request.headers.first(name: "If-Match") {
+            // A malformed list cannot match, so it fails like a non-matching one.
+            switch EntityTagList.parse(Substring(field)) {
+            case .any?:
+                break  // the object exists
+            case .tags(let tags)?:
+                guard let etag, tags.contains(where: { $0.strongMatches(etag) }) else { return .preconditionFailed }
+            case nil:
+                return .preconditionFailed
+            }
+        } else if let field = request.headers.first(name: "If-Unmodified-Since"),
+            let date = HTTPDate.parse(field), let lastModified, lastModified > date
+        {
+            return .preconditionFailed
+        }
+
+        let isRead = request.method == .GET || request.method == .HEAD
+        if let field = request.headers.first(name: "If-None-Match") {
+            let matches: Bool
+            switch EntityTagList.parse(Substring(field)) {
+            case .any?: matches = true
+            case .tags(let tags)?: matches = etag.map { etag in tags.contains { $0.weakMatches(etag) } } ?? false
+            case nil: matches = false
+            }
+            if matches { return isRead ? .notModified : .preconditionFailed }
+        } else if isRead, let field = request.headers.first(name: "If-Modified-Since"),
+            let date = HTTPDate.parse(field), let lastModified, lastModified <= date
+        {
+            return .notModified
+        }
+        return nil
+    }
+
+    /// `If-Range` (RFC 9110 §13.1.5): the range is honoured only if the validator still matches
+    /// (a strong ETag by strong comparison, or exactly the Last-Modified date).
+    private func ifRangeAllowsRange(etag: EntityTag?, lastModified: Int64?) -> Bool {
+        guard let field = request.headers.first(name: "If-Range") else { return true }
+        let value = field.trimmingHTTPWhitespace()
+        if value.hasPrefix("\"") || value.hasPrefix("W/") {
+            guard let given = EntityTag(parsing: value), let etag else { return false }
+            return given.strongMatches(etag)
+        }
+        guard let date = HTTPDate.parse(String(value)), let lastModified else { return false }
+        return date == lastModified
+    }
+
+    // MARK: Faults
+
+    /// Whether the lying faults apply to this request (see ``FaultSwitches/honestFirstRequests``).
+    private var isLying: Bool { ordinal > faults.honestFirstRequests }
+
+    private func contentRange(_ range: ClosedRange<Int64>, size: Int64, into plan: inout ResponsePlan) -> String {
+        let (first, last) = (range.lowerBound, range.upperBound)
+        switch isLying ? faults.contentRangeLie : nil {
+        case nil:
+            return "bytes \(first)-\(last)/\(size)"
+        case .offByOne?:
+            plan.faults.append("contentRangeLie")
+            return "bytes \(first + 1)-\(last + 1)/\(size)"
+        case .wrongTotal?:
+            plan.faults.append("contentRangeLie")
+            return "bytes \(first)-\(last)/\(size + 1)"
+        case .wrongStart?:
+            plan.faults.append("contentRangeLie")
+            return "bytes 0-\(last - first)/\(size)"
+        }
+    }
+
+    /// Picks the earliest cut (short body, drop) or stall point inside the body, if any.
+    private func planBodyFaults(_ plan: inout ResponsePlan) {
+        let length = plan.bodyLength
+        guard length > 0 else { return }
+        var cut: (after: Int64, fault: String)? = nil
+        func consider(_ after: Int64, _ fault: String) {
+            if after < length, after < (cut?.after ?? .max) { cut = (after, fault) }
+        }
+        if faults.shortBody, isLying {
+            consider(length >= 200 ? length - 100 : length / 2, "shortBody")
+        }
+        if ordinal <= (faults.dropFirstRequests ?? .max) {
+            if let after = faults.dropAfterBytes { consider(max(0, after), "drop") }
+            if faults.dropProbability > 0, Double.random(in: 0..<1) < faults.dropProbability {
+                consider(Int64.random(in: 0..<length), "drop")
+            }
+        }
+        if ordinal <= (faults.stallFirstRequests ?? .max), let after = faults.stallAfterBytes,
+            max(0, after) < length, max(0, after) <= (cut?.after ?? .max)
+        {
+            plan.interruption = .stall(after: max(0, after))
+        } else if let cut {
+            plan.interruption = .cut(after: cut.after, fault: cut.fault)
+        }
+    }
+
+    /// The body rate: the throttle, lowered further on a straggler connection.
+    private func pace() -> Int? {
+        var rate = faults.throttleBytesPerSecond
+        if let straggler = faults.straggler, connectionID % max(1, straggler.every) == 0 {
+            rate = min(rate ?? .max, straggler.bytesPerSecond)
+        }
+        return rate.map { max(1, $0) }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Synchronization
+
+/// A child process started with `posix_spawn`, with a clean signal mask and default signal
+/// dispositions (Foundation's `Process` passes on the blocked signals of the thread that spawns
+/// it, so a child would ignore SIGTERM or SIGINT).
+final class ChildProcess: @unchecked Sendable {
+    let pid: pid_t
+    let arguments: [String]
+    private let state = Mutex<Int32?>(nil)
+
+    /// Starts `executable` with `arguments`, in `directory`, with stdin from /dev/null and
+    /// stdout/stderr appended to the given files.
+    init(executable: String, arguments: [String], directory: String? = nil, environment: [String: String] = [:],
+         stdout: String = "/dev/null", stderr: String = "/dev/null") throws {
+        self.arguments = arguments
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        // posix_spawn cannot change directory portably; a shell does, then execs the program.
+        var program = executable
+        var argumentVector = [executable] + arguments
+        if let directory {
+            program = "/bin/sh"
+            argumentVector = ["/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", directory, executable] + arguments
+        }
+
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        let argv = argumentVector.map { strdup($0) } + [nil]
+        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(result)))") }
+        self.pid = pid
+    }
+
+    /// The exit status (128 + signal number when killed), or `nil` while it runs.
+    var exitStatus: Int32? {
+        state.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+            let code = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+            status = code
+            return code
+        }
+    }
+
+    var isRunning: Bool { exitStatus == nil }
+
+    func signal(_ number: Int32) {
+        if isRunning { kill(pid, number) }
+    }
+
+    /// Waits (polling, without blocking a thread) up to `timeout`; `nil` if still running.
+    func wait(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = exitStatus { return status }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return exitStatus
+    }
+
+    /// Waits synchronously; for teardown after SIGKILL, which ends a process at once.
+    func waitBlocking() -> Int32 {
+        while true {
+            if let status = exitStatus { return status }
+            usleep(2_000)
+        }
+    }
+}

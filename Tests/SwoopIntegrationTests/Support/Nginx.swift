@@ -1,0 +1,192 @@
+import Foundation
+
+/// A real nginx on loopback for one test: its own prefix directory, config, document root and a
+/// JSON access log recording the headers that matter (Range, If-Match, ...).
+final class Nginx: @unchecked Sendable {
+    /// One access-log line.
+    struct LogEntry: Decodable, Sendable {
+        var connection: Int
+        var requests: Int
+        var method: String
+        var uri: String
+        var status: Int
+        var bytes: Int64
+        var range: String
+        var ifMatch: String
+        var ifUnmodifiedSince: String
+        var authorization: String
+        var cookie: String
+        var userAgent: String
+    }
+
+    let prefix: URL
+    let root: URL
+    let port: Int
+    private let process: ChildProcess
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    func url(_ path: String) -> String { baseURL + path }
+
+    /// Starts nginx serving `root` (a fresh temporary directory unless given). `limitRate` is an
+    /// nginx size such as "10m": a per-connection cap on every location.
+    static func start(limitRate: String? = nil, extraServerConfig: String = "") throws -> Nginx {
+        var lastError: Error?
+        for _ in 0..<5 {
+            do {
+                return try Nginx(limitRate: limitRate, extraServerConfig: extraServerConfig)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
+    private init(limitRate: String?, extraServerConfig: String) throws {
+        let prefix = try TemporaryDirectory.make(prefix: "swoop-nginx")
+        self.prefix = prefix
+        root = prefix.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        port = try FreePort.find()
+        let rate = limitRate.map { "limit_rate \($0);" } ?? ""
+        let config = """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            error_log \(prefix.path)/error.log warn;
+            pid \(prefix.path)/nginx.pid;
+            events { worker_connections 4096; }
+            http {
+                types { application/octet-stream bin; text/html html; }
+                default_type application/octet-stream;
+                sendfile on;
+                keepalive_requests 100000;
+                keepalive_timeout 60s;
+                client_body_temp_path \(prefix.path)/tmp_body;
+                proxy_temp_path \(prefix.path)/tmp_proxy;
+                fastcgi_temp_path \(prefix.path)/tmp_fastcgi;
+                uwsgi_temp_path \(prefix.path)/tmp_uwsgi;
+                scgi_temp_path \(prefix.path)/tmp_scgi;
+                log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,"method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,"range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since","authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
+                access_log \(prefix.path)/access.log swoop;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(root.path);
+                    \(rate)
+                    \(extraServerConfig)
+                }
+            }
+            """
+        let configPath = prefix.appendingPathComponent("nginx.conf")
+        try config.write(to: configPath, atomically: true, encoding: .utf8)
+        let process = try ChildProcess(
+            executable: Nginx.executable, arguments: ["-c", configPath.path, "-p", prefix.path],
+            stderr: prefix.appendingPathComponent("stderr.log").path)
+        self.process = process
+        // Ready when it accepts connections; gone if another process took the port first.
+        let deadline = Date().addingTimeInterval(10)
+        while !FreePort.isListening(port) {
+            if !process.isRunning || Date() > deadline {
+                process.signal(SIGKILL)
+                let log = (try? String(contentsOf: prefix.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+                throw TestFailure("nginx did not start on port \(port): \(log)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    static var executable: String {
+        for candidate in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"] where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        return "/usr/sbin/nginx"
+    }
+
+    /// Writes a file of deterministic bytes into the document root; returns its SHA-256.
+    @discardableResult
+    func addFile(_ name: String, size: Int, seed: UInt64 = 1) throws -> String {
+        try TestData.write(to: root.appendingPathComponent(name), size: size, seed: seed)
+    }
+
+    /// The access log so far.
+    func log() throws -> [LogEntry] {
+        let text = (try? String(contentsOf: prefix.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+        let decoder = JSONDecoder()
+        return try text.split(separator: "\n").map { try decoder.decode(LogEntry.self, from: Data($0.utf8)) }
+    }
+
+    func clearLog() throws {
+        try Data().write(to: prefix.appendingPathComponent("access.log"))
+        // nginx keeps appending through its open descriptor; the truncation takes effect at once.
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.signal(SIGKILL)
+            _ = process.waitBlocking()
+        }
+        try? FileManager.default.removeItem(at: prefix)
+    }
+
+    deinit {
+        stop()
+    }
+}
+
+/// A unique temporary directory.
+enum TemporaryDirectory {
+    static func make(prefix: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(prefix)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
+
+/// Loopback ports.
+enum FreePort {
+    /// A port nothing listens on right now (bind to port 0, read it back, close).
+    static func find() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket() failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestFailure("bind() failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func isListening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension URL {
+    /// Creates an empty file at this URL if none exists, and returns the URL.
+    func creatingFile() throws -> URL {
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+        }
+        return self
+    }
+}
