@@ -772,12 +772,11 @@ final class DownloadSession {
     // MARK: Finalize and stop
 
     private func finalize() {
-        guard phase != .finalizing && phase != .stopped, let object, let part else { return }
+        guard phase != .finalizing && phase != .stopped, let object, let descriptor = part?.takeDescriptorForClosing() else { return }
         phase = .finalizing
         retryTimer?.cancel()
         let size = object.size ?? streamPosition
         let record = CompletedObject(size: size, etag: object.etag, lastModified: object.lastModified, url: originalURL.redacted)
-        let descriptor = part.descriptor
         let paths = self.paths
         let overwrite = configuration.overwritesExistingFile
         let session = LoopBound(self)
@@ -792,7 +791,7 @@ final class DownloadSession {
             let failure = outcome
             loop.execute {
                 let session = session.value
-                session.part?.markClosed()
+                session.part = nil
                 if let failure {
                     session.stop(with: .failure(failure))
                 } else {
@@ -855,8 +854,7 @@ extension DownloadSession {
     /// Closes the part file and, if asked, deletes the partial state, on the disk queue so it
     /// happens after any checkpoint in flight; then runs `then` on the transfer thread.
     fileprivate func closeAndDiscard(discard: Bool, then: @escaping () -> Void) {
-        let descriptor = part?.descriptor
-        part?.markClosed()
+        let descriptor = part?.takeDescriptorForClosing()
         part = nil
         let paths = self.paths
         let work = LoopBound(then)

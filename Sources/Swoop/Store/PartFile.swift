@@ -68,9 +68,12 @@ final class PartFile {
         do { try descriptor.sync() } catch { throw .localIO("cannot flush", path: path, errno: error.rawValue) }
     }
 
-    /// Records that the descriptor was closed elsewhere (by the finalizer or the disk queue).
-    func markClosed() {
+    /// Hands the descriptor to whoever will close it (the finalizer, the disk queue), exactly
+    /// once: later calls return `nil`, and this object no longer closes it.
+    func takeDescriptorForClosing() -> FileDescriptor? {
+        guard !isClosed else { return nil }
         isClosed = true
+        return descriptor
     }
 
     func close() {

@@ -1,0 +1,145 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// The engine against the project's own origin: range support, validators, lying servers.
+@Suite("Downloads from the test origin")
+struct OriginDownloadTests {
+    @Test("a server that ignores Range yields the right file over one stream")
+    func ignoresRange() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 5 << 20, seed: 7)
+            origin.addObject(object, at: "/norange.bin")
+            origin.updateFaults { $0.rangeSupport = false }
+            let result = try await withDownloader(quickConfiguration(connections: 8)) {
+                try await $0.download(DownloadRequest(url: origin.url("/norange.bin")), to: scratch.path("norange.bin"))
+            }
+            #expect(result.bytes == object.size)
+            #expect(try TestData.sha256(of: scratch.path("norange.bin")) == object.sha256)
+            let log = origin.requests
+            #expect(log.count == 1, "one stream, no segment requests: \(log.map(\.status))")
+            #expect(log.first?.status == 200)
+            #expect(log.first?.bodyBytesSent == object.size)
+            #expect(result.connectionsUsed == 1)
+        }
+    }
+
+    @Test("a weak ETag makes segment requests use If-Unmodified-Since")
+    func weakETag() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 12 << 20, seed: 3, etag: .weak, lastModified: true)
+            origin.addObject(object, at: "/weak.bin")
+            _ = try await withDownloader(quickConfiguration(connections: 4)) {
+                try await $0.download(DownloadRequest(url: origin.url("/weak.bin")), to: scratch.path("weak.bin"))
+            }
+            #expect(try TestData.sha256(of: scratch.path("weak.bin")) == object.sha256)
+            let segments = origin.requests.dropFirst()
+            #expect(!segments.isEmpty)
+            for request in segments {
+                #expect(request.header("if-match") == nil, "a weak ETag cannot be used with If-Match")
+                #expect(request.header("if-unmodified-since") == object.lastModifiedValue)
+                #expect(request.status == 206)
+            }
+        }
+    }
+
+    @Test("a strong ETag makes every segment request use If-Match")
+    func strongETag() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 12 << 20, seed: 4)
+            origin.addObject(object, at: "/strong.bin")
+            _ = try await withDownloader(quickConfiguration(connections: 4)) {
+                try await $0.download(DownloadRequest(url: origin.url("/strong.bin")), to: scratch.path("strong.bin"))
+            }
+            #expect(try TestData.sha256(of: scratch.path("strong.bin")) == object.sha256)
+            let log = origin.requests
+            #expect(log.first?.header("if-match") == nil)
+            #expect(log.first?.header("range") == "bytes=0-1048575")
+            #expect(log.first?.header("accept-encoding") == "identity")
+            for request in log.dropFirst() {
+                #expect(request.header("if-match") == object.etagValue)
+                #expect(request.header("accept-encoding") == "identity")
+            }
+        }
+    }
+
+    @Test("a Content-Range that does not match the request is refused and never written", arguments: [
+        FaultSwitches.ContentRangeLie.offByOne, .wrongTotal, .wrongStart,
+    ])
+    func lyingContentRange(lie: FaultSwitches.ContentRangeLie) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 6 << 20, seed: 5)
+            origin.addObject(object, at: "/liar.bin")
+            origin.updateFaults {
+                $0.contentRangeLie = lie
+                $0.honestFirstRequests = 1  // the probe is honest; every segment response lies
+            }
+            var configuration = quickConfiguration(connections: 2, maxTries: 2)
+            configuration.checkpointInterval = .milliseconds(10)
+            configuration.onObjectChange = .fail  // a different total reads as a changed object
+            let error = await #expect(throws: DownloadError.self) {
+                try await withDownloader(configuration) {
+                    try await $0.download(DownloadRequest(url: origin.url("/liar.bin")), to: scratch.path("liar.bin"))
+                }
+            }
+            #expect(error?.message.contains("Content-Range") == true, "message: \(error?.message ?? "")")
+            #expect(!scratch.exists("liar.bin"), "no file at the target path")
+            if lie == .wrongTotal {
+                // A changed size means a changed object: nothing of it is kept.
+                #expect(error?.kind == .objectChanged)
+                #expect(!scratch.exists("liar.bin.part"))
+                return
+            }
+            #expect(error?.kind == .invalidResponse)
+            // Only the probe's honest first MiB was written; the lied bytes never reached the file.
+            let part = try Data(contentsOf: URL(fileURLWithPath: scratch.path("liar.bin.part")))
+            #expect(part.count == Int(object.size))
+            #expect(part.prefix(1 << 20) == Data(Payload.bytes(seed: object.seed, offset: 0, count: 1 << 20)))
+            #expect(part.dropFirst(1 << 20).allSatisfy { $0 == 0 }, "bytes from a lying response were written")
+            #expect(origin.requests.dropFirst().allSatisfy { $0.faultApplied?.contains("contentRangeLie") == true })
+        }
+    }
+
+    @Test("an empty object becomes an empty file")
+    func emptyObject() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 0), at: "/empty")
+            let result = try await withDownloader(quickConfiguration()) {
+                try await $0.download(DownloadRequest(url: origin.url("/empty")), to: scratch.path("empty"))
+            }
+            #expect(result.bytes == 0)
+            #expect(try FileManager.default.attributesOfItem(atPath: scratch.path("empty"))[.size] as? Int == 0)
+        }
+    }
+
+    @Test("redirects are followed on the probe only; segments go to the final URL")
+    func redirectOnce() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 8 << 20, seed: 9)
+            origin.addObject(object, at: "/real.bin")
+            origin.addRedirect(from: "/start", to: "/hop", status: 301)
+            origin.addRedirect(from: "/hop", to: origin.url("/real.bin"), status: 307)
+            _ = try await withDownloader(quickConfiguration(connections: 4)) {
+                try await $0.download(DownloadRequest(url: origin.url("/start")), to: scratch.path("real.bin"))
+            }
+            #expect(try TestData.sha256(of: scratch.path("real.bin")) == object.sha256)
+            let paths = origin.requests.map(\.path)
+            #expect(paths.filter { $0 == "/start" }.count == 1)
+            #expect(paths.filter { $0 == "/hop" }.count == 1)
+            #expect(paths.dropFirst(2).allSatisfy { $0 == "/real.bin" })
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Crypto
+import Foundation
+import Swoop
+import SwoopTestOrigin
+
+/// Runs `body` with a fresh test origin, shutting it down however `body` ends.
+func withTestOrigin<T>(threads: Int = 1, _ body: (TestOrigin) async throws -> T) async throws -> T {
+    let origin = try await TestOrigin.start(threads: threads)
+    do {
+        let result = try await body(origin)
+        try await origin.shutdown()
+        return result
+    } catch {
+        try? await origin.shutdown()
+        throw error
+    }
+}
+
+/// Runs `body` with a downloader, shutting it down however `body` ends.
+func withDownloader<T>(_ configuration: Downloader.Configuration = .init(), _ body: (Downloader) async throws -> T) async throws -> T {
+    let downloader = Downloader(configuration: configuration)
+    do {
+        let result = try await body(downloader)
+        await downloader.shutdown()
+        return result
+    } catch {
+        await downloader.shutdown()
+        throw error
+    }
+}
+
+extension TestObject {
+    /// SHA-256 (hex) of the object's bytes.
+    var sha256: String {
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < size {
+            let count = Int(min(Int64(buffer.count), size - offset))
+            buffer.withUnsafeMutableBytes { Payload.fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), seed: seed, offset: offset) }
+            hasher.update(data: buffer[0..<count])
+            offset += Int64(count)
+        }
+        return hasher.finalize().hex
+    }
+}
+
+/// A fresh temporary directory for downloads, removed by `cleanup()`.
+struct Scratch {
+    let url: URL
+
+    init() throws {
+        url = try TemporaryDirectory.make(prefix: "swoop-test")
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path(name)) }
+
+    func cleanup() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A configuration for fault tests: fixed connections, quick retries.
+func quickConfiguration(connections: Int = 4, maxTries: Int = 3) -> Downloader.Configuration {
+    var configuration = Downloader.Configuration()
+    configuration.connections = .fixed(connections)
+    configuration.retry.maxTries = maxTries
+    configuration.retry.baseDelay = .milliseconds(20)
+    configuration.retry.maxDelay = .milliseconds(200)
+    configuration.timeout.connect = .seconds(5)
+    configuration.timeout.stall = .seconds(3)
+    return configuration
+}
