@@ -160,6 +160,11 @@ final class DownloadSession {
     }
 
     private func discardPartialState() {
+        Self.discardFiles(paths)
+    }
+
+    /// Deletes a download's part file and segment map.
+    static func discardFiles(_ paths: DownloadPaths) {
         unlink(paths.part)
         SegmentMapFile.remove(at: paths.map)
     }
@@ -394,8 +399,8 @@ final class DownloadSession {
     /// Starts over from byte 0: the object changed, or the partial state did not match it.
     private func restartFromScratch(_ reason: String) {
         guard configuration.onObjectChange == .restart, !restartedAfterChange else {
-            stop(with: .failure(DownloadError(.objectChanged, "\(reason); not mixing versions, the partial download was discarded")))
             discardAfterStop = true
+            stop(with: .failure(DownloadError(.objectChanged, "\(reason); not mixing versions, the partial download was discarded")))
             return
         }
         restartedAfterChange = true
@@ -439,10 +444,11 @@ final class DownloadSession {
         if let map = resumeMap {
             logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"])
         }
-        guard let segment = plan.reserve(ByteRange(firstRange.lowerBound, layout.alignUp(firstRange.upperBound))) else {
+        guard let segment = plan.reserve(ByteRange(firstRange.lowerBound, layout.alignUp(firstRange.upperBound)), ownerID: worker.id) else {
             throw .invalidResponse("internal: the probe's range \(firstRange) is not missing")
         }
         worker.adopt(segment, request: firstRange)
+        plan.noteRequested(segment, upTo: firstRange.upperBound)
         phase = .transferring
         plan.split(into: max(0, targetConnections - 1))
         if configuration.checkpointInterval != nil && fresh {
@@ -474,7 +480,7 @@ final class DownloadSession {
         let now = ContinuousClock.now
         while workers.count < targetConnections { _ = makeWorker() }
         for worker in workers.prefix(targetConnections) where !worker.isBusy {
-            guard let segment = scheduler.claim(now: now) else { break }
+            guard let segment = scheduler.claim(now: now, ownerID: worker.id, cut: cutPoint) else { break }
             startSegmentRequest(worker, segment)
         }
         if configuration.hedgesSlowTail { hedgeSlowTail() }
@@ -505,18 +511,47 @@ final class DownloadSession {
             let timeLeft = Double(segment.remaining) / rate
             let timeOnFresh = Double(segment.remaining) / median
             guard rate < median / 3, timeLeft > 2 * timeOnFresh + 0.5 else { continue }
-            guard let helper = available.next(), let hedge = scheduler.hedge(segment) else { return }
+            guard let helper = available.next(), let hedge = scheduler.hedge(segment, ownerID: helper.id) else { return }
             logger.debug("hedging a slow tail", metadata: ["segment": "\(segment)", "rate": "\(Int(rate))"])
             startSegmentRequest(helper, hedge)
         }
     }
 
+    /// Where to cut `victim`'s request in flight for an idle connection, or `nil` to leave it:
+    /// only when its connection would need well over a round trip to finish, and then so that
+    /// both finish together. (Cutting a request wastes what the server already sent.)
+    private func cutPoint(_ victim: Segment) -> Int64? {
+        guard let id = victim.ownerID, workers.indices.contains(id), workers[id].isTransferring else { return nil }
+        let worker = workers[id]
+        let rate = worker.recentRate
+        guard rate > 0 else { return nil }
+        let secondsLeft = Double(victim.remaining) / rate
+        guard secondsLeft > max(0.25, 4 * worker.timeToFirstByte) else { return nil }
+        let rates = workers.filter(\.isTransferring).map(\.recentRate).filter { $0 > 0 }.sorted()
+        let thiefRate = rates.isEmpty ? rate : rates[rates.count / 2]
+        let victimShare = rate / (rate + thiefRate)
+        return victim.frontier + Int64(Double(victim.remaining) * victimShare)
+    }
+
+    /// The size of `worker`'s next request: about `max(0.5 s, 50 round trips)` of its measured
+    /// rate, so the idle round trip between requests costs at most about 2%, and connections
+    /// stay alive between requests.
+    private func requestSize(for worker: SegmentWorker) -> Int64 {
+        guard worker.recentRate > 0 else { return 4 << 20 }
+        let seconds = max(0.5, 50 * worker.timeToFirstByte)
+        return min(1 << 30, max(configuration.minimumSegmentSize, Int64(worker.recentRate * seconds)))
+    }
+
     private func startSegmentRequest(_ worker: SegmentWorker, _ segment: Segment) {
-        guard let object else { return }
-        let range = ByteRange(segment.position, segment.end)
+        guard let object, let scheduler else { return }
+        // A hedge pair fetches its whole tail in one request, so the pair never splits between requests.
+        let size = segment.partner == nil ? requestSize(for: worker) : segment.end - segment.position
+        let range = ByteRange(segment.position, min(segment.end, segment.position + size))
+        scheduler.noteRequested(segment, upTo: range.upperBound)
         var lines = headerLines(for: object.url)
         if let precondition = object.precondition { lines.append("\(precondition.name): \(precondition.value)") }
         worker.adopt(segment, request: range)
+        logger.trace("request", metadata: ["connection": "\(worker.id)", "range": "\(range)"])
         worker.begin(.segment(range), ExchangeRequest(url: object.url.absoluteString, headerLines: lines, range: .bounded(range), options: transferOptions))
     }
 
@@ -603,6 +638,11 @@ final class DownloadSession {
             scheduler.release(segment, failed: true, retryAt: .now + delay)
         } else if segment.isDone {
             scheduler.finish(segment)
+        } else if segment.isOwned && segment.partner == nil && workers.prefix(targetConnections).contains(where: { $0 === worker }) {
+            // The request ended inside the segment: the same connection asks for the next part.
+            maybeCheckpoint()
+            startSegmentRequest(worker, segment)
+            return
         } else {
             scheduler.release(segment, failed: false)
         }
@@ -861,10 +901,7 @@ extension DownloadSession {
         let loop = self.loop
         diskQueue.async {
             try? descriptor?.close()
-            if discard {
-                unlink(paths.part)
-                SegmentMapFile.remove(at: paths.map)
-            }
+            if discard { DownloadSession.discardFiles(paths) }
             if !loop.execute({ work.value() }) {
                 // The loop is shutting down; nothing can run on it any more.
             }

@@ -51,45 +51,63 @@ public final class Downloader: Sendable {
     /// - Parameters:
     ///   - progress: Called on the transfer thread every ``Configuration/progressInterval``;
     ///     it must return quickly.
-    /// - Throws: ``DownloadError``; ``DownloadError/Kind/interrupted`` if the task was cancelled.
+    /// - Throws: ``DownloadError``; ``DownloadError/Kind/interrupted`` if the task was cancelled
+    ///   (the download is paused and the same call later resumes it).
     public func download(
         _ request: DownloadRequest, to path: String,
         progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws(DownloadError) -> DownloadResult {
+        let task = try start(request, to: path, progress: progress)
+        return try await task.result()
+    }
+
+    /// Starts downloading `request` to `path` and returns a handle to pause, resume or cancel it.
+    /// See ``download(_:to:progress:)`` for the files it uses.
+    public func start(
+        _ request: DownloadRequest, to path: String,
+        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) throws(DownloadError) -> DownloadTask {
         let url = try RemoteURL(request.url)
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
-        let control = DownloadControl()
+        let paths = DownloadPaths(target: path)
+        let task = DownloadTask { [self] task, run in
+            launch(request, url: url, paths: paths, progress: progress, task: task, run: run)
+        }
+        task.begin()
+        return task
+    }
+
+    /// Starts one run of a download on the transfer thread.
+    private func launch(
+        _ request: DownloadRequest, url: RemoteURL, paths: DownloadPaths,
+        progress: (@Sendable (DownloadProgress) -> Void)?, task: DownloadTask, run: Int
+    ) -> DownloadControl {
+        let control = DownloadControl(loop: loop, diskQueue: diskQueue, paths: paths)
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }
-        defer { _ = active.withLock { $0.removeValue(forKey: id) } }
-
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DownloadResult, DownloadError>, Never>) in
-                let resumeOnce = ResumeOnce(continuation)
-                let accepted = loop.execute { [loop, diskQueue, configuration, logger] in
-                    let session = DownloadSession(
-                        loop: loop, diskQueue: diskQueue, configuration: configuration, request: request,
-                        url: url, paths: DownloadPaths(target: path), logger: logger, progress: progress,
-                        completion: { resumeOnce.resume($0) })
-                    control.attach(session)
-                    session.start()
-                }
-                if !accepted {
-                    resumeOnce.resume(.failure(DownloadError(.cancelled, "the downloader was shut down")))
-                }
-            }
-        } onCancel: {
-            control.pause(on: loop)
+        let finished: @Sendable (Result<DownloadResult, DownloadError>) -> Void = { [self] outcome in
+            _ = active.withLock { $0.removeValue(forKey: id) }
+            task.runEnded(outcome, run: run)
         }
-        return try result.get()
+        let accepted = loop.execute { [loop, diskQueue, configuration, logger] in
+            let session = DownloadSession(
+                loop: loop, diskQueue: diskQueue, configuration: configuration, request: request,
+                url: url, paths: paths, logger: logger, progress: progress, completion: finished)
+            control.attach(session)
+            session.start()
+        }
+        if !accepted {
+            finished(.failure(DownloadError(.cancelled, "the downloader was shut down")))
+        }
+        return control
     }
 
     /// Pauses every download (each keeps its state and throws ``DownloadError/Kind/interrupted``),
     /// then stops the transfer thread.
     public func shutdown() async {
         let controls = active.withLock { Array($0.values) }
-        for control in controls { control.pause(on: loop) }
+        for control in controls { control.pause() }
         while !active.withLock({ $0.isEmpty }) {
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -122,26 +140,48 @@ public final class Downloader: Sendable {
 
 /// Routes pause and cancel from any thread to a session on the transfer thread.
 ///
-/// `@unchecked Sendable`: `session` is written and read only on the transfer thread (inside
-/// closures run by ``TransferLoop/execute(_:)``).
+/// `@unchecked Sendable`: `session` and `pauseRequested` are touched only on the transfer thread
+/// (inside closures run by ``TransferLoop/execute(_:)``); the rest is immutable.
 final class DownloadControl: @unchecked Sendable {
+    private let loop: TransferLoop
+    private let diskQueue: DispatchQueue
+    private let paths: DownloadPaths
     private var session: DownloadSession?
     private var pauseRequested = false
 
-    func attach(_ session: DownloadSession) {
-        self.session = session
-        if pauseRequested { session.loop.afterCallbacks { session.pause() } }
+    init(loop: TransferLoop, diskQueue: DispatchQueue, paths: DownloadPaths) {
+        self.loop = loop
+        self.diskQueue = diskQueue
+        self.paths = paths
     }
 
-    func pause(on loop: TransferLoop) {
+    func attach(_ session: DownloadSession) {
+        self.session = session
+        if pauseRequested { loop.afterCallbacks { session.pause() } }
+    }
+
+    func pause() {
         loop.execute { [self] in
             pauseRequested = true
             session?.pause()
         }
     }
 
-    func cancel(on loop: TransferLoop) {
-        loop.execute { [self] in session?.cancel() }
+    /// Cancels a running session (which deletes its state as it stops), or deletes the state a
+    /// stopped one left; `discarded` runs in the latter case once the files are gone.
+    func cancel(discarded: @escaping @Sendable () -> Void) {
+        let accepted = loop.execute { [self] in
+            if let session, session.phase != .stopped {
+                session.cancel()
+                return
+            }
+            // Queued behind the stopped session's last checkpoint on the same serial queue.
+            diskQueue.async { [paths] in
+                DownloadSession.discardFiles(paths)
+                discarded()
+            }
+        }
+        if !accepted { discarded() }
     }
 }
 

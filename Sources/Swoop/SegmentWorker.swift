@@ -20,11 +20,15 @@ final class SegmentWorker: ExchangeDelegate {
     var next: ProbeNext?
     private var retryAfter: Int?
 
-    // Throughput of this connection, sampled with the session's progress.
+    // Throughput of this connection, sampled with the session's progress and at each request's end.
     private var bytesDelivered: Int64 = 0
     private var sampledBytes: Int64 = 0
     private var sampledAt: ContinuousClock.Instant?
+    /// Bytes per second, smoothed; 0 until measured.
     private(set) var recentRate: Double = 0
+    /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.
+    private(set) var timeToFirstByte: Double = 0
+    private var requestBytes: Int64 = 0
 
     init(session: DownloadSession, id: Int) {
         self.session = session
@@ -39,9 +43,16 @@ final class SegmentWorker: ExchangeDelegate {
         return true
     }
 
-    /// Sends `request` in `role`.
+    /// Whether this slot has sent a request yet.
+    private var hasSentRequest = false
+
+    /// Sends `request` in `role`. A slot's first request (other than the very first of the
+    /// download) opens its own connection; later ones reuse pooled connections.
     func begin(_ role: Role, _ request: ExchangeRequest) {
         precondition(exchange == nil, "worker \(id) is busy")
+        var request = request
+        if !hasSentRequest && id > 0 { request.freshConnection = true }
+        hasSentRequest = true
         self.role = role
         failure = nil
         next = nil
@@ -49,7 +60,7 @@ final class SegmentWorker: ExchangeDelegate {
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
         sampledAt = nil
-        recentRate = 0
+        requestBytes = 0
         session.willSend(self)
         session.loop.start(exchange)
     }
@@ -76,11 +87,25 @@ final class SegmentWorker: ExchangeDelegate {
             sampledAt = now
             sampledBytes = bytesDelivered
         }
-        guard exchange != nil, let previous = sampledAt else { return }
-        let elapsed = (now - previous).seconds
-        guard elapsed > 0 else { return }
-        let rate = Double(bytesDelivered - sampledBytes) / elapsed
+        guard let exchange, exchange.firstByteAt != nil, let previous = sampledAt else { return }
+        let elapsed = (now - max(previous, exchange.firstByteAt!)).seconds
+        guard elapsed > 0.01 else { return }
+        blend(rate: Double(bytesDelivered - sampledBytes) / elapsed)
+    }
+
+    private func blend(rate: Double) {
         recentRate = recentRate == 0 ? rate : 0.5 * recentRate + 0.5 * rate
+    }
+
+    /// Folds a finished request's throughput and first-byte time into the estimates.
+    private func measure(_ exchange: HTTPExchange) {
+        guard let started = exchange.startedAt, let first = exchange.firstByteAt else { return }
+        let ttfb = (first - started).seconds
+        timeToFirstByte = timeToFirstByte == 0 ? ttfb : 0.7 * timeToFirstByte + 0.3 * ttfb
+        let elapsed = (ContinuousClock.now - first).seconds
+        if elapsed > 0.002 && requestBytes >= 256 << 10 {
+            blend(rate: Double(requestBytes) / elapsed)
+        }
     }
 
     // MARK: ExchangeDelegate
@@ -106,6 +131,7 @@ final class SegmentWorker: ExchangeDelegate {
 
     func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool {
         bytesDelivered += Int64(body.count)
+        requestBytes += Int64(body.count)
         switch role {
         case .segment:
             guard let segment else { return false }
@@ -120,6 +146,7 @@ final class SegmentWorker: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
         guard exchange === self.exchange else { return }
         self.exchange = nil
+        measure(exchange)
         switch role {
         case .probe:
             session.probeDidComplete(self, outcome: outcome, failure: failure, next: next, retryAfter: retryAfter)

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import Synchronization
 import FoundationEssentials
 import Logging
@@ -76,7 +75,7 @@ struct TransferOptions: ParsableArguments {
     }
 
     func logger(quiet: Bool) -> Logger {
-        let level: Logger.Level = quiet ? .error : (verbose >= 2 ? .debug : verbose == 1 ? .info : .warning)
+        let level: Logger.Level = quiet ? .error : (verbose >= 3 ? .trace : verbose == 2 ? .debug : verbose == 1 ? .info : .warning)
         return Logger(label: "swoop") { _ in CLILogHandler(logLevel: level) }
     }
 }
@@ -249,33 +248,36 @@ func printJSON(_ value: some Encodable) {
     }
 }
 
+/// SIGINT/SIGTERM deliveries so far. The handler only increments it, which is async-signal-safe
+/// whichever thread the kernel picks (unlike a dispatch signal source, whose signalfd misses a
+/// signal delivered to a thread that does not block it).
+private let interruptSignals = Atomic<Int>(0)
+
 /// Turns the first SIGINT or SIGTERM into `onInterrupt` (a graceful pause); a second one exits at once.
 final class InterruptWatcher {
-    private let sources: [any DispatchSourceSignal]
+    private let watcher: Task<Void, Never>
 
     init(onInterrupt: @escaping @Sendable () -> Void) {
-        let count = Mutex(0)
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                let seen = count.withLock { value -> Int in
-                    value += 1
-                    return value
-                }
-                if seen == 1 {
-                    writeStderr("\nswoop: interrupted; saving state (press Ctrl-C again to quit at once)\n")
-                    onInterrupt()
-                } else {
-                    Glibc.exit(ExitStatus.interrupted.rawValue)
+        for number in [SIGINT, SIGTERM] {
+            signal(number) { _ in
+                if interruptSignals.add(1, ordering: .relaxed).newValue > 1 {
+                    _exit(ExitStatus.interrupted.rawValue)
                 }
             }
-            source.resume()
-            return source
+        }
+        watcher = Task {
+            while !Task.isCancelled {
+                if interruptSignals.load(ordering: .relaxed) > 0 {
+                    writeStderr("\nswoop: interrupted; saving state (press Ctrl-C again to quit at once)\n")
+                    onInterrupt()
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(25))
+            }
         }
     }
 
     func stop() {
-        for source in sources { source.cancel() }
+        watcher.cancel()
     }
 }

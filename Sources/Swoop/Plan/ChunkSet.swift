@@ -74,10 +74,10 @@ struct ChunkLayout: Equatable, Sendable {
     let objectSize: Int64
     let chunkSize: Int64
 
-    /// One chunk size per object size: 1 MiB, doubled until there are at most 65 536 chunks, so the
-    /// map stays small (8 KiB of bitmap) whatever the size.
+    /// One chunk size per object size: 256 KiB (the resume granularity), doubled until there are
+    /// at most 65 536 chunks, so the map stays small (8 KiB of bitmap) whatever the size.
     init(objectSize: Int64) {
-        var chunkSize: Int64 = 1 << 20
+        var chunkSize: Int64 = 256 << 10
         while (objectSize + chunkSize - 1) / chunkSize > 65_536 { chunkSize *= 2 }
         self.init(objectSize: objectSize, chunkSize: chunkSize)
     }

@@ -22,13 +22,22 @@ final class Segment: CustomStringConvertible {
     fileprivate(set) var isHedge = false
     /// Bytes below this offset were written by a former hedge partner.
     fileprivate var coveredUpTo: Int64
+    /// One past the last byte requested so far by the owning connection; bytes from here to
+    /// `end` can be stolen without cutting a request short.
+    fileprivate(set) var requestedUpTo: Int64
+    /// An identifier of the connection that owns it, for the caller's bookkeeping.
+    fileprivate(set) var ownerID: Int?
 
     fileprivate init(start: Int64, end: Int64) {
         self.start = start
         self.position = start
         self.end = end
         self.coveredUpTo = start
+        self.requestedUpTo = start
     }
+
+    /// Bytes not yet asked for: stealable without cutting a request.
+    var unrequested: Int64 { max(0, end - max(frontier, requestedUpTo)) }
 
     /// Everything below this offset is written (by this segment or its hedge partner).
     var frontier: Int64 { max(position, coveredUpTo, partner?.position ?? 0) }
@@ -79,7 +88,7 @@ final class SegmentScheduler {
 
     /// Carves `range` (chunk-aligned start) out of the unowned work as an owned segment: the
     /// probe's bytes, which arrive before any plan exists.
-    func reserve(_ range: ByteRange) -> Segment? {
+    func reserve(_ range: ByteRange, ownerID: Int? = nil) -> Segment? {
         guard let index = segments.firstIndex(where: { !$0.isOwned && $0.start == range.lowerBound }) else {
             return nil
         }
@@ -91,6 +100,7 @@ final class SegmentScheduler {
             host.end = end
         }
         host.isOwned = true
+        host.ownerID = ownerID
         return host
     }
 
@@ -114,33 +124,57 @@ final class SegmentScheduler {
 
     /// The next segment for an idle connection, now owned by it, or `nil` when there is nothing to
     /// take right now (see ``nextRetryTime``).
-    func claim(now: ContinuousClock.Instant) -> Segment? {
+    ///
+    /// In order: the largest ready unowned segment; else half of the largest tail nobody has
+    /// requested yet; else, where `cut` names a point, the far part of a request in flight (its
+    /// connection then stops at that point).
+    func claim(now: ContinuousClock.Instant, ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }) -> Segment? {
         let ready = segments.filter { !$0.isOwned && !$0.isDone && ($0.notBefore.map { $0 <= now } ?? true) }
         if let largest = ready.max(by: { $0.remaining < $1.remaining }) {
             largest.isOwned = true
+            largest.ownerID = ownerID
             largest.notBefore = nil
             return largest
         }
-        return steal()
+        return steal(ownerID: ownerID, cut: cut)
     }
 
-    /// Takes the far half of the largest owned segment, shrinking the victim's end.
-    func steal() -> Segment? {
+    /// Takes the far half of the largest tail not yet requested, or failing that a part of a
+    /// request in flight at the point `cut` gives; the victim's end shrinks.
+    func steal(ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }) -> Segment? {
         let candidates = segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
-        guard let victim = candidates.max(by: { $0.remaining < $1.remaining }),
-              let piece = splitOff(victim, keeping: 1, of: 2)
-        else { return nil }
+        var piece: Segment?
+        if let victim = candidates.max(by: { $0.unrequested < $1.unrequested }), victim.unrequested >= minimumSegmentSize {
+            let from = max(victim.frontier, victim.requestedUpTo)
+            let half = victim.frontier + (victim.end - victim.frontier) / 2
+            piece = split(victim, at: max(from, half))
+        }
+        if piece == nil {
+            for victim in candidates.sorted(by: { $0.remaining > $1.remaining }) {
+                guard let point = cut(victim), let taken = split(victim, at: point) else { continue }
+                piece = taken
+                break
+            }
+        }
+        guard let piece else { return nil }
         piece.isOwned = true
+        piece.ownerID = ownerID
         insert(piece)
         return piece
     }
 
+    /// Records that `segment`'s connection has asked for the bytes up to `offset`.
+    func noteRequested(_ segment: Segment, upTo offset: Int64) {
+        segment.requestedUpTo = max(segment.requestedUpTo, min(offset, segment.end))
+    }
+
     /// Starts a hedge of `victim`'s tail: a new owned segment fetching the same bytes from the
     /// chunk boundary at or below the victim's frontier.
-    func hedge(_ victim: Segment) -> Segment? {
+    func hedge(_ victim: Segment, ownerID: Int? = nil) -> Segment? {
         guard victim.isOwned, victim.partner == nil, !victim.isDone else { return nil }
         let hedge = Segment(start: layout.alignDown(victim.frontier), end: victim.end)
         hedge.isOwned = true
+        hedge.ownerID = ownerID
         hedge.isHedge = true
         hedge.partner = victim
         victim.partner = hedge
@@ -178,6 +212,8 @@ final class SegmentScheduler {
     /// segment's tries (reset by progress) and delays its next try until `retryAt`.
     func release(_ segment: Segment, failed: Bool, retryAt: ContinuousClock.Instant? = nil) {
         segment.isOwned = false
+        segment.ownerID = nil
+        segment.requestedUpTo = segment.frontier
         if failed {
             segment.failuresWithoutProgress += 1
             segment.notBefore = retryAt
@@ -235,9 +271,14 @@ final class SegmentScheduler {
     /// minimum segment size.
     private func splitOff(_ segment: Segment, keeping numerator: Int64, of denominator: Int64) -> Segment? {
         let from = segment.frontier
-        let remaining = segment.end - from
-        guard remaining >= 2 * minimumSegmentSize else { return nil }
-        let point = layout.alignUp(from + remaining * numerator / denominator)
+        return split(segment, at: from + (segment.end - from) * numerator / denominator)
+    }
+
+    /// Cuts `segment` at the chunk boundary at or above `offset`, returning the far part as a new
+    /// unowned segment; `nil` when either part would be smaller than the minimum segment size.
+    private func split(_ segment: Segment, at offset: Int64) -> Segment? {
+        let from = segment.frontier
+        let point = layout.alignUp(offset)
         guard point - from >= minimumSegmentSize, segment.end - point >= minimumSegmentSize else { return nil }
         let piece = Segment(start: point, end: segment.end)
         segment.end = point

@@ -1,5 +1,9 @@
 import CCurl
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One HTTP GET as the rest of the library sees it: no curl types.
 struct ExchangeRequest: Sendable {
     var url: String
@@ -8,6 +12,9 @@ struct ExchangeRequest: Sendable {
     /// Sent as a `Range` header.
     var range: RequestedRange?
     var options: TransferOptions
+    /// Open a new connection rather than reuse an idle one (a connection slot's first request,
+    /// so that N slots really are N connections).
+    var freshConnection = false
 }
 
 /// Per-connection transfer settings, derived from the downloader's configuration.
@@ -121,6 +128,8 @@ final class HTTPExchange {
         easy.set(CURLOPT_BUFFERSIZE, options.receiveBufferSize)
         easy.set(CURLOPT_TCP_KEEPALIVE, true)
         easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)  // a proxy's CONNECT reply is not the response
+        if request.freshConnection { easy.set(CURLOPT_FRESH_CONNECT, true) }
+        if getenv("SWOOP_CURL_VERBOSE") != nil { easy.set(CURLOPT_VERBOSE, true) }
         easy.set(CURLOPT_USERAGENT, options.userAgent)
         errorBuffer.withUnsafeMutableBytes { easy.set(CURLOPT_ERRORBUFFER, pointer: $0.baseAddress) }
         var lines = request.headerLines

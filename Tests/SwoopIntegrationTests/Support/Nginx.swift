@@ -48,7 +48,9 @@ final class Nginx: @unchecked Sendable {
         root = prefix.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         port = try FreePort.find()
-        let rate = limitRate.map { "limit_rate \($0);" } ?? ""
+        // With sendfile, nginx sends up to sendfile_max_chunk (2 MiB) before its rate delay, so
+        // every short request would start with a burst; small chunks keep the cap smooth.
+        let rate = limitRate.map { "limit_rate \($0); sendfile_max_chunk 64k;" } ?? ""
         let config = """
             daemon off;
             master_process off;

@@ -1,0 +1,171 @@
+import Synchronization
+
+/// A download you can pause, resume and cancel while it runs.
+///
+/// ```swift
+/// let task = try downloader.start(DownloadRequest(url: url), to: "/data/big.iso")
+/// task.pause()                         // transfers stop; the state stays on disk
+/// task.resume()                        // carries on from the segment map
+/// let result = try await task.result() // waits for the end (a pause is not an end)
+/// ```
+///
+/// Cancelling the `Task` that awaits ``result()`` pauses the download, and that call throws
+/// ``DownloadError/Kind/interrupted``; ``resume()`` continues it later.
+public final class DownloadTask: Sendable {
+    /// Where a download stands.
+    public enum State: Sendable, Equatable {
+        case running
+        case paused
+        case finished
+        case failed
+        case cancelled
+    }
+
+    private typealias Waiter = CheckedContinuation<Result<DownloadResult, DownloadError>, Never>
+
+    private struct Inner {
+        var state = State.running
+        var control: DownloadControl?
+        var outcome: Result<DownloadResult, DownloadError>?
+        var waiters: [Int: Waiter] = [:]
+        /// Waiters whose task was cancelled: answered when the current run stops (a pause included).
+        var answerOnStop: Set<Int> = []
+        /// Cancelled before they were registered, with no run to wait for.
+        var interruptedEarly: Set<Int> = []
+        var runActive = true
+        var nextWaiter = 0
+        /// Increments with every run, so a late report from an earlier run is ignored.
+        var run = 0
+    }
+
+    private let inner = Mutex(Inner())
+    private let launch: @Sendable (DownloadTask, Int) -> DownloadControl
+
+    init(launch: @escaping @Sendable (DownloadTask, Int) -> DownloadControl) {
+        self.launch = launch
+    }
+
+    func begin() {
+        let control = launch(self, 0)
+        inner.withLock { $0.control = control }
+    }
+
+    /// The current state.
+    public var state: State { inner.withLock { $0.state } }
+
+    /// Stops transferring and keeps the partial download; ``resume()`` continues it.
+    public func pause() {
+        let control = inner.withLock { inner -> DownloadControl? in
+            guard inner.state == .running else { return nil }
+            inner.state = .paused
+            return inner.control
+        }
+        control?.pause()
+    }
+
+    /// Continues a paused download from its segment map.
+    public func resume() {
+        let run = inner.withLock { inner -> Int? in
+            guard inner.state == .paused else { return nil }
+            inner.state = .running
+            inner.run += 1
+            inner.runActive = true
+            return inner.run
+        }
+        guard let run else { return }
+        let control = launch(self, run)
+        inner.withLock { inner in
+            if inner.run == run { inner.control = control }
+        }
+    }
+
+    /// Stops the download and deletes its partial state; ``result()`` throws
+    /// ``DownloadError/Kind/cancelled``.
+    public func cancel() {
+        let control = inner.withLock { inner -> DownloadControl? in
+            guard inner.state == .running || inner.state == .paused else { return nil }
+            inner.state = .cancelled
+            return inner.control
+        }
+        control?.cancel { [self] in
+            finish(.failure(DownloadError(.cancelled, "download cancelled; partial data deleted")))
+        }
+    }
+
+    /// Waits for the download to finish, fail or be cancelled.
+    public func result() async throws(DownloadError) -> DownloadResult {
+        let id = inner.withLock { inner -> Int in
+            inner.nextWaiter += 1
+            return inner.nextWaiter
+        }
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                let ready = inner.withLock { inner -> Result<DownloadResult, DownloadError>? in
+                    if let outcome = inner.outcome { return outcome }
+                    if inner.interruptedEarly.remove(id) != nil { return DownloadTask.interrupted }
+                    inner.waiters[id] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            // Pause, and answer this caller once the run has stopped and saved its state.
+            self.pause()
+            let waiter = inner.withLock { inner -> Waiter? in
+                if inner.runActive {
+                    inner.answerOnStop.insert(id)
+                    return nil
+                }
+                if let waiter = inner.waiters.removeValue(forKey: id) { return waiter }
+                inner.interruptedEarly.insert(id)
+                return nil
+            }
+            waiter?.resume(returning: DownloadTask.interrupted)
+        }
+        return try outcome.get()
+    }
+
+    private static let interrupted: Result<DownloadResult, DownloadError> =
+        .failure(DownloadError(.interrupted, "download paused; resume with the same command"))
+
+    /// A run ended. A pause is not an outcome; anything else is.
+    func runEnded(_ outcome: Result<DownloadResult, DownloadError>, run: Int) {
+        let current = inner.withLock { inner -> Bool in
+            guard inner.run == run else { return false }
+            inner.runActive = false
+            return true
+        }
+        guard current else { return }
+        if case .failure(let error) = outcome, error.kind == .interrupted {
+            let interrupted = inner.withLock { inner -> [Waiter] in
+                if inner.state == .running { inner.state = .paused }
+                let ids = inner.answerOnStop
+                inner.answerOnStop.removeAll()
+                return ids.compactMap { id in
+                    if let waiter = inner.waiters.removeValue(forKey: id) { return waiter }
+                    inner.interruptedEarly.insert(id)
+                    return nil
+                }
+            }
+            for waiter in interrupted { waiter.resume(returning: outcome) }
+            return
+        }
+        finish(outcome)
+    }
+
+    private func finish(_ outcome: Result<DownloadResult, DownloadError>) {
+        let (waiters, final) = inner.withLock { inner -> ([Waiter], Result<DownloadResult, DownloadError>) in
+            if inner.outcome == nil {
+                inner.outcome = outcome
+                switch outcome {
+                case .success: inner.state = .finished
+                case .failure(let error) where error.kind == .cancelled: inner.state = .cancelled
+                case .failure: inner.state = .failed
+                }
+            }
+            defer { inner.waiters.removeAll() }
+            return (Array(inner.waiters.values), inner.outcome!)
+        }
+        for waiter in waiters { waiter.resume(returning: final) }
+    }
+}

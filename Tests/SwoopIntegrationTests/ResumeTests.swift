@@ -1,0 +1,356 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// Crash-safe resume: kill -9 anywhere, Ctrl-C, and every way the saved state can be wrong.
+@Suite("Resume", .serialized)
+struct ResumeTests {
+    /// `bytes=a-b` or `bytes=a-` as a closed range (the open end as `Int64.max`).
+    static func requestedRange(_ header: String) -> ClosedRange<Int64>? {
+        guard header.hasPrefix("bytes=") else { return nil }
+        let parts = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = Int64(parts[0]) else { return nil }
+        let last = parts[1].isEmpty ? Int64.max : Int64(parts[1]) ?? -1
+        return first <= last ? first...last : nil
+    }
+
+    @Test("kill -9 at 20+ random moments, resume each time, end byte-identical without re-fetching")
+    func killNineRepeatedly() async throws {
+        let size = 96 << 20
+        let perConnection = 4 << 20  // nginx limit_rate 4m: 4 connections move 16 MiB/s, 6 s of transfer in all
+        let nginx = try Nginx.start(limitRate: "4m")
+        defer { nginx.stop() }
+        let expected = try nginx.addFile("k.bin", size: size, seed: 42)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let target = scratch.path("k.bin")
+        let connections = 4
+        let checkpointInterval = 0.25
+        let arguments = [nginx.url("/k.bin"), "-o", "k.bin", "-c", "\(connections)", "--checkpoint-interval", "\(checkpointInterval)", "-q"]
+        var generator = SystemRandomNumberGenerator()
+
+        var kills = 0
+        var totalServed: Int64 = 0
+        var finished = false
+        for run in 0..<200 {
+            // What is durably complete before this run; none of it may be requested again.
+            let before = Downloader.status(of: target)
+            let complete = before.state == .partial
+                ? before.completedChunks.map { run -> ClosedRange<Int64> in
+                    let chunk = before.chunkSize ?? 1
+                    return (Int64(run.lowerBound) * chunk)...(min(Int64(run.upperBound) * chunk, Int64(size)) - 1)
+                }
+                : []
+            try nginx.clearLog()
+            let process = try CLI.start(arguments, in: scratch.url)
+            // Early kills (before the probe answers) as well as late ones.
+            let delay = run < 3 ? Double.random(in: 0.01...0.15, using: &generator) : Double.random(in: 0.05...0.6, using: &generator)
+            let status = await process.process.wait(timeout: .milliseconds(Int64(delay * 1000)))
+            if let status {
+                let result = try await process.wait(timeout: .seconds(5))
+                #expect(status == 0, "run \(run) failed: \(result.stderr)")
+                finished = true
+            } else {
+                process.signal(SIGKILL)
+                _ = try await process.wait(timeout: .seconds(10))
+                kills += 1
+            }
+            try await Task.sleep(for: .milliseconds(60))  // let nginx log the cut connections
+            let log = try nginx.log().filter { $0.uri == "/k.bin" }
+            totalServed += log.reduce(0) { $0 + $1.bytes }
+            for entry in log {
+                guard let asked = Self.requestedRange(entry.range) else {
+                    Issue.record("run \(run): request without a range: \(entry)")
+                    continue
+                }
+                let served = asked.lowerBound...min(asked.upperBound, asked.lowerBound + max(entry.bytes, 1) - 1)
+                for done in complete where done.overlaps(served) && entry.status == 206 {
+                    Issue.record("run \(run) re-fetched completed bytes \(done) with \(entry.range) (\(entry.bytes) bytes served)")
+                }
+                if run > 0 && !complete.isEmpty {
+                    #expect(!entry.ifMatch.isEmpty, "resumed requests carry If-Match")
+                }
+            }
+            if finished { break }
+        }
+        print("kill -9 test: \(kills) kills, served \(totalServed) bytes for a \(size)-byte object (\(String(format: "%.3f", Double(totalServed) / Double(size)))x)")
+        #expect(finished, "the download never completed")
+        #expect(kills >= 20, "only \(kills) kills happened")
+        #expect(try TestData.sha256(of: target) == expected)
+        #expect(!FileManager.default.fileExists(atPath: target + ".part"))
+        #expect(!FileManager.default.fileExists(atPath: target + ".swoop"))
+        // Each kill may lose what arrived since the last checkpoint, plus the partial chunk each
+        // connection was filling; nothing else is fetched twice.
+        let rate = Double(connections * perConnection)
+        let allowance = Double(kills) * (checkpointInterval * 2 * rate + Double(connections) * 256 * 1024)
+        #expect(Double(totalServed) <= Double(size) + allowance,
+                "served \(totalServed) bytes for a \(size)-byte object over \(kills) kills (allowance \(Int(allowance)))")
+    }
+
+    @Test("Ctrl-C pauses cleanly: state saved, exit 130, resume with the same command")
+    func interruptPauses() async throws {
+        let nginx = try Nginx.start(limitRate: "4m")
+        defer { nginx.stop() }
+        let expected = try nginx.addFile("c.bin", size: 32 << 20, seed: 43)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let target = scratch.path("c.bin")
+        let arguments = [nginx.url("/c.bin"), "-c", "4"]
+        let process = try CLI.start(arguments, in: scratch.url)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while Downloader.status(of: target).bytesDone < 4 << 20, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        process.signal(SIGINT)
+        let interrupted = try await process.wait(timeout: .seconds(20))
+        #expect(interrupted.status == 130, "stderr: \(interrupted.stderr)")
+        #expect(interrupted.stderr.contains("resume with the same command"), "stderr: \(interrupted.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        let saved = Downloader.status(of: target)
+        #expect(saved.state == .partial)
+        #expect(saved.bytesDone >= 4 << 20)
+
+        try nginx.clearLog()
+        let resumed = try await CLI.run(arguments + ["-q"], in: scratch.url)
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(try TestData.sha256(of: target) == expected)
+        let served = try nginx.log().reduce(0) { $0 + $1.bytes }
+        #expect(served <= Int64(32 << 20) - saved.bytesDone + 4 << 20, "the resumed run fetched \(served) bytes")
+    }
+
+    // MARK: Library-level resume cases against the test origin
+
+    /// Downloads until at least `threshold` bytes are done, then cancels the task (a pause).
+    private func downloadPartially(_ url: String, to path: String, threshold: Int64, configuration: Downloader.Configuration) async throws {
+        try await withDownloader(configuration) { downloader in
+            let reached = AsyncStream.makeStream(of: Void.self)
+            let task = Task {
+                try await downloader.download(DownloadRequest(url: url), to: path) { progress in
+                    if progress.bytesDone >= threshold { reached.continuation.yield() }
+                }
+            }
+            for await _ in reached.stream { break }
+            task.cancel()
+            let outcome = await task.result
+            guard case .failure(let error as DownloadError) = outcome, error.kind == .interrupted else {
+                throw TestFailure("expected an interrupted download, got \(outcome)")
+            }
+        }
+        #expect(Downloader.status(of: path).state == .partial)
+    }
+
+    private func throttled(_ bytesPerSecond: Int = 8 << 20) -> Downloader.Configuration {
+        var configuration = quickConfiguration(connections: 4)
+        configuration.progressInterval = .milliseconds(20)
+        configuration.checkpointInterval = .milliseconds(50)
+        _ = bytesPerSecond
+        return configuration
+    }
+
+    @Test("an object that changed between runs is downloaded anew, never mixed")
+    func objectChangedBetweenRuns() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 16 << 20, seed: 20), at: "/o.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 4 << 20, configuration: throttled())
+            origin.changeObject(at: "/o.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
+            origin.resetLog()
+            let changed = try #require(origin.object(at: "/o.bin"))
+            _ = try await withDownloader(throttled()) {
+                try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+            }
+            #expect(try TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
+            let first = try #require(origin.requests.first)
+            #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
+            #expect(first.status == 412)
+            #expect(origin.requests.dropFirst().first?.header("range") == "bytes=0-1048575", "then it starts over from byte 0")
+        }
+    }
+
+    @Test("with --on-change fail, a changed object fails and nothing is kept")
+    func objectChangedFails() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 16 << 20, seed: 21), at: "/o.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 4 << 20, configuration: throttled())
+            origin.changeObject(at: "/o.bin")
+            var configuration = throttled()
+            configuration.onObjectChange = .fail
+            let error = await #expect(throws: DownloadError.self) {
+                try await withDownloader(configuration) {
+                    try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+                }
+            }
+            #expect(error?.kind == .objectChanged)
+            #expect(!scratch.exists("o.bin") && !scratch.exists("o.bin.part") && !scratch.exists("o.bin.swoop"))
+        }
+    }
+
+    enum MapDamage: String, CaseIterable, Sendable {
+        case flippedByte, truncated, otherVersion, notAMap, emptyFile, partDeleted, partShortened
+    }
+
+    @Test("damaged saved state is never trusted: warn, start over, end byte-identical", arguments: MapDamage.allCases)
+    func damagedState(damage: MapDamage) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 16 << 20, seed: 22)
+            origin.addObject(object, at: "/d.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            let path = scratch.path("d.bin")
+            try await downloadPartially(origin.url("/d.bin"), to: path, threshold: 4 << 20, configuration: throttled())
+            let mapURL = URL(fileURLWithPath: path + ".swoop")
+            var map = try Data(contentsOf: mapURL)
+            switch damage {
+            case .flippedByte:
+                map[map.count / 2] ^= 0x40
+                try map.write(to: mapURL)
+            case .truncated:
+                try map.prefix(map.count - 7).write(to: mapURL)
+            case .otherVersion:
+                map[8] = 99
+                try map.write(to: mapURL)
+            case .notAMap:
+                try Data("hello, I am not a segment map".utf8).write(to: mapURL)
+            case .emptyFile:
+                try Data().write(to: mapURL)
+            case .partDeleted:
+                try FileManager.default.removeItem(atPath: path + ".part")
+            case .partShortened:
+                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".part"))
+                try handle.truncate(atOffset: 1 << 20)
+                try handle.close()
+            }
+            #expect(!Downloader.status(of: path).canResume)
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
+            origin.resetLog()
+            let result = try await CLI.run([origin.url("/d.bin"), "-o", "d.bin", "-c", "4"], in: scratch.url)
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(result.stderr.contains("starting over"), "a warning says why: \(result.stderr)")
+            #expect(try TestData.sha256(of: path) == object.sha256)
+            let first = try #require(origin.requests.first)
+            #expect(first.header("range") == "bytes=0-1048575")
+            #expect(first.header("if-match") == nil, "a fresh start, not a resume")
+            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+            #expect(served >= object.size)
+        }
+    }
+
+    @Test("a different URL to the same object resumes (a re-signed URL, a mirror)")
+    func resumeWithNewURL() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 16 << 20, seed: 23)
+            origin.addObject(object, at: "/bucket/o.bin")
+            origin.addObject(object, at: "/mirror/o.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            let path = scratch.path("o.bin")
+            try await downloadPartially(origin.url("/bucket/o.bin") + "?X-Signature=old", to: path, threshold: 4 << 20, configuration: throttled())
+            let saved = Downloader.status(of: path)
+            #expect(saved.url?.contains("X-Signature") == false, "no query string on disk")
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
+            origin.resetLog()
+            let result = try await withDownloader(throttled()) {
+                try await $0.download(DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
+            }
+            #expect(try TestData.sha256(of: path) == object.sha256)
+            #expect(result.bytesResumed == saved.bytesDone)
+            #expect(origin.requests.allSatisfy { $0.path == "/mirror/o.bin" })
+            #expect(origin.requests.first?.header("if-match") == object.etagValue)
+            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+            #expect(served == object.size - saved.bytesDone, "only the missing bytes were fetched")
+        }
+    }
+
+    @Test("running the same command on a completed target exits 0 without downloading")
+    func completedTargetRerun() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 5 << 20, seed: 24)
+            origin.addObject(object, at: "/done.bin")
+            let first = try await CLI.run([origin.url("/done.bin"), "-q"], in: scratch.url)
+            #expect(first.status == 0)
+            origin.resetLog()
+            let again = try await CLI.run([origin.url("/done.bin"), "--json"], in: scratch.url)
+            #expect(again.status == 0, "stderr: \(again.stderr)")
+            #expect(again.stdout.contains("\"alreadyComplete\":true"))
+            #expect(origin.requests.count == 1)
+            #expect(origin.requests.first?.status == 416, "a range past the end confirms the size")
+            #expect(origin.requests.first?.bodyBytesSent ?? 0 < 1000)
+            #expect(try TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+            // If the object changed since, the finished file is left alone and the user told.
+            origin.changeObject(at: "/done.bin")
+            let changed = try await CLI.run([origin.url("/done.bin")], in: scratch.url)
+            #expect(changed.status == 5)
+            #expect(changed.stderr.contains("changed"), "stderr: \(changed.stderr)")
+            #expect(try TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+        }
+    }
+
+    @Test("--no-resume starts over")
+    func noResume() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 12 << 20, seed: 25)
+            origin.addObject(object, at: "/n.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            let path = scratch.path("n.bin")
+            try await downloadPartially(origin.url("/n.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
+            origin.resetLog()
+            let result = try await CLI.run([origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
+            #expect(result.status == 0)
+            #expect(try TestData.sha256(of: path) == object.sha256)
+            #expect(origin.requests.first?.header("if-match") == nil)
+            #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } >= object.size)
+        }
+    }
+
+    @Test("the library's pause, resume and cancel")
+    func pauseResumeCancel() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 16 << 20, seed: 26)
+            origin.addObject(object, at: "/p.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            let path = scratch.path("p.bin")
+            try await withDownloader(throttled()) { downloader in
+                let task = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: path)
+                try await Task.sleep(for: .milliseconds(400))
+                task.pause()
+                #expect(task.state == .paused)
+                try await Task.sleep(for: .milliseconds(300))
+                let paused = Downloader.status(of: path)
+                #expect(paused.state == .partial)
+                let servedWhilePaused = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == servedWhilePaused, "no transfer while paused")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                task.resume()
+                let result = try await task.result()
+                #expect(result.bytesResumed > 0)
+                #expect(try TestData.sha256(of: path) == object.sha256)
+
+                // Cancel deletes the partial state.
+                origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+                let other = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin"))
+                try await Task.sleep(for: .milliseconds(300))
+                other.cancel()
+                await #expect(throws: DownloadError.self) { try await other.result() }
+                #expect(other.state == .cancelled)
+                #expect(!scratch.exists("q.bin") && !scratch.exists("q.bin.part") && !scratch.exists("q.bin.swoop"))
+            }
+        }
+    }
+}
