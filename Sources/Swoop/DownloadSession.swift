@@ -111,6 +111,11 @@ final class DownloadSession {
     /// already downloaded (which the probe then confirms).
     private func inspectTarget() throws(DownloadError) {
         var info = CStat()
+        let directory = FilePath(paths.target).removingLastComponent()
+        if !directory.isEmpty, stat(directory.string, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
+            // Before any network traffic: the file could not be written anyway.
+            throw .localIO("cannot write into", path: directory.string, errno: stat(directory.string, &info) != 0 ? errno : ENOTDIR)
+        }
         guard stat(paths.target, &info) == 0 else { return }
         if info.st_mode & S_IFMT == S_IFDIR {
             throw DownloadError(.localIO, "\(paths.target) is a directory; name a file with -o", errno: EISDIR)
@@ -285,6 +290,10 @@ final class DownloadSession {
             }
             return .deliver
         case .whole(let found):
+            if Self.looksLikeErrorPage(head, url: probeURL) {
+                worker.failure = .invalidResponse("the server answered a range request with an HTML page (200 \(head.contentType ?? "text/html")) instead of \(probeURL.lastPathComponent), likely an error or 'busy' page (\(probeURL))", httpStatus: 200)
+                return .abort
+            }
             if let record = completedTarget {
                 if found.size == record.size && (record.etag == nil || record.etag == found.etag) {
                     worker.next = .alreadyComplete
@@ -306,6 +315,16 @@ final class DownloadSession {
             }
             return .deliver
         }
+    }
+
+    /// A 200 `text/html` answer to a range request for a file whose name says it is something
+    /// else (`.iso`, `.bin`, `.tar.gz`): an error or "server busy" page, not the file.
+    static func looksLikeErrorPage(_ head: ResponseHead, url: RemoteURL) -> Bool {
+        guard head.status == 200, head.contentType?.lowercased().hasPrefix("text/html") == true else { return false }
+        let name = url.lastPathComponent.lowercased()
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+        let pageExtensions: Set<String> = ["html", "htm", "xhtml", "shtml", "php", "asp", "aspx", "jsp", "cgi", "pl"]
+        return !pageExtensions.contains(String(name[name.index(after: dot)...]))
     }
 
     /// A 416: the object has `total` bytes and none at the requested offset.
@@ -432,7 +451,15 @@ final class DownloadSession {
         guard let size = found.size else { return }
         let fresh = resumeMap == nil
         let file = try PartFile.open(path: paths.part, truncate: fresh)
-        if fresh { try file.preallocate(size) }
+        if fresh {
+            do {
+                try file.preallocate(size)
+            } catch {
+                file.close()
+                unlink(paths.part)  // nothing was downloaded; leave nothing behind
+                throw error
+            }
+        }
         part = file
         object = found
         let layout = resumeMap?.layout ?? ChunkLayout(objectSize: size)
@@ -460,7 +487,15 @@ final class DownloadSession {
     /// The probe's 200 arrived: the server ignores ranges, so this one response is the download.
     private func beginStream(_ found: RemoteObject, worker: SegmentWorker) throws(DownloadError) {
         let file = try PartFile.open(path: paths.part, truncate: true)
-        if let size = found.size { try file.preallocate(size) }
+        if let size = found.size {
+            do {
+                try file.preallocate(size)
+            } catch {
+                file.close()
+                unlink(paths.part)
+                throw error
+            }
+        }
         part = file
         object = found
         isStreaming = true
@@ -484,10 +519,6 @@ final class DownloadSession {
             startSegmentRequest(worker, segment)
         }
         if configuration.hedgesSlowTail { hedgeSlowTail() }
-        if scheduler.worstFailureCount >= configuration.retry.maxTries, let error = lastTransientError {
-            stop(with: .failure(DownloadError(error.kind, error.message + " (gave up after \(configuration.retry.maxTries) tries)", httpStatus: error.httpStatus, curlCode: error.curlCode, errno: error.errno)))
-            return
-        }
         if !workers.contains(where: \.isBusy), let next = scheduler.nextRetryTime {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
@@ -600,8 +631,6 @@ final class DownloadSession {
 
     // MARK: Transfer outcomes
 
-    private var lastTransientError: DownloadError?
-
     /// A segment request ended: continue, retry or fail.
     func segmentDidFinish(_ worker: SegmentWorker, segment: Segment, requested: ByteRange, outcome: ExchangeOutcome, failure: DownloadError?, retryAfter: Int?) {
         guard phase == .transferring, let scheduler else { return }
@@ -631,11 +660,17 @@ final class DownloadSession {
                 stop(with: .failure(error))
                 return
             }
-            retries += 1
-            lastTransientError = error
             let delay = backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
-            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
             scheduler.release(segment, failed: true, retryAt: .now + delay)
+            if segment.failuresWithoutProgress >= configuration.retry.maxTries {
+                // The segment map keeps everything else; running the command again resumes.
+                stop(with: .failure(DownloadError(
+                    error.kind, error.message + " (gave up after \(configuration.retry.maxTries) tries; the partial download is kept, run the same command to resume)",
+                    httpStatus: error.httpStatus, curlCode: error.curlCode, errno: error.errno)))
+                return
+            }
+            retries += 1
+            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
         } else if segment.isDone {
             scheduler.finish(segment)
         } else if segment.isOwned && segment.partner == nil && workers.prefix(targetConnections).contains(where: { $0 === worker }) {

@@ -24,8 +24,11 @@ struct TransferOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds allowed to connect.")
     var connectTimeout: Double = 30
 
-    @Option(name: .long, help: "Seconds without data before a connection is replaced.")
+    @Option(name: .long, help: "Seconds without data (or below --min-speed) before a connection is replaced.")
     var stallTimeout: Double = 30
+
+    @Option(name: .long, help: ArgumentHelp("A connection slower than this for --stall-timeout is replaced (e.g. 100k, 1m).", valueName: "rate"))
+    var minSpeed: ByteCount = ByteCount(bytes: 1)
 
     @Option(name: .long, help: "Tries per byte range without progress before giving up.")
     var maxTries: Int = 8
@@ -70,6 +73,7 @@ struct TransferOptions: ParsableArguments {
         configuration.timeout.connect = .milliseconds(Int64(connectTimeout * 1000))
         configuration.timeout.stall = .milliseconds(Int64(stallTimeout * 1000))
         configuration.retry.maxTries = maxTries
+        configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
         configuration.verifiesTLSCertificates = !insecure
         return configuration
     }
@@ -157,6 +161,9 @@ struct Get: AsyncParsableCommand {
         configuration.onObjectChange = onChange
         configuration.checkpointInterval = checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
         let logger = transfer.logger(quiet: quiet)
+        if transfer.insecure {
+            printError("warning: --insecure: TLS certificates are not verified; anyone on the path can read and alter the download")
+        }
         let request = DownloadRequest(url: url, headers: try transfer.parsedHeaders())
         let path = targetPath()
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)

@@ -24,17 +24,19 @@ final class Nginx: @unchecked Sendable {
     let port: Int
     private let process: ChildProcess
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var baseURL: String { "\(scheme)://127.0.0.1:\(port)" }
 
     func url(_ path: String) -> String { baseURL + path }
 
     /// Starts nginx serving `root` (a fresh temporary directory unless given). `limitRate` is an
     /// nginx size such as "10m": a per-connection cap on every location.
-    static func start(limitRate: String? = nil, extraServerConfig: String = "") throws -> Nginx {
+    /// With `tls`, it serves HTTPS with a self-signed certificate for 127.0.0.1 (not trusted by
+    /// anything, which is the point of the TLS tests).
+    static func start(limitRate: String? = nil, extraServerConfig: String = "", tls: Bool = false) throws -> Nginx {
         var lastError: Error?
         for _ in 0..<5 {
             do {
-                return try Nginx(limitRate: limitRate, extraServerConfig: extraServerConfig)
+                return try Nginx(limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls)
             } catch {
                 lastError = error
             }
@@ -42,7 +44,9 @@ final class Nginx: @unchecked Sendable {
         throw lastError!
     }
 
-    private init(limitRate: String?, extraServerConfig: String) throws {
+    var scheme = "http"
+
+    private init(limitRate: String?, extraServerConfig: String, tls: Bool) throws {
         let prefix = try TemporaryDirectory.make(prefix: "swoop-nginx")
         self.prefix = prefix
         root = prefix.appendingPathComponent("www")
@@ -50,6 +54,18 @@ final class Nginx: @unchecked Sendable {
         port = try FreePort.find()
         // With sendfile, nginx sends up to sendfile_max_chunk (2 MiB) before its rate delay, so
         // every short request would start with a burst; small chunks keep the cap smooth.
+        var listen = "listen 127.0.0.1:\(port);"
+        if tls {
+            let key = prefix.appendingPathComponent("key.pem").path
+            let certificate = prefix.appendingPathComponent("cert.pem").path
+            let openssl = try ChildProcess(
+                executable: "/usr/bin/openssl",
+                arguments: ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate])
+            guard openssl.waitBlocking() == 0 else { throw TestFailure("openssl could not make a certificate") }
+            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(certificate); ssl_certificate_key \(key);"
+            scheme = "https"
+        }
         let rate = limitRate.map { "limit_rate \($0); sendfile_max_chunk 64k;" } ?? ""
         let config = """
             daemon off;
@@ -72,7 +88,7 @@ final class Nginx: @unchecked Sendable {
                 log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,"method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,"range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since","authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
                 access_log \(prefix.path)/access.log swoop;
                 server {
-                    listen 127.0.0.1:\(port);
+                    \(listen)
                     root \(root.path);
                     \(rate)
                     \(extraServerConfig)

@@ -1,0 +1,350 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// One test per misbehaviour of the origin. Each ends with the byte-identical file, or with a
+/// specific error and nothing at the target path, within the time its timeouts allow.
+@Suite("Faults")
+struct FaultTests {
+    /// Outcome of one download against a faulty origin.
+    struct Run {
+        var result: Result<DownloadResult, DownloadError>
+        var elapsed: Duration
+        var scratch: Scratch
+        var target: String
+    }
+
+    private func download(
+        _ object: TestObject, faults: (inout FaultSwitches) -> Void,
+        configuration: Downloader.Configuration = quickConfiguration(connections: 4),
+        within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        check: (Run, TestOrigin) throws -> Void
+    ) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(object, at: "/object.iso")
+            origin.updateFaults(faults)
+            let target = scratch.path("object.iso")
+            let started = ContinuousClock.now
+            let result: Result<DownloadResult, DownloadError>
+            do {
+                result = .success(try await withDownloader(configuration) {
+                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
+                })
+            } catch let error as DownloadError {
+                result = .failure(error)
+            }
+            let run = Run(result: result, elapsed: .now - started, scratch: scratch, target: target)
+            #expect(run.elapsed < limit, "took \(run.elapsed), allowed \(limit)", sourceLocation: sourceLocation)
+            switch result {
+            case .success:
+                #expect(try TestData.sha256(of: target) == object.sha256, "wrong bytes", sourceLocation: sourceLocation)
+            case .failure:
+                #expect(!FileManager.default.fileExists(atPath: target), "a failed download left a file at the target", sourceLocation: sourceLocation)
+            }
+            try check(run, origin)
+        }
+    }
+
+    private func expectSuccess(_ run: Run, sourceLocation: SourceLocation = #_sourceLocation) -> DownloadResult? {
+        switch run.result {
+        case .success(let result): return result
+        case .failure(let error):
+            Issue.record("expected success, got: \(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+    }
+
+    private func expectFailure(_ run: Run, _ kind: DownloadError.Kind, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        switch run.result {
+        case .success:
+            Issue.record("expected a \(kind) failure", sourceLocation: sourceLocation)
+        case .failure(let error):
+            #expect(error.kind == kind, "\(error)", sourceLocation: sourceLocation)
+            #expect(error.message.contains(text), "message: \(error.message)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("connection dropped after N bytes of every response: continues from the last byte")
+    func dropAfterBytes() async throws {
+        try await download(TestObject(size: 6 << 20, seed: 1), faults: { $0.dropAfterBytes = 700_000 }, within: .seconds(20)) { run, origin in
+            let result = expectSuccess(run)
+            #expect((result?.retries ?? 0) > 0)
+            // Every cut request resumed where it stopped: about the object's size in total, not more.
+            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+            #expect(served <= 7 << 20, "served \(served)")
+        }
+    }
+
+    @Test("connections dropped at random (p = 0.3)")
+    func dropProbability() async throws {
+        try await download(TestObject(size: 16 << 20, seed: 2), faults: { $0.dropProbability = 0.3 }, configuration: quickConfiguration(connections: 8, maxTries: 10), within: .seconds(30)) { run, _ in
+            _ = expectSuccess(run)
+        }
+    }
+
+    @Test("503 with Retry-After on the first tries is waited out", arguments: [503, 429])
+    func failFirstWithRetryAfter(status: Int) async throws {
+        var configuration = quickConfiguration(connections: 4, maxTries: 5)
+        configuration.retry.maxDelay = .seconds(5)
+        try await download(TestObject(size: 4 << 20, seed: 3), faults: {
+            $0.failFirstRequests = 2
+            $0.failStatus = status
+            $0.retryAfterSeconds = 1
+        }, configuration: configuration, within: .seconds(15)) { run, origin in
+            let result = expectSuccess(run)
+            #expect(result?.retries == 2)
+            #expect(run.elapsed >= .seconds(2), "Retry-After: 1 was honoured twice (\(run.elapsed))")
+            #expect(origin.requests.prefix(2).allSatisfy { $0.status == status })
+        }
+    }
+
+    @Test("a server that keeps failing gives up after --max-tries with the status named")
+    func failForever() async throws {
+        try await download(TestObject(size: 4 << 20, seed: 4), faults: { $0.failFirstRequests = 1000 }, configuration: quickConfiguration(maxTries: 3), within: .seconds(10)) { run, origin in
+            expectFailure(run, .httpStatus, mentioning: "503 Service Unavailable")
+            #expect(origin.requestCount == 3)
+        }
+    }
+
+    @Test("a stalled response (headers, then silence) is replaced after the stall timeout")
+    func stallAfterHeaders() async throws {
+        var configuration = quickConfiguration()
+        configuration.timeout.stall = .seconds(1)
+        try await download(TestObject(size: 6 << 20, seed: 5), faults: {
+            $0.stallAfterBytes = 0
+            $0.stallFirstRequests = 1
+        }, configuration: configuration, within: .seconds(8)) { run, origin in
+            _ = expectSuccess(run)
+            #expect(origin.requests.first?.faultApplied?.contains("stall") == true)
+        }
+    }
+
+    @Test("a response that stalls mid-body is replaced and continues where it stopped")
+    func stallMidBody() async throws {
+        var configuration = quickConfiguration()
+        configuration.timeout.stall = .seconds(1)
+        try await download(TestObject(size: 12 << 20, seed: 6), faults: {
+            $0.stallAfterBytes = 300_000
+            $0.stallFirstRequests = 3
+        }, configuration: configuration, within: .seconds(10)) { run, _ in
+            let result = expectSuccess(run)
+            #expect((result?.retries ?? 0) >= 1)
+        }
+    }
+
+    @Test("a throttled origin still yields the file, at about the throttled rate")
+    func throttled() async throws {
+        try await download(TestObject(size: 8 << 20, seed: 7), faults: { $0.throttleBytesPerSecond = 2 << 20 }, within: .seconds(10)) { run, _ in
+            _ = expectSuccess(run)
+            // 4 connections x 2 MiB/s for 8 MiB: about a second; far less would mean the cap was not applied.
+            #expect(run.elapsed > .milliseconds(700))
+        }
+    }
+
+    @Test("the object changes mid-download: restart once from zero, never a mix")
+    func changesMidDownload() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 16 << 20, seed: 8), at: "/object.iso")
+            origin.updateFaults {
+                $0.changeAfterRequests = 3
+                $0.throttleBytesPerSecond = 8 << 20
+            }
+            let target = scratch.path("object.iso")
+            let result = try await withDownloader(quickConfiguration()) {
+                try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
+            }
+            let changed = try #require(origin.object(at: "/object.iso"))
+            #expect(changed.seed == 9)
+            #expect(try TestData.sha256(of: target) == changed.sha256, "the file is entirely the new version")
+            #expect(origin.requests.contains { $0.status == 412 })
+            #expect(result.bytes == changed.size)
+        }
+    }
+
+    @Test("with --on-change fail, a change mid-download fails and keeps nothing")
+    func changesMidDownloadFails() async throws {
+        var configuration = quickConfiguration()
+        configuration.onObjectChange = .fail
+        try await download(TestObject(size: 16 << 20, seed: 10), faults: {
+            $0.changeAfterRequests = 3
+            $0.throttleBytesPerSecond = 8 << 20
+        }, configuration: configuration, within: .seconds(10)) { run, _ in
+            expectFailure(run, .objectChanged, mentioning: "changed")
+            #expect(!run.scratch.exists("object.iso.part"))
+        }
+    }
+
+    @Test("a server that ignores Range: one stream, right bytes")
+    func ignoresRange() async throws {
+        try await download(TestObject(size: 6 << 20, seed: 11), faults: { $0.rangeSupport = false }, within: .seconds(10)) { run, origin in
+            _ = expectSuccess(run)
+            #expect(origin.requestCount == 1)
+        }
+    }
+
+    @Test("a 'server busy' HTML page in answer to a segment request is never written")
+    func busyHTMLForSegments() async throws {
+        try await download(TestObject(size: 6 << 20, seed: 12), faults: {
+            $0.busyHTMLForRanges = true
+            $0.honestFirstRequests = 1
+        }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+            expectFailure(run, .invalidResponse, mentioning: "likely an error page")
+            let part = try Data(contentsOf: URL(fileURLWithPath: run.target + ".part"))
+            #expect(!part.contains(Data("Server busy".utf8)), "HTML reached the file")
+        }
+    }
+
+    @Test("a 'server busy' HTML page in answer to the probe is not saved as the file")
+    func busyHTMLForProbe() async throws {
+        try await download(TestObject(size: 6 << 20, seed: 13), faults: { $0.busyHTMLForRanges = true }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+            expectFailure(run, .invalidResponse, mentioning: "HTML page")
+            #expect(!run.scratch.exists("object.iso.part"))
+        }
+    }
+
+    @Test("the busy page goes away: the download succeeds")
+    func busyHTMLThenFine() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 4 << 20, seed: 14)
+            origin.addObject(object, at: "/object.iso")
+            origin.updateFaults {
+                $0.busyHTMLForRanges = true
+                $0.failFirstRequests = 0
+            }
+            var configuration = quickConfiguration(maxTries: 6)
+            configuration.retry.baseDelay = .milliseconds(200)
+            let download = Task {
+                try await withDownloader(configuration) {
+                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: scratch.path("object.iso"))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            origin.updateFaults { $0.busyHTMLForRanges = false }
+            _ = try await download.value
+            #expect(try TestData.sha256(of: scratch.path("object.iso")) == object.sha256)
+        }
+    }
+
+    @Test("a body shorter than its Content-Length is detected and continued")
+    func shortBody() async throws {
+        try await download(TestObject(size: 4 << 20, seed: 15), faults: {
+            $0.shortBody = true
+            $0.honestFirstRequests = 3
+        }, configuration: quickConfiguration(maxTries: 4), within: .seconds(10)) { run, origin in
+            // Every short response lands its bytes; the remainder is fetched again until a
+            // response can no longer make progress, then the download fails with the cause.
+            switch run.result {
+            case .success:
+                break
+            case .failure(let error):
+                #expect(error.kind == .network, "\(error)")
+                #expect(error.message.contains("gave up after"), "\(error)")
+            }
+            #expect(origin.requests.contains { $0.faultApplied?.contains("shortBody") == true })
+        }
+    }
+
+    @Test("Content-Encoding: gzip is refused, not written", arguments: [0, 1])
+    func gzip(honest: Int) async throws {
+        try await download(TestObject(size: 4 << 20, seed: 16), faults: {
+            $0.gzipEncoding = true
+            $0.honestFirstRequests = honest
+        }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+            expectFailure(run, .invalidResponse, mentioning: "Content-Encoding 'gzip'")
+        }
+    }
+
+    @Test("a Content-Range off by one is refused", arguments: [0, 1])
+    func contentRangeOffByOne(honest: Int) async throws {
+        try await download(TestObject(size: 4 << 20, seed: 17), faults: {
+            $0.contentRangeLie = .offByOne
+            $0.honestFirstRequests = honest
+        }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+            expectFailure(run, .invalidResponse, mentioning: "Content-Range")
+        }
+    }
+
+    @Test("a redirect to a non-http scheme is refused", arguments: ["ftp://127.0.0.1/object.iso", "file:///etc/passwd", "gopher://x/"])
+    func redirectToOtherScheme(location: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addRedirect(from: "/go", to: location)
+            let error = await #expect(throws: DownloadError.self) {
+                try await withDownloader(quickConfiguration()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/go")), to: scratch.path("go"))
+                }
+            }
+            #expect(error?.message.contains("only http and https redirects are followed") == true, "\(String(describing: error))")
+            let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path)
+            #expect(left.isEmpty)
+        }
+    }
+
+    @Test("credentials never follow a redirect to another host; they do to the same host")
+    func credentialsAcrossRedirects() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { first in
+            try await withTestOrigin { second in
+                let object = TestObject(size: 3 << 20, seed: 18)
+                second.addObject(object, at: "/there.iso")
+                first.addObject(object, at: "/here.iso")
+                // "localhost" is another host name than "127.0.0.1", and another port too.
+                first.addRedirect(from: "/away", to: "http://localhost:\(second.port)/there.iso")
+                first.addRedirect(from: "/stay", to: "/here.iso")
+                let secret = [
+                    (name: "Authorization", value: "Bearer TOPSECRET"), (name: "Cookie", value: "session=TOPSECRET"),
+                    (name: "X-Api-Key", value: "TOPSECRET"), (name: "Accept", value: "*/*"),
+                ]
+                _ = try await withDownloader(quickConfiguration()) {
+                    try await $0.download(DownloadRequest(url: first.url("/away"), headers: secret), to: scratch.path("a.iso"))
+                }
+                #expect(try TestData.sha256(of: scratch.path("a.iso")) == object.sha256)
+                #expect(!second.requests.isEmpty)
+                for request in second.requests {
+                    #expect(!request.headers.contains { $0.value.contains("TOPSECRET") }, "leaked to another host: \(request.headers)")
+                    #expect(request.header("accept") == "*/*", "harmless headers still go")
+                }
+                _ = try await withDownloader(quickConfiguration()) {
+                    try await $0.download(DownloadRequest(url: first.url("/stay"), headers: secret), to: scratch.path("b.iso"))
+                }
+                let sameHost = first.requests.filter { $0.path == "/here.iso" }
+                #expect(!sameHost.isEmpty && sameHost.allSatisfy { $0.header("authorization") == "Bearer TOPSECRET" })
+                // Nothing secret reached the disk.
+                for name in try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) {
+                    let bytes = try Data(contentsOf: scratch.url.appendingPathComponent(name))
+                    #expect(!bytes.contains(Data("TOPSECRET".utf8)))
+                }
+            }
+        }
+    }
+
+    @Test("an unreachable host fails fast with the cause named")
+    func unreachable() async throws {
+        var configuration = quickConfiguration()
+        configuration.timeout.connect = .seconds(2)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let port = try FreePort.find()
+        let started = ContinuousClock.now
+        let error = await #expect(throws: DownloadError.self) {
+            try await withDownloader(configuration) {
+                try await $0.download(DownloadRequest(url: "http://127.0.0.1:\(port)/x.iso"), to: scratch.path("x.iso"))
+            }
+        }
+        #expect(error?.kind == .unreachable)
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+}
+
+extension Data {
+    func contains(_ needle: Data) -> Bool { range(of: needle) != nil }
+}
