@@ -49,6 +49,9 @@ final class DownloadSession {
     private(set) var part: PartFile?
     private var workers: [SegmentWorker] = []
     private var targetConnections: Int
+    /// Adaptive mode: grows or shrinks `targetConnections` with measured throughput.
+    private var controller: ConnectionController?
+    private var adaptTimer: LoopTimer?
     /// Position of a single stream (server without range support).
     private(set) var streamPosition: Int64 = 0
     private var isStreaming = false
@@ -477,6 +480,12 @@ final class DownloadSession {
         worker.adopt(segment, request: firstRange)
         plan.noteRequested(segment, upTo: firstRange.upperBound)
         phase = .transferring
+        if case .adaptive(let maximum) = configuration.connections {
+            let firstByte = worker.exchange.flatMap { exchange in exchange.startedAt.map { ContinuousClock.now - $0 } }
+            targetConnections = ConnectionController.initialCount(probeTimeToFirstByte: firstByte?.seconds ?? 0, maximum: maximum)
+            controller = ConnectionController(initial: targetConnections, maximum: maximum)
+            scheduleAdaptation()
+        }
         plan.split(into: max(0, targetConnections - 1))
         if configuration.checkpointInterval != nil && fresh {
             checkpoint(force: true)
@@ -522,6 +531,28 @@ final class DownloadSession {
         if !workers.contains(where: \.isBusy), let next = scheduler.nextRetryTime {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
+        }
+    }
+
+    /// Lets the controller see the throughput every 100 ms and applies its decisions.
+    private func scheduleAdaptation() {
+        adaptTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
+            guard let self, self.phase == .transferring, var controller = self.controller else { return }
+            // The quickest first byte is the best round-trip estimate (slower ones include
+            // retransmissions and queueing).
+            let roundTrip = self.workers.map(\.timeToFirstByte).filter { $0 > 0 }.min() ?? 0.05
+            let remaining = self.scheduler?.remainingBytes ?? 0
+            if let count = controller.observe(totalBytes: self.bytesReceived, remainingBytes: remaining, at: .now, roundTrip: roundTrip) {
+                self.logger.debug("adapting connections", metadata: ["from": "\(self.targetConnections)", "to": "\(count)", "why": "\(controller.lastReason)"])
+                self.targetConnections = count
+                self.dispatchWork()
+            }
+            self.controller = controller
+            if controller.isSettled {
+                self.logger.debug("connections settled", metadata: ["count": "\(self.targetConnections)", "why": "\(controller.lastReason)"])
+            } else {
+                self.scheduleAdaptation()
+            }
         }
     }
 
@@ -904,6 +935,7 @@ final class DownloadSession {
         let wasTransferring = phase == .transferring
         phase = .stopped
         progressTimer?.cancel()
+        adaptTimer?.cancel()
         retryTimer?.cancel()
         probeRetryTimer?.cancel()
         for worker in workers where worker.isBusy { worker.cancel() }
@@ -974,7 +1006,7 @@ extension Downloader.Configuration.Connections {
     var initial: Int {
         switch self {
         case .fixed(let count): count
-        case .adaptive(let maximum): min(maximum, 4)
+        case .adaptive(let maximum): min(maximum, 8)
         }
     }
 }

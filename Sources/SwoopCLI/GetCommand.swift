@@ -79,6 +79,7 @@ struct TransferOptions: ParsableArguments {
     }
 
     func logger(quiet: Bool) -> Logger {
+        CLILogHandler.startClock()
         let level: Logger.Level = quiet ? .error : (verbose >= 3 ? .trace : verbose == 2 ? .debug : verbose == 1 ? .info : .warning)
         return Logger(label: "swoop") { _ in CLILogHandler(logLevel: level) }
     }

@@ -56,8 +56,10 @@ final class Segment: CustomStringConvertible {
 /// segment map can record every chunk as complete or not.
 final class SegmentScheduler {
     let layout: ChunkLayout
-    /// Segments smaller than this are not split further.
+    /// The initial plan does not cut segments smaller than this (small files are not over-split).
     let minimumSegmentSize: Int64
+    /// Steals take pieces down to this size (one chunk), so no connection idles near the end.
+    var minimumStealSize: Int64 { min(minimumSegmentSize, layout.chunkSize) }
     /// Segments not yet complete.
     private(set) var segments: [Segment] = []
     /// Chunks whose bytes have all been written (not necessarily durable yet).
@@ -144,14 +146,14 @@ final class SegmentScheduler {
     func steal(ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }) -> Segment? {
         let candidates = segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
         var piece: Segment?
-        if let victim = candidates.max(by: { $0.unrequested < $1.unrequested }), victim.unrequested >= minimumSegmentSize {
+        if let victim = candidates.max(by: { $0.unrequested < $1.unrequested }), victim.unrequested >= minimumStealSize {
             let from = max(victim.frontier, victim.requestedUpTo)
             let half = victim.frontier + (victim.end - victim.frontier) / 2
-            piece = split(victim, at: max(from, half))
+            piece = split(victim, at: max(from, half), minimum: minimumStealSize)
         }
         if piece == nil {
             for victim in candidates.sorted(by: { $0.remaining > $1.remaining }) {
-                guard let point = cut(victim), let taken = split(victim, at: point) else { continue }
+                guard let point = cut(victim), let taken = split(victim, at: point, minimum: minimumStealSize) else { continue }
                 piece = taken
                 break
             }
@@ -271,15 +273,15 @@ final class SegmentScheduler {
     /// minimum segment size.
     private func splitOff(_ segment: Segment, keeping numerator: Int64, of denominator: Int64) -> Segment? {
         let from = segment.frontier
-        return split(segment, at: from + (segment.end - from) * numerator / denominator)
+        return split(segment, at: from + (segment.end - from) * numerator / denominator, minimum: minimumSegmentSize)
     }
 
     /// Cuts `segment` at the chunk boundary at or above `offset`, returning the far part as a new
-    /// unowned segment; `nil` when either part would be smaller than the minimum segment size.
-    private func split(_ segment: Segment, at offset: Int64) -> Segment? {
+    /// unowned segment; `nil` when either part would be smaller than `minimum`.
+    private func split(_ segment: Segment, at offset: Int64, minimum: Int64) -> Segment? {
         let from = segment.frontier
         let point = layout.alignUp(offset)
-        guard point - from >= minimumSegmentSize, segment.end - point >= minimumSegmentSize else { return nil }
+        guard point - from >= minimum, segment.end - point >= minimum else { return nil }
         let piece = Segment(start: point, end: segment.end)
         segment.end = point
         return piece
