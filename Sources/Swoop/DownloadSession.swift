@@ -592,7 +592,11 @@ final class DownloadSession {
         let rates = workers.filter(\.isTransferring).map(\.recentRate).filter { $0 > 0 }.sorted()
         let thiefRate = rates.isEmpty ? rate : rates[rates.count / 2]
         let victimShare = rate / (rate + thiefRate)
-        return victim.frontier + Int64(Double(victim.remaining) * victimShare)
+        let point = victim.frontier + Int64(Double(victim.remaining) * victimShare)
+        // Leave each side at least one steal's worth; the scheduler refuses anything smaller.
+        guard let scheduler, victim.remaining >= 2 * scheduler.minimumStealSize else { return nil }
+        let minimum = scheduler.minimumStealSize
+        return min(max(point, victim.frontier + minimum), scheduler.layout.alignDown(victim.end - minimum))
     }
 
     /// The size of `worker`'s next request: about `max(0.5 s, 50 round trips)` of its measured

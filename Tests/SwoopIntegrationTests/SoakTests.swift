@@ -32,7 +32,10 @@ struct SoakTests {
             print("soak: 256 MiB, 16 connections: \(result.retries) retries (\(dropped) dropped responses, \(failed) x 503) in \(elapsed), \(result.requests) requests, \(result.bytesReceived) bytes received")
             #expect(failed == 8)
             #expect(dropped > 0)
-            #expect(result.retries >= failed + dropped - 1)
+            // Every 503 is retried; a drop is retried unless it hit a response the client had
+            // already cut short (a steal), so drops bound the rest from above.
+            #expect(result.retries >= failed)
+            #expect(result.retries <= failed + dropped)
             #expect(elapsed < .seconds(120))
         }
     }

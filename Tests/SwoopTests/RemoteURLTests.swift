@@ -86,14 +86,11 @@ struct RemoteURLTests {
     }
 
     @Test(
-        "a non-numeric port is named in the error",
-        .bug(id: "port-message", "RemoteURL reports 'it has no host name' when Foundation rejects a non-numeric port")
+        "a non-numeric port is named in the error"
     )
     func nonNumericPort() throws {
         let error = try #require(parseError("http://example.com:abc/x"))
-        withKnownIssue("the message blames the host") {
-            #expect(error.message.contains("port"))
-        }
+        #expect(error.message.contains("port"))
     }
 
     @Test func redactedDropsCredentialsQueryAndFragment() throws {
@@ -252,18 +249,15 @@ struct FileNameTests {
     }
 
     @Test(
-        "a long name made of one huge character never becomes '..' or empty",
-        .bug(id: "filename-grapheme", "FileName.sanitized trims the stem a whole grapheme cluster at a time and does not re-check the result")
+        "a long name made of one huge character never becomes '..' or empty"
     )
     func hugeGraphemeClusters() {
         let marks = String(repeating: "\u{301}", count: 200)  // one 'a' with 200 combining accents: 401 bytes, one Character
-        withKnownIssue("the stem can vanish entirely, leaving '', '.' or '..'") {
-            checkSafe(FileName.sanitized("a" + marks) ?? "index.html", from: "a + 200 combining marks")
-            checkSafe(FileName.sanitized("a" + marks + ".") ?? "index.html", from: "a + marks + '.'")
-            // Through a URL the result is a path to the parent directory.
-            let url = "https://example.com/files/.a" + String(repeating: "%CC%81", count: 200) + "."
-            checkSafe(Downloader.suggestedFileName(for: url), from: url)
-        }
+        checkSafe(FileName.sanitized("a" + marks) ?? "index.html", from: "a + 200 combining marks")
+        checkSafe(FileName.sanitized("a" + marks + ".") ?? "index.html", from: "a + marks + '.'")
+        // Through a URL the result is a path to the parent directory.
+        let url = "https://example.com/files/.a" + String(repeating: "%CC%81", count: 200) + "."
+        checkSafe(Downloader.suggestedFileName(for: url), from: url)
     }
 
     // MARK: Request headers

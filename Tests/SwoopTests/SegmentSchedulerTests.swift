@@ -303,8 +303,7 @@ struct SegmentSchedulerTests {
     }
 
     @Test(
-        "a second hedge of a broken pair's survivor skips what the first hedge wrote",
-        .bug(id: "hedge-covered", "hedge(_:) ignores the victim's coveredUpTo: bytes are written twice and bytesWritten over-counts")
+        "a second hedge of a broken pair's survivor skips what the first hedge wrote"
     )
     func reHedgeAfterBrokenPair() {
         let plan = scheduler(size: 8 * MiB, minimum: 8 * MiB)
@@ -316,22 +315,17 @@ struct SegmentSchedulerTests {
         let second = plan.hedge(slow)!
         #expect(second.start == 2 * MiB)
         let step = deliver(plan, second, MiB)
-        withKnownIssue("the new hedge's frontier ignores the survivor's coveredUpTo") {
-            // Bytes 2 MiB ..< 2.5 MiB are already on disk and must be skipped.
-            #expect(step.write == Int(MiB / 2)..<Int(MiB))
-            #expect(plan.bytesWritten == 3 * MiB)
-        }
+        // Bytes 2 MiB ..< 2.5 MiB are already on disk and must be skipped.
+        #expect(step.write == Int(MiB / 2)..<Int(MiB))
+        #expect(plan.bytesWritten == 3 * MiB)
         deliver(plan, second, 8 * MiB)
         plan.finish(second)
         #expect(plan.isComplete && plan.written.isComplete)
-        withKnownIssue("bytesWritten counts the re-fetched half chunk twice") {
-            #expect(plan.bytesWritten == 8 * MiB)
-        }
+        #expect(plan.bytesWritten == 8 * MiB)
     }
 
     @Test(
-        "remainingBytes counts a hedge left alone",
-        .bug(id: "remaining-hedge", "remainingBytes skips every isHedge segment, even one whose partner is gone")
+        "remainingBytes counts a hedge left alone"
     )
     func remainingBytesOfAnOrphanedHedge() {
         let plan = scheduler(size: 8 * MiB, minimum: 8 * MiB)
@@ -341,9 +335,7 @@ struct SegmentSchedulerTests {
         #expect(plan.remainingBytes == 7 * MiB)  // the pair counts once
         plan.release(slow, failed: true)  // the original connection fails; the hedge carries on alone
         #expect(plan.segments.count == 1 && plan.segments[0] === hedge)
-        withKnownIssue("the orphaned hedge still has isHedge set") {
-            #expect(plan.remainingBytes == 7 * MiB)
-        }
+        #expect(plan.remainingBytes == 7 * MiB)
     }
 
     @Test func releaseWithRetryAtDelaysTheNextClaim() {
@@ -405,8 +397,7 @@ struct SegmentSchedulerTests {
 
     /// The default configuration: 1 MiB chunks, 1 MiB minimum segments.
     @Test(
-        "claim steals whenever some in-flight segment can be split",
-        .bug(id: "steal-largest-only", "steal() only tries the largest segment, cut at the chunk boundary above its middle")
+        "claim steals whenever some in-flight segment can be split"
     )
     func claimTriesEveryStealableSegment() {
         let size = 10 * MiB + 6 * MiB / 10
@@ -417,15 +408,12 @@ struct SegmentSchedulerTests {
         #expect(tail.start == 8 * MiB && head.start == 0)
         deliver(plan, tail, 4 * MiB / 10)  // tail: 8.4 MiB ..< 10.6 MiB, 2.2 MiB left, cannot be cut
         // head, 0 ..< 2 MiB untouched, splits cleanly at 1 MiB, but steal only looks at the tail.
-        withKnownIssue("an idle connection gets nothing although the head segment could be halved") {
-            let piece = plan.claim(now: now)
-            #expect(piece.map { ByteRange($0.start, $0.end) } == ByteRange(MiB, 2 * MiB))
-        }
+        let piece = plan.claim(now: now)
+        #expect(piece.map { ByteRange($0.start, $0.end) } == ByteRange(MiB, 2 * MiB))
     }
 
     @Test(
-        "steal uses another chunk boundary when the one above the middle leaves too little",
-        .bug(id: "steal-largest-only", "split(_:at:) only tries alignUp(middle); with a minimum below one chunk a lower boundary can work")
+        "steal uses another chunk boundary when the one above the middle leaves too little"
     )
     func stealTriesTheBoundaryBelowTheMiddle() {
         // Minimum a quarter chunk; 0.5 ..< 2 chunks left. The boundary above the middle (1.25) is
@@ -433,9 +421,7 @@ struct SegmentSchedulerTests {
         let plan = scheduler(size: 2 * MiB, minimum: MiB / 4)
         let segment = plan.claim(now: .now)!
         deliver(plan, segment, MiB / 2)
-        withKnownIssue("no piece although 1 MiB is a valid cut") {
-            let piece = plan.steal()
-            #expect(piece.map { ByteRange($0.start, $0.end) } == ByteRange(MiB, 2 * MiB))
-        }
+        let piece = plan.steal()
+        #expect(piece.map { ByteRange($0.start, $0.end) } == ByteRange(MiB, 2 * MiB))
     }
 }

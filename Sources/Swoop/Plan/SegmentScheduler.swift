@@ -40,7 +40,10 @@ final class Segment: CustomStringConvertible {
     var unrequested: Int64 { max(0, end - max(frontier, requestedUpTo)) }
 
     /// Everything below this offset is written (by this segment or its hedge partner).
-    var frontier: Int64 { max(position, coveredUpTo, partner?.position ?? 0) }
+    var frontier: Int64 {
+        guard let partner else { return max(position, coveredUpTo) }
+        return max(position, coveredUpTo, partner.position, partner.coveredUpTo)
+    }
     /// Bytes still missing.
     var remaining: Int64 { max(0, end - frontier) }
     var isDone: Bool { frontier >= end }
@@ -85,7 +88,8 @@ final class SegmentScheduler {
     }
 
     var isComplete: Bool { segments.isEmpty }
-    var remainingBytes: Int64 { segments.reduce(0) { $0 + ($1.isHedge ? 0 : $1.remaining) } }
+    /// Bytes not yet written (a hedge pair's shared tail counted once).
+    var remainingBytes: Int64 { segments.reduce(0) { $0 + ($1.isHedge && $1.partner != nil ? 0 : $1.remaining) } }
     var ownedCount: Int { segments.reduce(0) { $0 + ($1.isOwned ? 1 : 0) } }
 
     /// Carves `range` (chunk-aligned start) out of the unowned work as an owned segment: the
@@ -146,14 +150,18 @@ final class SegmentScheduler {
     func steal(ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }) -> Segment? {
         let candidates = segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
         var piece: Segment?
-        if let victim = candidates.max(by: { $0.unrequested < $1.unrequested }), victim.unrequested >= minimumStealSize {
-            let from = max(victim.frontier, victim.requestedUpTo)
+        // Tails nobody asked for yet, largest first: taking one costs nothing.
+        for victim in candidates.sorted(by: { $0.unrequested > $1.unrequested }) where victim.unrequested >= minimumStealSize {
             let half = victim.frontier + (victim.end - victim.frontier) / 2
-            piece = split(victim, at: max(from, half), minimum: minimumStealSize)
+            if let taken = split(victim, near: half, notBelow: max(victim.frontier, victim.requestedUpTo), minimum: minimumStealSize) {
+                piece = taken
+                break
+            }
         }
         if piece == nil {
+            // Requests in flight, where the session judges cutting worth it.
             for victim in candidates.sorted(by: { $0.remaining > $1.remaining }) {
-                guard let point = cut(victim), let taken = split(victim, at: point, minimum: minimumStealSize) else { continue }
+                guard let point = cut(victim), let taken = split(victim, exactlyAt: point, minimum: minimumStealSize) else { continue }
                 piece = taken
                 break
             }
@@ -273,15 +281,28 @@ final class SegmentScheduler {
     /// minimum segment size.
     private func splitOff(_ segment: Segment, keeping numerator: Int64, of denominator: Int64) -> Segment? {
         let from = segment.frontier
-        return split(segment, at: from + (segment.end - from) * numerator / denominator, minimum: minimumSegmentSize)
+        return split(segment, near: from + (segment.end - from) * numerator / denominator, notBelow: from, minimum: minimumSegmentSize)
     }
 
-    /// Cuts `segment` at the chunk boundary at or above `offset`, returning the far part as a new
-    /// unowned segment; `nil` when either part would be smaller than `minimum`.
-    private func split(_ segment: Segment, at offset: Int64, minimum: Int64) -> Segment? {
-        let from = segment.frontier
+    /// Cuts `segment` at the chunk boundary at or above `offset`, or not at all when that leaves
+    /// less than `minimum` bytes on either side.
+    private func split(_ segment: Segment, exactlyAt offset: Int64, minimum: Int64) -> Segment? {
         let point = layout.alignUp(offset)
-        guard point - from >= minimum, segment.end - point >= minimum else { return nil }
+        guard point - segment.frontier >= minimum, segment.end - point >= minimum else { return nil }
+        let piece = Segment(start: point, end: segment.end)
+        segment.end = point
+        return piece
+    }
+
+    /// Cuts `segment` at the chunk boundary nearest `target` that leaves at least `minimum` bytes
+    /// on each side and is not below `floor`, returning the far part as a new unowned segment;
+    /// `nil` when no boundary qualifies.
+    private func split(_ segment: Segment, near target: Int64, notBelow floor: Int64, minimum: Int64) -> Segment? {
+        let lowest = layout.alignUp(max(floor, segment.frontier + minimum))
+        let highest = layout.alignDown(segment.end - minimum)
+        guard lowest <= highest, lowest < segment.end else { return nil }
+        let point = min(max(layout.alignUp(target), lowest), highest)
+        guard point > segment.frontier, point < segment.end else { return nil }
         let piece = Segment(start: point, end: segment.end)
         segment.end = point
         return piece

@@ -26,7 +26,10 @@ struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         guard scheme == "http" || scheme == "https" else {
             throw .invalidRequest("unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http and https URLs")
         }
-        guard let url = URL(string: trimmed), let host = url.host(percentEncoded: false), !host.isEmpty else {
+        guard let url = URL(string: trimmed) else {
+            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it cannot be parsed; check the host name and the port (digits only)")
+        }
+        guard let host = url.host(percentEncoded: false), !host.isEmpty else {
             throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it has no host name")
         }
         if let port = url.port, !(1...65535).contains(port) {

@@ -22,6 +22,7 @@ enum ResponseValidator {
         case 206:
             try checkEncoding(head, url: url)
             try checkSingleValued(head, url: url)
+            try checkNotMultipart(head, url: url)
             guard let value = head.contentRange, let contentRange = ContentRange(value) else {
                 throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) at \(url)")
             }
@@ -42,6 +43,9 @@ enum ResponseValidator {
         case 200:
             try checkEncoding(head, url: url)
             try checkSingleValued(head, url: url)
+            if let raw = head.value("content-length"), head.contentLength == nil {
+                throw .invalidResponse("the server sent an invalid Content-Length '\(raw)' (\(url))")
+            }
             let chunked = head.transferEncoding?.lowercased().contains("chunked") ?? false
             let size = chunked ? nil : head.contentLength
             let object = RemoteObject(url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false)
@@ -83,9 +87,7 @@ enum ResponseValidator {
         }
         try checkEncoding(head, url: url)
         try checkSingleValued(head, url: url)
-        if head.contentType?.lowercased().hasPrefix("multipart/byteranges") == true {
-            throw .invalidResponse("the server sent multipart/byteranges for a single range \(requested) (\(url))")
-        }
+        try checkNotMultipart(head, url: url)
         guard let value = head.contentRange, let contentRange = ContentRange(value) else {
             throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) for bytes \(requested) (\(url))")
         }
@@ -132,15 +134,22 @@ enum ResponseValidator {
         }
     }
 
+    /// We ask for one range; a multipart body would be written as if it were file bytes.
+    private static func checkNotMultipart(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
+        if head.values("content-type").contains(where: { $0.lowercased().hasPrefix("multipart/") }) {
+            throw .invalidResponse("the server sent a multipart body (\(head.values("content-type").joined(separator: ", "))) for a single range (\(url))")
+        }
+    }
+
     private static func checkSingleValued(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
-        for name in ["content-range", "content-length", "etag"] where head.isConflicting(name) {
+        for name in ["content-range", "content-length", "etag", "content-type"] where head.isConflicting(name) {
             throw .invalidResponse("the server sent conflicting \(name) headers (\(head.values(name).joined(separator: ", "))) at \(url)")
         }
     }
 
     private static func checkLength(_ head: ResponseHead, expected: Int64, url: RemoteURL) throws(DownloadError) {
         if let raw = head.value("content-length") {
-            guard let length = Int64(raw), length == expected else {
+            guard let length = head.contentLength, length == expected else {
                 throw .invalidResponse("the server's Content-Length \(raw) does not match its Content-Range (\(expected) bytes) at \(url)")
             }
         }

@@ -20,10 +20,13 @@ enum FileName {
             // Keep the extension, trim the stem, never split a character.
             let dot = cleaned.lastIndex(of: ".")
             let suffix = dot.map { String(cleaned[$0...]) }.flatMap { $0.utf8.count <= 16 ? $0 : nil } ?? ""
-            var stem = String(cleaned[..<(suffix.isEmpty ? cleaned.endIndex : dot!)])
-            while stem.utf8.count + suffix.utf8.count > 255 { stem.removeLast() }
-            cleaned = stem + suffix
+            var stem = String(cleaned[..<(suffix.isEmpty ? cleaned.endIndex : dot!)]).unicodeScalars
+            // Scalar by scalar: a grapheme cluster can be arbitrarily long.
+            while stem.count > 0 && String(stem).utf8.count + suffix.utf8.count > 255 { stem.removeLast() }
+            cleaned = (String(stem) + suffix).trimmingWhitespace
         }
+        // Shortening can leave nothing usable: check again.
+        guard !cleaned.isEmpty, cleaned != ".", cleaned != "..", cleaned.utf8.count <= 255 else { return nil }
         return cleaned
     }
 }

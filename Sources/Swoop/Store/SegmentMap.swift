@@ -73,7 +73,8 @@ struct SegmentMap: Equatable, Sendable {
         guard flags == 0 else { throw .malformed("unknown flags \(flags)") }
         let objectSize: Int64 = try reader.read()
         let chunkSize: Int64 = try reader.read()
-        guard objectSize >= 0, chunkSize > 0, chunkSize <= 1 << 40 else {
+        // Bounds that keep every later computation (chunk counts, offsets) far from overflow.
+        guard objectSize >= 0, objectSize <= 1 << 56, chunkSize > 0, chunkSize <= 1 << 40 else {
             throw .malformed("object size \(objectSize), chunk size \(chunkSize)")
         }
         let etag = try reader.readString()
@@ -154,8 +155,11 @@ extension [UInt8] {
         }
     }
 
+    /// A u16 length and the UTF-8 bytes, cut at a character boundary if longer than 65 535.
     fileprivate mutating func appendString(_ string: String) {
-        let utf8 = Array(string.utf8.prefix(Int(UInt16.max)))
+        var text = Substring(string)
+        while text.utf8.count > Int(UInt16.max) { text.removeLast() }
+        let utf8 = Array(text.utf8)
         appendLittleEndian(UInt16(utf8.count))
         self += utf8
     }

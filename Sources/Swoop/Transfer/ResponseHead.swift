@@ -27,7 +27,13 @@ struct ResponseHead: Sendable {
     }
 
     var contentRange: String? { value("content-range") }
-    var contentLength: Int64? { value("content-length").flatMap { Int64($0) } }
+    /// `Content-Length` as a non-negative decimal (no sign), or `nil`.
+    var contentLength: Int64? {
+        guard let raw = value("content-length"), !raw.isEmpty, raw.count <= 18,
+              raw.allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return nil }
+        return Int64(raw)
+    }
     var etag: String? { value("etag") }
     var lastModified: String? { value("last-modified") }
     var contentEncoding: String? { value("content-encoding") }
