@@ -51,7 +51,8 @@ final class DownloadSession {
     private var targetConnections: Int
     /// Adaptive mode: grows or shrinks `targetConnections` with measured throughput.
     private var controller: ConnectionController?
-    private var adaptTimer: LoopTimer?
+    /// Every 100 ms while transferring: connection rates, slow-connection replacement, adaptation.
+    private var housekeepingTimer: LoopTimer?
     /// Position of a single stream (server without range support).
     private(set) var streamPosition: Int64 = 0
     private var isStreaming = false
@@ -484,8 +485,8 @@ final class DownloadSession {
             let firstByte = worker.exchange.flatMap { exchange in exchange.startedAt.map { ContinuousClock.now - $0 } }
             targetConnections = ConnectionController.initialCount(probeTimeToFirstByte: firstByte?.seconds ?? 0, maximum: maximum)
             controller = ConnectionController(initial: targetConnections, maximum: maximum)
-            scheduleAdaptation()
         }
+        scheduleHousekeeping()
         plan.split(into: max(0, targetConnections - 1))
         if configuration.checkpointInterval != nil && fresh {
             checkpoint(force: true)
@@ -534,26 +535,37 @@ final class DownloadSession {
         }
     }
 
-    /// Lets the controller see the throughput every 100 ms and applies its decisions.
-    private func scheduleAdaptation() {
-        adaptTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
-            guard let self, self.phase == .transferring, var controller = self.controller else { return }
-            // The quickest first byte is the best round-trip estimate (slower ones include
-            // retransmissions and queueing).
-            let roundTrip = self.workers.map(\.timeToFirstByte).filter { $0 > 0 }.min() ?? 0.05
-            let remaining = self.scheduler?.remainingBytes ?? 0
-            if let count = controller.observe(totalBytes: self.bytesReceived, remainingBytes: remaining, at: .now, roundTrip: roundTrip) {
-                self.logger.debug("adapting connections", metadata: ["from": "\(self.targetConnections)", "to": "\(count)", "why": "\(controller.lastReason)"])
-                self.targetConnections = count
-                self.dispatchWork()
-            }
-            self.controller = controller
-            if controller.isSettled {
-                self.logger.debug("connections settled", metadata: ["count": "\(self.targetConnections)", "why": "\(controller.lastReason)"])
-            } else {
-                self.scheduleAdaptation()
-            }
+    /// Every 100 ms while transferring: samples each connection's rate, replaces slow
+    /// connections, and lets the adaptive controller see the throughput.
+    private func scheduleHousekeeping() {
+        housekeepingTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
+            guard let self, self.phase == .transferring else { return }
+            let now = ContinuousClock.now
+            for worker in self.workers { worker.sampleRate(at: now) }
+            self.replaceSlowConnections(at: now)
+            self.adaptConnections(at: now)
+            self.scheduleHousekeeping()
         }
+    }
+
+    /// The quickest first byte is the best round-trip estimate (slower ones include
+    /// retransmissions, queueing and new connections' handshakes).
+    private var roundTripEstimate: Double {
+        workers.map(\.timeToFirstByte).filter { $0 > 0 }.min() ?? 0.05
+    }
+
+    private func adaptConnections(at now: ContinuousClock.Instant) {
+        guard var controller, !controller.isSettled else { return }
+        let remaining = scheduler?.remainingBytes ?? 0
+        if let count = controller.observe(totalBytes: bytesReceived, remainingBytes: remaining, at: now, roundTrip: roundTripEstimate) {
+            logger.debug("adapting connections", metadata: ["from": "\(targetConnections)", "to": "\(count)", "why": "\(controller.lastReason)"])
+            targetConnections = count
+            dispatchWork()
+        }
+        if controller.isSettled {
+            logger.debug("connections settled", metadata: ["count": "\(targetConnections)", "why": "\(controller.lastReason)"])
+        }
+        self.controller = controller
     }
 
     /// When idle connections remain and a connection far behind the others holds the last work,
@@ -875,8 +887,31 @@ final class DownloadSession {
     private func reportProgress() {
         let now = ContinuousClock.now
         meter.record(totalBytes: bytesReceived, at: now)
-        for worker in workers { worker.sampleRate(at: now) }
         onProgress?(progressSnapshot())
+    }
+
+    /// A connection delivering under a quarter of the median rate (a bad path, a throttled or
+    /// overloaded server node) is closed and its slot reconnects: its request is cancelled, the
+    /// bytes it wrote are kept, and the rest of its segment goes back to the plan.
+    private func replaceSlowConnections(at now: ContinuousClock.Instant) {
+        guard phase == .transferring, let scheduler, !isStreaming else { return }
+        let measured = workers.filter { $0.isTransferring && $0.recentRate > 0 }
+        guard measured.count >= 4 else { return }
+        let rates = measured.map(\.recentRate).sorted()
+        let median = rates[rates.count / 2]
+        let roundTrip = roundTripEstimate
+        for worker in measured where worker.recentRate < median / 4 && worker.replacements < 3 {
+            guard let firstByte = worker.exchange?.firstByteAt, (now - firstByte).seconds > max(0.2, 10 * roundTrip),
+                  let segment = worker.segment, segment.partner == nil,
+                  segment.remaining >= 2 * scheduler.minimumStealSize
+            else { continue }
+            logger.debug("replacing a slow connection", metadata: [
+                "connection": "\(worker.id)", "rate": "\(Int(worker.recentRate))", "median": "\(Int(median))",
+            ])
+            worker.replacements += 1
+            worker.wantsFreshConnection = true
+            worker.cancel()
+        }
     }
 
     // MARK: Finalize and stop
@@ -939,7 +974,7 @@ final class DownloadSession {
         let wasTransferring = phase == .transferring
         phase = .stopped
         progressTimer?.cancel()
-        adaptTimer?.cancel()
+        housekeepingTimer?.cancel()
         retryTimer?.cancel()
         probeRetryTimer?.cancel()
         for worker in workers where worker.isBusy { worker.cancel() }

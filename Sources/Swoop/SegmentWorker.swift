@@ -45,13 +45,21 @@ final class SegmentWorker: ExchangeDelegate {
 
     /// Whether this slot has sent a request yet.
     private var hasSentRequest = false
+    /// The next request opens a new connection (this one was too slow).
+    var wantsFreshConnection = false
+    /// How often this slot's connection was replaced for being slow.
+    var replacements = 0
 
     /// Sends `request` in `role`. A slot's first request (other than the very first of the
     /// download) opens its own connection; later ones reuse pooled connections.
     func begin(_ role: Role, _ request: ExchangeRequest) {
         precondition(exchange == nil, "worker \(id) is busy")
         var request = request
-        if !hasSentRequest && id > 0 { request.freshConnection = true }
+        if (!hasSentRequest && id > 0) || wantsFreshConnection {
+            request.freshConnection = true
+            if wantsFreshConnection { recentRate = 0 }  // a new connection, a new path: measure anew
+        }
+        wantsFreshConnection = false
         hasSentRequest = true
         self.role = role
         failure = nil

@@ -72,9 +72,10 @@ struct FaultTests {
         try await download(TestObject(size: 6 << 20, seed: 1), faults: { $0.dropAfterBytes = 700_000 }, within: .seconds(20)) { run, origin in
             let result = expectSuccess(run)
             #expect((result?.retries ?? 0) > 0)
-            // Every cut request resumed where it stopped: about the object's size in total, not more.
+            // Every cut request resumed where it stopped: about the object's size in total (a client
+            // restarting segments from their start would never finish at 700 kB per response).
             let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
-            #expect(served <= 7 << 20, "served \(served)")
+            #expect(served <= 9 << 20, "served \(served)")
         }
     }
 
@@ -87,17 +88,19 @@ struct FaultTests {
 
     @Test("503 with Retry-After on the first tries is waited out", arguments: [503, 429])
     func failFirstWithRetryAfter(status: Int) async throws {
-        var configuration = quickConfiguration(connections: 4, maxTries: 5)
-        configuration.retry.maxDelay = .seconds(5)
-        try await download(TestObject(size: 4 << 20, seed: 3), faults: {
-            $0.failFirstRequests = 2
-            $0.failStatus = status
-            $0.retryAfterSeconds = 1
-        }, configuration: configuration, within: .seconds(15)) { run, origin in
-            let result = expectSuccess(run)
-            #expect(result?.retries == 2)
-            #expect(run.elapsed >= .seconds(2), "Retry-After: 1 was honoured twice (\(run.elapsed))")
-            #expect(origin.requests.prefix(2).allSatisfy { $0.status == status })
+        try await exclusively {
+            var configuration = quickConfiguration(connections: 4, maxTries: 5)
+            configuration.retry.maxDelay = .seconds(5)
+            try await download(TestObject(size: 4 << 20, seed: 3), faults: {
+                $0.failFirstRequests = 2
+                $0.failStatus = status
+                $0.retryAfterSeconds = 1
+            }, configuration: configuration, within: .seconds(15)) { run, origin in
+                let result = expectSuccess(run)
+                #expect(result?.retries == 2)
+                #expect(run.elapsed >= .seconds(2), "Retry-After: 1 was honoured twice (\(run.elapsed))")
+                #expect(origin.requests.prefix(2).allSatisfy { $0.status == status })
+            }
         }
     }
 
@@ -111,71 +114,81 @@ struct FaultTests {
 
     @Test("a stalled response (headers, then silence) is replaced after the stall timeout")
     func stallAfterHeaders() async throws {
-        var configuration = quickConfiguration()
-        configuration.timeout.stall = .seconds(1)
-        try await download(TestObject(size: 6 << 20, seed: 5), faults: {
-            $0.stallAfterBytes = 0
-            $0.stallFirstRequests = 1
-        }, configuration: configuration, within: .seconds(8)) { run, origin in
-            _ = expectSuccess(run)
-            #expect(origin.requests.first?.faultApplied?.contains("stall") == true)
+        try await exclusively {
+            var configuration = quickConfiguration()
+            configuration.timeout.stall = .seconds(1)
+            try await download(TestObject(size: 6 << 20, seed: 5), faults: {
+                $0.stallAfterBytes = 0
+                $0.stallFirstRequests = 1
+            }, configuration: configuration, within: .seconds(8)) { run, origin in
+                _ = expectSuccess(run)
+                #expect(origin.requests.first?.faultApplied?.contains("stall") == true)
+            }
         }
     }
 
     @Test("a response that stalls mid-body is replaced and continues where it stopped")
     func stallMidBody() async throws {
-        var configuration = quickConfiguration()
-        configuration.timeout.stall = .seconds(1)
-        try await download(TestObject(size: 12 << 20, seed: 6), faults: {
-            $0.stallAfterBytes = 300_000
-            $0.stallFirstRequests = 3
-        }, configuration: configuration, within: .seconds(10)) { run, _ in
-            let result = expectSuccess(run)
-            #expect((result?.retries ?? 0) >= 1)
+        try await exclusively {
+            var configuration = quickConfiguration()
+            configuration.timeout.stall = .seconds(1)
+            try await download(TestObject(size: 12 << 20, seed: 6), faults: {
+                $0.stallAfterBytes = 300_000
+                $0.stallFirstRequests = 3
+            }, configuration: configuration, within: .seconds(10)) { run, _ in
+                let result = expectSuccess(run)
+                #expect((result?.retries ?? 0) >= 1)
+            }
         }
     }
 
     @Test("a throttled origin still yields the file, at about the throttled rate")
     func throttled() async throws {
-        try await download(TestObject(size: 8 << 20, seed: 7), faults: { $0.throttleBytesPerSecond = 2 << 20 }, within: .seconds(10)) { run, _ in
-            _ = expectSuccess(run)
-            // 4 connections x 2 MiB/s for 8 MiB: about a second; far less would mean the cap was not applied.
-            #expect(run.elapsed > .milliseconds(700))
+        try await exclusively {
+            try await download(TestObject(size: 8 << 20, seed: 7), faults: { $0.throttleBytesPerSecond = 2 << 20 }, within: .seconds(10)) { run, _ in
+                _ = expectSuccess(run)
+                // 4 connections x 2 MiB/s for 8 MiB: about a second; far less would mean the cap was not applied.
+                #expect(run.elapsed > .milliseconds(700))
+            }
         }
     }
 
     @Test("the object changes mid-download: restart once from zero, never a mix")
     func changesMidDownload() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            origin.addObject(TestObject(size: 16 << 20, seed: 8), at: "/object.iso")
-            origin.updateFaults {
-                $0.changeAfterRequests = 3
-                $0.throttleBytesPerSecond = 8 << 20
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                origin.addObject(TestObject(size: 16 << 20, seed: 8), at: "/object.iso")
+                origin.updateFaults {
+                    $0.changeAfterRequests = 3
+                    $0.throttleBytesPerSecond = 8 << 20
+                }
+                let target = scratch.path("object.iso")
+                let result = try await withDownloader(quickConfiguration()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
+                }
+                let changed = try #require(origin.object(at: "/object.iso"))
+                #expect(changed.seed == 9)
+                #expect(try TestData.sha256(of: target) == changed.sha256, "the file is entirely the new version")
+                #expect(origin.requests.contains { $0.status == 412 })
+                #expect(result.bytes == changed.size)
             }
-            let target = scratch.path("object.iso")
-            let result = try await withDownloader(quickConfiguration()) {
-                try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
-            }
-            let changed = try #require(origin.object(at: "/object.iso"))
-            #expect(changed.seed == 9)
-            #expect(try TestData.sha256(of: target) == changed.sha256, "the file is entirely the new version")
-            #expect(origin.requests.contains { $0.status == 412 })
-            #expect(result.bytes == changed.size)
         }
     }
 
     @Test("with --on-change fail, a change mid-download fails and keeps nothing")
     func changesMidDownloadFails() async throws {
-        var configuration = quickConfiguration()
-        configuration.onObjectChange = .fail
-        try await download(TestObject(size: 16 << 20, seed: 10), faults: {
-            $0.changeAfterRequests = 3
-            $0.throttleBytesPerSecond = 8 << 20
-        }, configuration: configuration, within: .seconds(10)) { run, _ in
-            expectFailure(run, .objectChanged, mentioning: "changed")
-            #expect(!run.scratch.exists("object.iso.part"))
+        try await exclusively {
+            var configuration = quickConfiguration()
+            configuration.onObjectChange = .fail
+            try await download(TestObject(size: 16 << 20, seed: 10), faults: {
+                $0.changeAfterRequests = 3
+                $0.throttleBytesPerSecond = 8 << 20
+            }, configuration: configuration, within: .seconds(10)) { run, _ in
+                expectFailure(run, .objectChanged, mentioning: "changed")
+                #expect(!run.scratch.exists("object.iso.part"))
+            }
         }
     }
 
@@ -209,26 +222,28 @@ struct FaultTests {
 
     @Test("the busy page goes away: the download succeeds")
     func busyHTMLThenFine() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            let object = TestObject(size: 4 << 20, seed: 14)
-            origin.addObject(object, at: "/object.iso")
-            origin.updateFaults {
-                $0.busyHTMLForRanges = true
-                $0.failFirstRequests = 0
-            }
-            var configuration = quickConfiguration(maxTries: 6)
-            configuration.retry.baseDelay = .milliseconds(200)
-            let download = Task {
-                try await withDownloader(configuration) {
-                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: scratch.path("object.iso"))
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 4 << 20, seed: 14)
+                origin.addObject(object, at: "/object.iso")
+                origin.updateFaults {
+                    $0.busyHTMLForRanges = true
+                    $0.failFirstRequests = 0
                 }
+                var configuration = quickConfiguration(maxTries: 6)
+                configuration.retry.baseDelay = .milliseconds(200)
+                let download = Task {
+                    try await withDownloader(configuration) {
+                        try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: scratch.path("object.iso"))
+                    }
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                origin.updateFaults { $0.busyHTMLForRanges = false }
+                _ = try await download.value
+                #expect(try TestData.sha256(of: scratch.path("object.iso")) == object.sha256)
             }
-            try await Task.sleep(for: .milliseconds(300))
-            origin.updateFaults { $0.busyHTMLForRanges = false }
-            _ = try await download.value
-            #expect(try TestData.sha256(of: scratch.path("object.iso")) == object.sha256)
         }
     }
 

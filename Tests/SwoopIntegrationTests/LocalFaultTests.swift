@@ -70,35 +70,37 @@ struct LocalFaultTests {
 
     @Test("disk full mid-download: a clear error, the partial state kept, resumable after freeing space", .enabled(if: canMount))
     func diskFullMidDownload() async throws {
-        try await withTestOrigin { origin in
-            let object = TestObject(size: 6 << 20, seed: 31)
-            origin.addObject(object, at: "/big.iso")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            let disk = try SmallDisk(megabytes: 16)
-            let target = disk.url.appendingPathComponent("big.iso").path
-            // Start, let a few chunks land, then fill the disk so the next checkpoint cannot be written.
-            let process = try CLI.start([origin.url("/big.iso"), "-d", disk.url.path, "-c", "2", "--checkpoint-interval", "0.1", "-q"], in: disk.url)
-            let deadline = ContinuousClock.now + .seconds(20)
-            while Downloader.status(of: target).bytesDone < 1 << 20, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            try disk.fill()
-            let failed = try await process.wait(timeout: .seconds(30))
-            #expect(failed.status == 3, "stderr: \(failed.stderr)")
-            #expect(failed.stderr.contains("No space left on device"), "stderr: \(failed.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: target))
-            let kept = Downloader.status(of: target)
-            #expect(kept.state == .partial, "the partial download is kept: \(kept.state)")
-            #expect(kept.bytesDone >= 1 << 20)
+        try await exclusively {
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 6 << 20, seed: 31)
+                origin.addObject(object, at: "/big.iso")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let disk = try SmallDisk(megabytes: 16)
+                let target = disk.url.appendingPathComponent("big.iso").path
+                // Start, let a few chunks land, then fill the disk so the next checkpoint cannot be written.
+                let process = try CLI.start([origin.url("/big.iso"), "-d", disk.url.path, "-c", "2", "--checkpoint-interval", "0.1", "-q"], in: disk.url)
+                let deadline = ContinuousClock.now + .seconds(20)
+                while Downloader.status(of: target).bytesDone < 1 << 20, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                try disk.fill()
+                let failed = try await process.wait(timeout: .seconds(30))
+                #expect(failed.status == 3, "stderr: \(failed.stderr)")
+                #expect(failed.stderr.contains("No space left on device"), "stderr: \(failed.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: target))
+                let kept = Downloader.status(of: target)
+                #expect(kept.state == .partial, "the partial download is kept: \(kept.state)")
+                #expect(kept.bytesDone >= 1 << 20)
 
-            try disk.freeSpace()
-            origin.updateFaults { $0.throttleBytesPerSecond = nil }
-            origin.resetLog()
-            let resumed = try await CLI.run([origin.url("/big.iso"), "-d", disk.url.path, "-q"], in: disk.url)
-            #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-            #expect(try TestData.sha256(of: target) == object.sha256)
-            #expect(origin.requests.first?.header("if-match") != nil, "it resumed rather than started over")
-            #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } <= object.size - kept.bytesDone + (1 << 20))
+                try disk.freeSpace()
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let resumed = try await CLI.run([origin.url("/big.iso"), "-d", disk.url.path, "-q"], in: disk.url)
+                #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+                #expect(try TestData.sha256(of: target) == object.sha256)
+                #expect(origin.requests.first?.header("if-match") != nil, "it resumed rather than started over")
+                #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } <= object.size - kept.bytesDone + (1 << 20))
+            }
         }
     }
 

@@ -17,111 +17,115 @@ struct ResumeTests {
 
     @Test("kill -9 at 20+ random moments, resume each time, end byte-identical without re-fetching")
     func killNineRepeatedly() async throws {
-        let size = 96 << 20
-        let perConnection = 4 << 20  // nginx limit_rate 4m: 4 connections move 16 MiB/s, 6 s of transfer in all
-        let nginx = try Nginx.start(limitRate: "4m")
-        defer { nginx.stop() }
-        let expected = try nginx.addFile("k.bin", size: size, seed: 42)
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        let target = scratch.path("k.bin")
-        let connections = 4
-        let checkpointInterval = 0.25
-        let arguments = [nginx.url("/k.bin"), "-o", "k.bin", "-c", "\(connections)", "--checkpoint-interval", "\(checkpointInterval)", "-q"]
-        var generator = SystemRandomNumberGenerator()
+        try await exclusively {
+            let size = 96 << 20
+            let perConnection = 4 << 20  // nginx limit_rate 4m: 4 connections move 16 MiB/s, 6 s of transfer in all
+            let nginx = try Nginx.start(limitRate: "4m")
+            defer { nginx.stop() }
+            let expected = try nginx.addFile("k.bin", size: size, seed: 42)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let target = scratch.path("k.bin")
+            let connections = 4
+            let checkpointInterval = 0.25
+            let arguments = [nginx.url("/k.bin"), "-o", "k.bin", "-c", "\(connections)", "--checkpoint-interval", "\(checkpointInterval)", "-q"]
+            var generator = SystemRandomNumberGenerator()
 
-        var kills = 0
-        var totalServed: Int64 = 0
-        var finished = false
-        for run in 0..<200 {
-            // What is durably complete before this run; none of it may be requested again.
-            let before = Downloader.status(of: target)
-            let complete = before.state == .partial
-                ? before.completedChunks.map { run -> ClosedRange<Int64> in
-                    let chunk = before.chunkSize ?? 1
-                    return (Int64(run.lowerBound) * chunk)...(min(Int64(run.upperBound) * chunk, Int64(size)) - 1)
+            var kills = 0
+            var totalServed: Int64 = 0
+            var finished = false
+            for run in 0..<200 {
+                // What is durably complete before this run; none of it may be requested again.
+                let before = Downloader.status(of: target)
+                let complete = before.state == .partial
+                    ? before.completedChunks.map { run -> ClosedRange<Int64> in
+                        let chunk = before.chunkSize ?? 1
+                        return (Int64(run.lowerBound) * chunk)...(min(Int64(run.upperBound) * chunk, Int64(size)) - 1)
+                    }
+                    : []
+                try nginx.clearLog()
+                // Early kills (before the probe answers) as well as late ones. A shell times the kill,
+                // so a busy test process cannot delay it.
+                let delay = run < 3 ? Double.random(in: 0.01...0.15, using: &generator) : Double.random(in: 0.05...0.6, using: &generator)
+                let quoted = ([CLI.executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
+                let stderrPath = scratch.url.appendingPathComponent("run.err").path
+                let shell = try ChildProcess(
+                    executable: "/bin/sh",
+                    arguments: ["-c", "cd '\(scratch.url.path)' && \(quoted) 2>'\(stderrPath)' & p=$!; sleep \(String(format: "%.3f", delay)); kill -9 $p 2>/dev/null; wait $p"])
+                let status = await shell.wait(timeout: .seconds(60))
+                switch status {
+                case 0?:
+                    finished = true
+                case 137?:
+                    kills += 1
+                default:
+                    let stderr = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+                    Issue.record("run \(run) ended with \(String(describing: status)): \(stderr)")
                 }
-                : []
-            try nginx.clearLog()
-            // Early kills (before the probe answers) as well as late ones. A shell times the kill,
-            // so a busy test process cannot delay it.
-            let delay = run < 3 ? Double.random(in: 0.01...0.15, using: &generator) : Double.random(in: 0.05...0.6, using: &generator)
-            let quoted = ([CLI.executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
-            let stderrPath = scratch.url.appendingPathComponent("run.err").path
-            let shell = try ChildProcess(
-                executable: "/bin/sh",
-                arguments: ["-c", "cd '\(scratch.url.path)' && \(quoted) 2>'\(stderrPath)' & p=$!; sleep \(String(format: "%.3f", delay)); kill -9 $p 2>/dev/null; wait $p"])
-            let status = await shell.wait(timeout: .seconds(60))
-            switch status {
-            case 0?:
-                finished = true
-            case 137?:
-                kills += 1
-            default:
-                let stderr = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-                Issue.record("run \(run) ended with \(String(describing: status)): \(stderr)")
+                try await Task.sleep(for: .milliseconds(60))  // let nginx log the cut connections
+                let log = try nginx.log().filter { $0.uri == "/k.bin" }
+                totalServed += log.reduce(0) { $0 + $1.bytes }
+                for entry in log {
+                    guard let asked = Self.requestedRange(entry.range) else {
+                        Issue.record("run \(run): request without a range: \(entry)")
+                        continue
+                    }
+                    let served = asked.lowerBound...min(asked.upperBound, asked.lowerBound + max(entry.bytes, 1) - 1)
+                    for done in complete where done.overlaps(served) && entry.status == 206 {
+                        Issue.record("run \(run) re-fetched completed bytes \(done) with \(entry.range) (\(entry.bytes) bytes served)")
+                    }
+                    if run > 0 && !complete.isEmpty {
+                        #expect(!entry.ifMatch.isEmpty, "resumed requests carry If-Match")
+                    }
+                }
+                if finished { break }
             }
-            try await Task.sleep(for: .milliseconds(60))  // let nginx log the cut connections
-            let log = try nginx.log().filter { $0.uri == "/k.bin" }
-            totalServed += log.reduce(0) { $0 + $1.bytes }
-            for entry in log {
-                guard let asked = Self.requestedRange(entry.range) else {
-                    Issue.record("run \(run): request without a range: \(entry)")
-                    continue
-                }
-                let served = asked.lowerBound...min(asked.upperBound, asked.lowerBound + max(entry.bytes, 1) - 1)
-                for done in complete where done.overlaps(served) && entry.status == 206 {
-                    Issue.record("run \(run) re-fetched completed bytes \(done) with \(entry.range) (\(entry.bytes) bytes served)")
-                }
-                if run > 0 && !complete.isEmpty {
-                    #expect(!entry.ifMatch.isEmpty, "resumed requests carry If-Match")
-                }
-            }
-            if finished { break }
+            print("kill -9 test: \(kills) kills, served \(totalServed) bytes for a \(size)-byte object (\(String(format: "%.3f", Double(totalServed) / Double(size)))x)")
+            #expect(finished, "the download never completed")
+            #expect(kills >= 20, "only \(kills) kills happened")
+            #expect(try TestData.sha256(of: target) == expected)
+            #expect(!FileManager.default.fileExists(atPath: target + ".part"))
+            #expect(!FileManager.default.fileExists(atPath: target + ".swoop"))
+            // Each kill may lose what arrived since the last checkpoint, plus the partial chunk each
+            // connection was filling; nothing else is fetched twice.
+            let rate = Double(connections * perConnection)
+            let allowance = Double(kills) * (checkpointInterval * 2 * rate + Double(connections) * 256 * 1024)
+            #expect(Double(totalServed) <= Double(size) + allowance,
+                    "served \(totalServed) bytes for a \(size)-byte object over \(kills) kills (allowance \(Int(allowance)))")
         }
-        print("kill -9 test: \(kills) kills, served \(totalServed) bytes for a \(size)-byte object (\(String(format: "%.3f", Double(totalServed) / Double(size)))x)")
-        #expect(finished, "the download never completed")
-        #expect(kills >= 20, "only \(kills) kills happened")
-        #expect(try TestData.sha256(of: target) == expected)
-        #expect(!FileManager.default.fileExists(atPath: target + ".part"))
-        #expect(!FileManager.default.fileExists(atPath: target + ".swoop"))
-        // Each kill may lose what arrived since the last checkpoint, plus the partial chunk each
-        // connection was filling; nothing else is fetched twice.
-        let rate = Double(connections * perConnection)
-        let allowance = Double(kills) * (checkpointInterval * 2 * rate + Double(connections) * 256 * 1024)
-        #expect(Double(totalServed) <= Double(size) + allowance,
-                "served \(totalServed) bytes for a \(size)-byte object over \(kills) kills (allowance \(Int(allowance)))")
     }
 
     @Test("Ctrl-C pauses cleanly: state saved, exit 130, resume with the same command")
     func interruptPauses() async throws {
-        let nginx = try Nginx.start(limitRate: "1m")  // 4 connections: 8 s for 32 MiB
-        defer { nginx.stop() }
-        let expected = try nginx.addFile("c.bin", size: 32 << 20, seed: 43)
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        let target = scratch.path("c.bin")
-        let arguments = [nginx.url("/c.bin"), "-c", "4"]
-        let process = try CLI.start(arguments, in: scratch.url)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while Downloader.status(of: target).bytesDone < 2 << 20, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        process.signal(SIGINT)
-        let interrupted = try await process.wait(timeout: .seconds(20))
-        #expect(interrupted.status == 130, "stderr: \(interrupted.stderr)")
-        #expect(interrupted.stderr.contains("resume with the same command"), "stderr: \(interrupted.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: target))
-        let saved = Downloader.status(of: target)
-        #expect(saved.state == .partial)
-        #expect(saved.bytesDone >= 2 << 20)
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "1m")  // 4 connections: 8 s for 32 MiB
+            defer { nginx.stop() }
+            let expected = try nginx.addFile("c.bin", size: 32 << 20, seed: 43)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let target = scratch.path("c.bin")
+            let arguments = [nginx.url("/c.bin"), "-c", "4"]
+            let process = try CLI.start(arguments, in: scratch.url)
+            let deadline = ContinuousClock.now + .seconds(20)
+            while Downloader.status(of: target).bytesDone < 2 << 20, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            process.signal(SIGINT)
+            let interrupted = try await process.wait(timeout: .seconds(20))
+            #expect(interrupted.status == 130, "stderr: \(interrupted.stderr)")
+            #expect(interrupted.stderr.contains("resume with the same command"), "stderr: \(interrupted.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: target))
+            let saved = Downloader.status(of: target)
+            #expect(saved.state == .partial)
+            #expect(saved.bytesDone >= 2 << 20)
 
-        try nginx.clearLog()
-        let resumed = try await CLI.run(arguments + ["-q"], in: scratch.url)
-        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-        #expect(try TestData.sha256(of: target) == expected)
-        let served = try nginx.log().reduce(0) { $0 + $1.bytes }
-        #expect(served <= Int64(32 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
+            try nginx.clearLog()
+            let resumed = try await CLI.run(arguments + ["-q"], in: scratch.url)
+            #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+            #expect(try TestData.sha256(of: target) == expected)
+            let served = try nginx.log().reduce(0) { $0 + $1.bytes }
+            #expect(served <= Int64(32 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
+        }
     }
 
     // MARK: Library-level resume cases against the test origin
@@ -156,45 +160,49 @@ struct ResumeTests {
 
     @Test("an object that changed between runs is downloaded anew, never mixed")
     func objectChangedBetweenRuns() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            origin.addObject(TestObject(size: 16 << 20, seed: 20), at: "/o.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
-            origin.changeObject(at: "/o.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = nil }
-            origin.resetLog()
-            let changed = try #require(origin.object(at: "/o.bin"))
-            _ = try await withDownloader(throttled()) {
-                try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                origin.addObject(TestObject(size: 16 << 20, seed: 20), at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
+                origin.changeObject(at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let changed = try #require(origin.object(at: "/o.bin"))
+                _ = try await withDownloader(throttled()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+                }
+                #expect(try TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
+                let first = try #require(origin.requests.first)
+                #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
+                #expect(first.status == 412)
+                #expect(origin.requests.dropFirst().first?.header("range") == "bytes=0-1048575", "then it starts over from byte 0")
             }
-            #expect(try TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
-            let first = try #require(origin.requests.first)
-            #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
-            #expect(first.status == 412)
-            #expect(origin.requests.dropFirst().first?.header("range") == "bytes=0-1048575", "then it starts over from byte 0")
         }
     }
 
     @Test("with --on-change fail, a changed object fails and nothing is kept")
     func objectChangedFails() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            origin.addObject(TestObject(size: 16 << 20, seed: 21), at: "/o.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
-            origin.changeObject(at: "/o.bin")
-            var configuration = throttled()
-            configuration.onObjectChange = .fail
-            let error = await #expect(throws: DownloadError.self) {
-                try await withDownloader(configuration) {
-                    try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                origin.addObject(TestObject(size: 16 << 20, seed: 21), at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
+                origin.changeObject(at: "/o.bin")
+                var configuration = throttled()
+                configuration.onObjectChange = .fail
+                let error = await #expect(throws: DownloadError.self) {
+                    try await withDownloader(configuration) {
+                        try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+                    }
                 }
+                #expect(error?.kind == .objectChanged)
+                #expect(!scratch.exists("o.bin") && !scratch.exists("o.bin.part") && !scratch.exists("o.bin.swoop"))
             }
-            #expect(error?.kind == .objectChanged)
-            #expect(!scratch.exists("o.bin") && !scratch.exists("o.bin.part") && !scratch.exists("o.bin.swoop"))
         }
     }
 
@@ -204,75 +212,79 @@ struct ResumeTests {
 
     @Test("damaged saved state is never trusted: warn, start over, end byte-identical", arguments: MapDamage.allCases)
     func damagedState(damage: MapDamage) async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            let object = TestObject(size: 16 << 20, seed: 22)
-            origin.addObject(object, at: "/d.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            let path = scratch.path("d.bin")
-            try await downloadPartially(origin.url("/d.bin"), to: path, threshold: 2 << 20, configuration: throttled())
-            let mapURL = URL(fileURLWithPath: path + ".swoop")
-            var map = try Data(contentsOf: mapURL)
-            switch damage {
-            case .flippedByte:
-                map[map.count / 2] ^= 0x40
-                try map.write(to: mapURL)
-            case .truncated:
-                try map.prefix(map.count - 7).write(to: mapURL)
-            case .otherVersion:
-                map[8] = 99
-                try map.write(to: mapURL)
-            case .notAMap:
-                try Data("hello, I am not a segment map".utf8).write(to: mapURL)
-            case .emptyFile:
-                try Data().write(to: mapURL)
-            case .partDeleted:
-                try FileManager.default.removeItem(atPath: path + ".part")
-            case .partShortened:
-                let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".part"))
-                try handle.truncate(atOffset: 1 << 20)
-                try handle.close()
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 22)
+                origin.addObject(object, at: "/d.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("d.bin")
+                try await downloadPartially(origin.url("/d.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+                let mapURL = URL(fileURLWithPath: path + ".swoop")
+                var map = try Data(contentsOf: mapURL)
+                switch damage {
+                case .flippedByte:
+                    map[map.count / 2] ^= 0x40
+                    try map.write(to: mapURL)
+                case .truncated:
+                    try map.prefix(map.count - 7).write(to: mapURL)
+                case .otherVersion:
+                    map[8] = 99
+                    try map.write(to: mapURL)
+                case .notAMap:
+                    try Data("hello, I am not a segment map".utf8).write(to: mapURL)
+                case .emptyFile:
+                    try Data().write(to: mapURL)
+                case .partDeleted:
+                    try FileManager.default.removeItem(atPath: path + ".part")
+                case .partShortened:
+                    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".part"))
+                    try handle.truncate(atOffset: 1 << 20)
+                    try handle.close()
+                }
+                #expect(!Downloader.status(of: path).canResume)
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await CLI.run([origin.url("/d.bin"), "-o", "d.bin", "-c", "4"], in: scratch.url)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                #expect(result.stderr.contains("starting over"), "a warning says why: \(result.stderr)")
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                let first = try #require(origin.requests.first)
+                #expect(first.header("range") == "bytes=0-1048575")
+                #expect(first.header("if-match") == nil, "a fresh start, not a resume")
+                let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                #expect(served >= object.size)
             }
-            #expect(!Downloader.status(of: path).canResume)
-            origin.updateFaults { $0.throttleBytesPerSecond = nil }
-            origin.resetLog()
-            let result = try await CLI.run([origin.url("/d.bin"), "-o", "d.bin", "-c", "4"], in: scratch.url)
-            #expect(result.status == 0, "stderr: \(result.stderr)")
-            #expect(result.stderr.contains("starting over"), "a warning says why: \(result.stderr)")
-            #expect(try TestData.sha256(of: path) == object.sha256)
-            let first = try #require(origin.requests.first)
-            #expect(first.header("range") == "bytes=0-1048575")
-            #expect(first.header("if-match") == nil, "a fresh start, not a resume")
-            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
-            #expect(served >= object.size)
         }
     }
 
     @Test("a different URL to the same object resumes (a re-signed URL, a mirror)")
     func resumeWithNewURL() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            let object = TestObject(size: 16 << 20, seed: 23)
-            origin.addObject(object, at: "/bucket/o.bin")
-            origin.addObject(object, at: "/mirror/o.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            let path = scratch.path("o.bin")
-            try await downloadPartially(origin.url("/bucket/o.bin") + "?X-Signature=old", to: path, threshold: 2 << 20, configuration: throttled())
-            let saved = Downloader.status(of: path)
-            #expect(saved.url?.contains("X-Signature") == false, "no query string on disk")
-            origin.updateFaults { $0.throttleBytesPerSecond = nil }
-            origin.resetLog()
-            let result = try await withDownloader(throttled()) {
-                try await $0.download(DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 23)
+                origin.addObject(object, at: "/bucket/o.bin")
+                origin.addObject(object, at: "/mirror/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("o.bin")
+                try await downloadPartially(origin.url("/bucket/o.bin") + "?X-Signature=old", to: path, threshold: 2 << 20, configuration: throttled())
+                let saved = Downloader.status(of: path)
+                #expect(saved.url?.contains("X-Signature") == false, "no query string on disk")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await withDownloader(throttled()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
+                }
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(result.bytesResumed == saved.bytesDone)
+                #expect(origin.requests.allSatisfy { $0.path == "/mirror/o.bin" })
+                #expect(origin.requests.first?.header("if-match") == object.etagValue)
+                let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                #expect(served == object.size - saved.bytesDone, "only the missing bytes were fetched")
             }
-            #expect(try TestData.sha256(of: path) == object.sha256)
-            #expect(result.bytesResumed == saved.bytesDone)
-            #expect(origin.requests.allSatisfy { $0.path == "/mirror/o.bin" })
-            #expect(origin.requests.first?.header("if-match") == object.etagValue)
-            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
-            #expect(served == object.size - saved.bytesDone, "only the missing bytes were fetched")
         }
     }
 
@@ -304,65 +316,69 @@ struct ResumeTests {
 
     @Test("--no-resume starts over")
     func noResume() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            let object = TestObject(size: 12 << 20, seed: 25)
-            origin.addObject(object, at: "/n.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            let path = scratch.path("n.bin")
-            try await downloadPartially(origin.url("/n.bin"), to: path, threshold: 2 << 20, configuration: throttled())
-            origin.updateFaults { $0.throttleBytesPerSecond = nil }
-            origin.resetLog()
-            let result = try await CLI.run([origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
-            #expect(result.status == 0)
-            #expect(try TestData.sha256(of: path) == object.sha256)
-            #expect(origin.requests.first?.header("if-match") == nil)
-            #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } >= object.size)
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 12 << 20, seed: 25)
+                origin.addObject(object, at: "/n.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("n.bin")
+                try await downloadPartially(origin.url("/n.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await CLI.run([origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
+                #expect(result.status == 0)
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(origin.requests.first?.header("if-match") == nil)
+                #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } >= object.size)
+            }
         }
     }
 
     @Test("the library's pause, resume and cancel")
     func pauseResumeCancel() async throws {
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        try await withTestOrigin { origin in
-            let object = TestObject(size: 16 << 20, seed: 26)
-            origin.addObject(object, at: "/p.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            let path = scratch.path("p.bin")
-            try await withDownloader(throttled()) { downloader in
-                let reached = AsyncStream.makeStream(of: Void.self)
-                let task = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: path) { progress in
-                    if progress.bytesDone >= 1 << 20 { reached.continuation.yield() }
-                }
-                for await _ in reached.stream { break }
-                task.pause()
-                #expect(task.state == .paused)
-                // Give the pause time to land (generously, for loaded machines), then watch the origin.
-                try await Task.sleep(for: .seconds(1))
-                let paused = Downloader.status(of: path)
-                #expect(paused.state == .partial)
-                let servedWhilePaused = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
-                try await Task.sleep(for: .seconds(1))
-                #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == servedWhilePaused, "no transfer while paused")
-                origin.updateFaults { $0.throttleBytesPerSecond = nil }
-                task.resume()
-                let result = try await task.result()
-                #expect(result.bytesResumed > 0)
-                #expect(try TestData.sha256(of: path) == object.sha256)
-
-                // Cancel deletes the partial state.
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 26)
+                origin.addObject(object, at: "/p.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-                let started = AsyncStream.makeStream(of: Void.self)
-                let other = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin")) { progress in
-                    if progress.bytesDone > 0 { started.continuation.yield() }
+                let path = scratch.path("p.bin")
+                try await withDownloader(throttled()) { downloader in
+                    let reached = AsyncStream.makeStream(of: Void.self)
+                    let task = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: path) { progress in
+                        if progress.bytesDone >= 1 << 20 { reached.continuation.yield() }
+                    }
+                    for await _ in reached.stream { break }
+                    task.pause()
+                    #expect(task.state == .paused)
+                    // Give the pause time to land (generously, for loaded machines), then watch the origin.
+                    try await Task.sleep(for: .seconds(1))
+                    let paused = Downloader.status(of: path)
+                    #expect(paused.state == .partial)
+                    let servedWhilePaused = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                    try await Task.sleep(for: .seconds(1))
+                    #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == servedWhilePaused, "no transfer while paused")
+                    origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                    task.resume()
+                    let result = try await task.result()
+                    #expect(result.bytesResumed > 0)
+                    #expect(try TestData.sha256(of: path) == object.sha256)
+
+                    // Cancel deletes the partial state.
+                    origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                    let started = AsyncStream.makeStream(of: Void.self)
+                    let other = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin")) { progress in
+                        if progress.bytesDone > 0 { started.continuation.yield() }
+                    }
+                    for await _ in started.stream { break }
+                    other.cancel()
+                    await #expect(throws: DownloadError.self) { try await other.result() }
+                    #expect(other.state == .cancelled)
+                    #expect(!scratch.exists("q.bin") && !scratch.exists("q.bin.part") && !scratch.exists("q.bin.swoop"))
                 }
-                for await _ in started.stream { break }
-                other.cancel()
-                await #expect(throws: DownloadError.self) { try await other.result() }
-                #expect(other.state == .cancelled)
-                #expect(!scratch.exists("q.bin") && !scratch.exists("q.bin.part") && !scratch.exists("q.bin.swoop"))
             }
         }
     }

@@ -27,33 +27,35 @@ struct SecurityTests {
 
     @Test("credentials, header values and query strings never reach logs, messages or the segment map")
     func noSecretsOnDiskOrInLogs() async throws {
-        let nginx = try Nginx.start(limitRate: "512k")  // 4 connections: 8 s for 16 MiB
-        defer { nginx.stop() }
-        _ = try nginx.addFile("s.iso", size: 16 << 20, seed: 51)
-        let scratch = try Scratch()
-        defer { scratch.cleanup() }
-        let url = "http://user:PASSWORD1@127.0.0.1:\(nginx.port)/s.iso?X-Amz-Signature=QUERYSECRET2"
-        let process = try CLI.start([url, "-vvv", "-c", "4", "--header", "Authorization: Bearer HEADERSECRET3", "--header", "X-Token: HEADERSECRET4"], in: scratch.url)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while Downloader.status(of: scratch.path("s.iso")).bytesDone == 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "512k")  // 4 connections: 8 s for 16 MiB
+            defer { nginx.stop() }
+            _ = try nginx.addFile("s.iso", size: 16 << 20, seed: 51)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let url = "http://user:PASSWORD1@127.0.0.1:\(nginx.port)/s.iso?X-Amz-Signature=QUERYSECRET2"
+            let process = try CLI.start([url, "-vvv", "-c", "4", "--header", "Authorization: Bearer HEADERSECRET3", "--header", "X-Token: HEADERSECRET4"], in: scratch.url)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while Downloader.status(of: scratch.path("s.iso")).bytesDone == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            process.signal(SIGINT)
+            let paused = try await process.wait(timeout: .seconds(20))
+            #expect(paused.status == 130, "stderr: \(paused.stderr)")
+            let missing = try await CLI.run(["http://user:PASSWORD1@127.0.0.1:\(nginx.port)/nothing.iso?sig=QUERYSECRET2", "-vvv"], in: scratch.url)
+            #expect(missing.status == 1)
+            var haystacks = [paused.stdout, paused.stderr, missing.stdout, missing.stderr]
+            for name in try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) where !name.hasSuffix(".part") {
+                haystacks.append(String(decoding: try Data(contentsOf: scratch.url.appendingPathComponent(name)), as: UTF8.self))
+            }
+            haystacks.append(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).joined(separator: " "))
+            #expect(FileManager.default.fileExists(atPath: scratch.path("s.iso.swoop")), "a map was written")
+            for secret in ["PASSWORD1", "QUERYSECRET2", "HEADERSECRET3", "HEADERSECRET4"] {
+                #expect(!haystacks.contains { $0.contains(secret) }, "\(secret) leaked")
+            }
+            // The credentials did reach the server (they were used, just not written down).
+            #expect(try nginx.log().contains { $0.authorization.contains("HEADERSECRET3") })
         }
-        process.signal(SIGINT)
-        let paused = try await process.wait(timeout: .seconds(20))
-        #expect(paused.status == 130, "stderr: \(paused.stderr)")
-        let missing = try await CLI.run(["http://user:PASSWORD1@127.0.0.1:\(nginx.port)/nothing.iso?sig=QUERYSECRET2", "-vvv"], in: scratch.url)
-        #expect(missing.status == 1)
-        var haystacks = [paused.stdout, paused.stderr, missing.stdout, missing.stderr]
-        for name in try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) where !name.hasSuffix(".part") {
-            haystacks.append(String(decoding: try Data(contentsOf: scratch.url.appendingPathComponent(name)), as: UTF8.self))
-        }
-        haystacks.append(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).joined(separator: " "))
-        #expect(FileManager.default.fileExists(atPath: scratch.path("s.iso.swoop")), "a map was written")
-        for secret in ["PASSWORD1", "QUERYSECRET2", "HEADERSECRET3", "HEADERSECRET4"] {
-            #expect(!haystacks.contains { $0.contains(secret) }, "\(secret) leaked")
-        }
-        // The credentials did reach the server (they were used, just not written down).
-        #expect(try nginx.log().contains { $0.authorization.contains("HEADERSECRET3") })
     }
 
     @Test("files are created with the user's umask", arguments: [("077", 0o600), ("022", 0o644)])

@@ -257,7 +257,7 @@ import Testing
             #expect(response.body.count == 256 << 10)
             // 0.5 s nominal (minus the first slice sent up front).
             #expect(elapsed > .milliseconds(400), "\(elapsed)")
-            #expect(elapsed < .seconds(2), "\(elapsed)")
+            #expect(elapsed < .seconds(8), "\(elapsed)")  // loose: a loaded CI machine is slow, never fast
         }
     }
 
