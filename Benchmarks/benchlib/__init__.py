@@ -1,0 +1,1 @@
+"""Swoop benchmark harness: origins, measurement, scenarios and reports (stdlib only)."""

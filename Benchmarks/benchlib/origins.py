@@ -1,0 +1,295 @@
+"""Origins the harness starts and always stops: nginx, the Swoop test origin, the netlab WAN link.
+
+Each is a context manager; leaving the `with` (normally, on an exception or on Ctrl-C) stops the
+process it started, by its pid. A registry also stops whatever is still running at exit, in case
+the harness dies between starting a server and entering its `with` block.
+"""
+
+import atexit
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+from .util import TMP_DIR, log
+
+NETLAB_DIR = "/work/shared/netlab"
+
+_live = {}  # id -> stop callable
+
+
+def _register(key, stop):
+    _live[key] = stop
+
+
+def _unregister(key):
+    _live.pop(key, None)
+
+
+@atexit.register
+def stop_everything():
+    for key, stop in list(_live.items()):
+        try:
+            stop()
+        except Exception as error:  # pragma: no cover - best effort at exit
+            log("cleanup of %s failed: %s" % (key, error))
+        _live.pop(key, None)
+
+
+def _stop_process(proc, name, grace=5.0):
+    """SIGTERM, then SIGKILL after `grace` seconds; only this pid."""
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        log("%s (pid %d) ignored SIGTERM; killing it" % (name, proc.pid))
+        proc.kill()
+        proc.wait()
+
+
+def free_port(host="127.0.0.1"):
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _port_open(host, port):
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def nginx_config(prefix, root, host, port, rate=None):
+    """A foreground, single-process nginx whose files all live under `prefix`."""
+    rate_lines = ""
+    if rate:
+        # nginx 1.22 sends up to sendfile_max_chunk (2 MiB by default) per write before it applies
+        # the limit_rate delay, so every request would start with a burst above the cap; 64 KiB
+        # chunks keep the per-connection cap honest.
+        rate_lines = "        limit_rate %s;\n        sendfile_max_chunk 64k;\n" % rate
+    return """daemon off;
+master_process off;
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+
+events {{
+    worker_connections 4096;
+}}
+
+http {{
+    access_log {prefix}/access.log;
+    client_body_temp_path {prefix}/temp/client_body;
+    proxy_temp_path {prefix}/temp/proxy;
+    fastcgi_temp_path {prefix}/temp/fastcgi;
+    uwsgi_temp_path {prefix}/temp/uwsgi;
+    scgi_temp_path {prefix}/temp/scgi;
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 100000;
+    keepalive_timeout 120s;
+
+    server {{
+        listen {host}:{port};
+        root {root};
+        location / {{
+{rate_lines}        }}
+    }}
+}}
+""".format(prefix=prefix, root=root, host=host, port=port, rate_lines=rate_lines)
+
+
+class Nginx:
+    """nginx serving `root` on host:port (a free loopback port by default), optionally in a netns."""
+
+    def __init__(self, root, label, rate=None, host="127.0.0.1", port=None, netns=None):
+        self.root, self.label, self.rate = root, label, rate
+        self.host, self.port, self.netns = host, port, netns
+        self.proc = None
+        self.prefix = os.path.join(TMP_DIR, "nginx-%s-%d" % (label, os.getpid()))
+
+    @property
+    def base_url(self):
+        return "http://%s:%d" % (self.host, self.port)
+
+    def __enter__(self):
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        last_error = ""
+        for _attempt in range(5):
+            port = self.port or free_port(self.host)
+            shutil.rmtree(self.prefix, ignore_errors=True)
+            os.makedirs(os.path.join(self.prefix, "temp"))
+            conf = os.path.join(self.prefix, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(nginx_config(self.prefix, self.root, self.host, port, self.rate))
+            cmd = [nginx, "-p", self.prefix, "-c", conf, "-e", os.path.join(self.prefix, "error.log")]
+            if self.netns:
+                cmd = ["ip", "netns", "exec", self.netns] + cmd
+            out = open(os.path.join(self.prefix, "stdout.log"), "wb")
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                         start_new_session=True)
+            out.close()
+            key = "nginx-%d" % self.proc.pid
+            _register(key, lambda p=self.proc: _stop_process(p, "nginx"))
+            pidfile = os.path.join(self.prefix, "nginx.pid")
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                # nginx writes its pid file only after it has bound its listening socket.
+                try:
+                    with open(pidfile) as f:
+                        written = f.read().strip()
+                except OSError:
+                    written = ""
+                if written == str(self.proc.pid) and (self.netns or _port_open(self.host, port)):
+                    self.port = port
+                    log("nginx %s listening on %s:%d%s%s" % (
+                        self.label, self.host, port, " in netns " + self.netns if self.netns else "",
+                        ", limit_rate " + self.rate if self.rate else ""))
+                    return self
+                time.sleep(0.05)
+            _stop_process(self.proc, "nginx")
+            _unregister(key)
+            try:
+                with open(os.path.join(self.prefix, "error.log")) as f:
+                    last_error = f.read()[-2000:]
+            except OSError:
+                pass
+            if self.port:  # a fixed port: retrying will not help
+                break
+        raise RuntimeError("nginx %s did not start (prefix %s):\n%s" % (self.label, self.prefix, last_error))
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            _stop_process(self.proc, "nginx")
+            _unregister("nginx-%d" % self.proc.pid)
+            self.proc = None
+        if exc[0] is None or issubclass(exc[0], KeyboardInterrupt):  # keep the logs after a failure
+            shutil.rmtree(self.prefix, ignore_errors=True)
+        return False
+
+
+class TestOrigin:
+    """`swoop-test-origin serve` on a free loopback port."""
+
+    def __init__(self, binary, label, objects, extra_args=(), threads=2):
+        self.binary, self.label = binary, label
+        self.objects = list(objects)  # "/f.bin=SIZE,seed=N"
+        self.extra_args = list(extra_args)
+        self.threads = threads
+        self.proc = None
+        self.base_url = None
+        self.stderr_path = os.path.join(TMP_DIR, "logs", "test-origin-%s-%d.err" % (label, os.getpid()))
+        self.summary = ""
+
+    def __enter__(self):
+        cmd = [self.binary, "serve", "--port", "0", "--threads", str(self.threads)]
+        for obj in self.objects:
+            cmd += ["--object", obj]
+        cmd += self.extra_args
+        os.makedirs(os.path.dirname(self.stderr_path), exist_ok=True)
+        err = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=err, start_new_session=True)
+        err.close()
+        _register("origin-%d" % self.proc.pid, lambda p=self.proc: _stop_process(p, "test origin"))
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        buf = b""
+        deadline = time.monotonic() + 15
+        while b"\n" not in buf and time.monotonic() < deadline:
+            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                continue
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            buf += chunk
+        sel.close()
+        line = buf.decode(errors="replace").strip().splitlines()[0] if buf.strip() else ""
+        if not line.startswith("listening on "):
+            self.__exit__(RuntimeError, None, None)
+            with open(self.stderr_path, errors="replace") as f:
+                detail = f.read()[-2000:]
+            raise RuntimeError("test origin %s did not start: %r %s" % (self.label, line, detail))
+        self.base_url = line[len("listening on "):].strip().rstrip("/")
+        log("test origin %s listening on %s (%s)" % (self.label, self.base_url, " ".join(self.extra_args) or "no faults"))
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            _stop_process(self.proc, "test origin")
+            _unregister("origin-%d" % self.proc.pid)
+            try:
+                self.proc.stdout.close()
+            except OSError:
+                pass
+            try:
+                with open(self.stderr_path, errors="replace") as f:
+                    self.summary = f.read().strip()[-2000:]
+                if exc[0] is None:
+                    log("test origin %s: %s" % (self.label, self.summary.splitlines()[-1] if self.summary else "stopped"))
+                    os.unlink(self.stderr_path)
+            except OSError:
+                pass
+            self.proc = None
+        return False
+
+
+class Netlab:
+    """/work/shared/netlab: two namespaces joined by a user-space delay line (delay + loss)."""
+
+    def __init__(self, name, delay_ms, loss_pct, max_seconds=1800):
+        self.name, self.delay_ms, self.loss_pct, self.max_seconds = name, delay_ms, loss_pct, max_seconds
+        self.server_ip = self.client_ip = None
+        self.up_done = False
+
+    @property
+    def server_ns(self):
+        return self.name + "-srv"
+
+    @property
+    def client_ns(self):
+        return self.name + "-cli"
+
+    def __enter__(self):
+        up = os.path.join(NETLAB_DIR, "up")
+        if not os.access(up, os.X_OK):
+            raise RuntimeError("netlab is missing: %s" % up)
+        _register("netlab-" + self.name, self._down)
+        self.up_done = True
+        result = subprocess.run([up, self.name, str(self.delay_ms), str(self.loss_pct), "0", str(self.max_seconds)],
+                                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            self._down()
+            raise RuntimeError("netlab up %s failed (%d): %s" % (self.name, result.returncode, result.stderr.strip()))
+        words = result.stdout.split()
+        if len(words) < 2:
+            self._down()
+            raise RuntimeError("netlab up printed %r" % result.stdout)
+        self.server_ip, self.client_ip = words[-2], words[-1]
+        log("netlab %s up: %s ms one-way, %s%% loss; server %s, client %s" % (
+            self.name, self.delay_ms, self.loss_pct, self.server_ip, self.client_ip))
+        return self
+
+    def _down(self):
+        if not self.up_done:
+            return
+        self.up_done = False
+        result = subprocess.run([os.path.join(NETLAB_DIR, "down"), self.name], stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=60)
+        self.down_log = (result.stdout + result.stderr).strip()
+        log("netlab %s down%s" % (self.name, (": " + self.down_log.splitlines()[-1]) if self.down_log else ""))
+
+    def __exit__(self, *exc):
+        self._down()
+        _unregister("netlab-" + self.name)
+        return False

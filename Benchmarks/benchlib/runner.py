@@ -1,0 +1,207 @@
+"""One measured run of one tool: wall time, CPU, peak RSS, exit status, SHA-256 of the output.
+
+The tool is started with subprocess.Popen and reaped with os.wait4(pid, 0). Its rusage gives
+ru_utime + ru_stime (CPU seconds) and ru_maxrss (KiB) -- but a process exec'd straight from a fork
+of this Python keeps, in ru_maxrss, the high-water mark of the Python image it replaced (the kernel
+carries it across execve), so every tool would show at least the harness's own 15-30 MiB. So the
+Popen runs the tool through `rusage-exec` (benchlib/rusage_exec.c, compiled once with cc), a ~1 MiB
+launcher that forks the tool, reaps it with wait4 and writes the tool's own rusage and wall time to
+a file. Without a C compiler the harness falls back to os.wait4 on the tool and says so.
+
+A pidfd enforces the timeout without racing the reaper. After the tool exits, the harness fsyncs
+the output (timed separately as sync_s: Swoop fsyncs before it exits, the peers do not), hashes it
+and deletes it.
+"""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+from .util import BIN_DIR, LOG_DIR, log, sha256_file
+
+_LAUNCHER_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rusage_exec.c")
+_launcher = None
+
+
+def launcher():
+    """Path of the compiled rusage-exec launcher, or "" when it cannot be built."""
+    global _launcher
+    if _launcher is not None:
+        return _launcher
+    path = os.path.join(BIN_DIR, "rusage-exec")
+    if os.access(path, os.X_OK) and os.path.getmtime(path) >= os.path.getmtime(_LAUNCHER_SRC):
+        _launcher = path
+        return path
+    os.makedirs(BIN_DIR, exist_ok=True)
+    for cc in ("cc", "gcc", "clang"):
+        try:
+            r = subprocess.run([cc, "-O2", "-Wall", "-o", path + ".tmp", _LAUNCHER_SRC], capture_output=True, text=True)
+        except OSError:
+            continue
+        if r.returncode == 0:
+            os.replace(path + ".tmp", path)
+            _launcher = path
+            return path
+        log("compiling rusage-exec with %s failed: %s" % (cc, r.stderr.strip()[-300:]))
+    log("WARNING: no C compiler; peak RSS will include the harness's own resident size (a floor of ~15-30 MiB)")
+    _launcher = ""
+    return ""
+
+# Files a tool may leave beside its output.
+_SIDECARS = ("", ".st", ".aria2", ".part", ".swoop", ".swoop.tmp", ".part.swoop")
+
+
+def _remove_outputs(path):
+    for suffix in _SIDECARS:
+        try:
+            os.unlink(path + suffix)
+        except FileNotFoundError:
+            pass
+    directory, base = os.path.split(path)
+    try:
+        for name in os.listdir(directory):
+            if name.startswith(base + ".") or name.startswith("." + base):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except (IsADirectoryError, FileNotFoundError):
+                    pass
+    except FileNotFoundError:
+        pass
+
+
+def _tail(path, limit=1500):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _stop(pidfd):
+    """SIGTERM to the launcher (it passes it on, escalates to SIGKILL after 3 s and reaps the tool);
+    SIGKILL if it has not exited 10 s later (the tool then gets SIGKILL from PR_SET_PDEATHSIG)."""
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGTERM if launcher() else signal.SIGKILL)
+        ready, _, _ = select.select([pidfd], [], [], 10)
+        if not ready:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_swoop_json=False):
+    """Runs `cmd` once; returns a dict describing the run (never raises for a tool failure)."""
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    _remove_outputs(output)
+    out_log = os.path.join(LOG_DIR, log_stem + ".out")
+    err_log = os.path.join(LOG_DIR, log_stem + ".err")
+    record = {"ok": False, "error": None}
+    report = os.path.join(LOG_DIR, log_stem + ".rusage")
+    try:
+        os.unlink(report)
+    except FileNotFoundError:
+        pass
+    spawn = [launcher(), report] + list(cmd) if launcher() else list(cmd)
+    with open(out_log, "wb") as out, open(err_log, "wb") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(spawn, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        pidfd = os.pidfd_open(proc.pid)
+        timed_out = False
+        try:
+            ready, _, _ = select.select([pidfd], [], [], timeout)
+            if not ready:
+                timed_out = True
+                _stop(pidfd)
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            # Ctrl-C or SIGTERM while the tool runs: stop it (by pid) and reap it, then re-raise.
+            _stop(pidfd)
+            try:
+                os.wait4(proc.pid, 0)
+            except ChildProcessError:
+                pass
+            os.close(pidfd)
+            _remove_outputs(output)
+            raise
+        wall = time.perf_counter() - start
+        os.close(pidfd)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    record.update({
+        "wall_s": round(wall, 4),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 4),
+        "user_s": round(usage.ru_utime, 4),
+        "sys_s": round(usage.ru_stime, 4),
+        "maxrss_kib": usage.ru_maxrss,
+        "exit": proc.returncode,
+        "measured_by": "os.wait4 on the tool (RSS includes the harness's image)",
+    })
+    if launcher():
+        try:
+            with open(report) as f:
+                code, wall_ns, user_us, sys_us, maxrss = f.read().split()
+            os.unlink(report)
+            record.update({
+                "wall_s": round(int(wall_ns) / 1e9, 4),
+                "wall_outer_s": round(wall, 4),
+                "cpu_s": round((int(user_us) + int(sys_us)) / 1e6, 4),
+                "user_s": round(int(user_us) / 1e6, 4),
+                "sys_s": round(int(sys_us) / 1e6, 4),
+                "maxrss_kib": int(maxrss),
+                "exit": int(code),
+                "measured_by": "rusage-exec (wait4 on the tool, launched from a 1 MiB image)",
+            })
+        except (OSError, ValueError):
+            record["measured_by"] = "os.wait4 on the launcher (its report is missing)"
+    if parse_swoop_json:
+        with open(out_log, errors="replace") as f:
+            lines = [line for line in f.read().splitlines() if line.strip().startswith("{")]
+        if lines:
+            try:
+                summary = json.loads(lines[-1])
+                record["swoop"] = {k: summary.get(k) for k in
+                                   ("bytes", "seconds", "bytesPerSecond", "connections", "requests",
+                                    "retries", "error", "errorKind")}
+            except ValueError:
+                record["swoop"] = {"unparsed": lines[-1][:500]}
+    if timed_out:
+        record["error"] = "timed out after %.0f s (killed)" % timeout
+    elif record["exit"] != 0:
+        record["error"] = "exit status %d" % record["exit"]
+    if record["error"] is None:
+        if not os.path.isfile(output):
+            record["error"] = "no output file"
+        else:
+            size = os.path.getsize(output)
+            sync_start = time.perf_counter()
+            fd = os.open(output, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            record["sync_s"] = round(time.perf_counter() - sync_start, 4)
+            if size != expected_size:
+                record["error"] = "wrong size: %d bytes, expected %d" % (size, expected_size)
+            else:
+                digest = sha256_file(output)
+                if digest != expected_sha:
+                    record["error"] = "SHA-256 mismatch: %s, expected %s" % (digest, expected_sha)
+                else:
+                    record["ok"] = True
+    if not record["ok"]:
+        record["stderr_tail"] = _tail(err_log)
+        record["stdout_tail"] = _tail(out_log, 600)
+        record["logs"] = [out_log, err_log]
+    else:
+        for path in (out_log, err_log):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    _remove_outputs(output)
+    return record

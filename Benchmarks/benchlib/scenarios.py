@@ -1,0 +1,422 @@
+"""The scenarios: their origins, objects, tool variants and targets, and the loop that runs them.
+
+Every scenario starts its own origin(s), makes one warm-up run per tool variant (not counted), then
+`runs` counted rounds in which the variants alternate (round-robin), so drifts hit every tool alike.
+Variants marked `single` run once after the rounds (a tool too slow to repeat) and say so.
+"""
+
+import contextlib
+import os
+import shutil
+import subprocess
+
+from . import origins, sources
+from .runner import run_once
+from .util import GiB, MiB, OUT_DIR, WWW_DIR, human_size, log, median
+
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "MEM", "CKPT"]
+
+DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
+
+
+class Entry:
+    """One tool variant in a scenario."""
+
+    def __init__(self, id, tool, label, args=(), obj="main", origin="main", group="main",
+                 mode="alternate", note=None, ideal_mibps=None, ideal_label=None):
+        self.id, self.tool, self.label, self.args = id, tool, label, list(args)
+        self.obj, self.origin, self.group, self.mode, self.note = obj, origin, group, mode, note
+        self.ideal_mibps, self.ideal_label = ideal_mibps, ideal_label
+
+    @property
+    def is_swoop(self):
+        return self.tool == "swoop"
+
+
+class Scenario:
+    def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
+                 nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=()):
+        self.name, self.title, self.description = name, title, description
+        self.objects = objects          # key -> ("random", size) | ("payload", seed, size)
+        self.entries = entries
+        self.origin_kind = origin_kind  # "nginx" | "netlab-nginx" | "test-origin"
+        self.timeout = timeout
+        self.nginx_rate = nginx_rate
+        self.netlab = netlab            # (delay_ms, loss_pct)
+        self.test_origin_args = test_origin_args or {}  # origin key -> extra args
+        self.notes = list(notes)
+        self.targets = targets          # fn(summaries by id) -> [(text, met or None)]
+        self.skipped = list(skipped)    # [(label, why)]
+
+
+# --- Tool command lines ----------------------------------------------------------------------
+
+def tool_command(entry, bins, url, output):
+    if entry.tool == "swoop":
+        return [bins["swoop"], "get", url, "-o", output, "--force", "--quiet", "--json"] + entry.args
+    if entry.tool == "aria2c":
+        directory, name = os.path.split(output)
+        return (["aria2c"] + entry.args +
+                ["--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false",
+                 "-q", "-d", directory, "-o", name, url])
+    if entry.tool == "axel":
+        return ["axel"] + entry.args + ["-q", "-o", output, url]
+    if entry.tool == "curl":
+        return ["curl", "-sS", "-o", output, url] + entry.args
+    raise ValueError(entry.tool)
+
+
+def swoop(id, label, args=(), **kw):
+    return Entry(id, "swoop", label, args, **kw)
+
+
+def aria2c(id="aria2c-x16", label="aria2c -x16 -s16 -k1M", n=16, **kw):
+    return Entry(id, "aria2c", label, ["-x%d" % n, "-s%d" % n, "-k1M"], **kw)
+
+
+def axel(id="axel-n16", label="axel -n16", n=16, **kw):
+    return Entry(id, "axel", label, ["-n%d" % n], **kw)
+
+
+def curl(id="curl", label="curl", **kw):
+    return Entry(id, "curl", label, **kw)
+
+
+# --- Scenario definitions --------------------------------------------------------------------
+
+def _by_tool(summaries, entry_id):
+    s = summaries.get(entry_id)
+    return s if s and s.get("ok_runs") else None
+
+
+def _mibps(s):
+    return s["mibps"] if s else None
+
+
+def build(name, quick, cfg):
+    q = quick
+    if name == "S1":
+        size = 64 * MiB if q else GiB
+
+        def targets(s):
+            out = []
+            c = _by_tool(s, "curl")
+            a = _by_tool(s, "aria2c-x16")
+            for sid in ("swoop-adaptive", "swoop-c16"):
+                w = _by_tool(s, sid)
+                if w and c:
+                    r = w["mibps"] / c["mibps"]
+                    out.append(("%s throughput >= 0.9x curl: %.2fx" % (s[sid]["label"], r), r >= 0.9))
+                if w and a:
+                    out.append(("%s CPU s/GiB <= aria2c's: %.2f vs %.2f" % (
+                        s[sid]["label"], w["cpu_per_gib"], a["cpu_per_gib"]), w["cpu_per_gib"] <= a["cpu_per_gib"]))
+            return out
+
+        return Scenario(
+            "S1", "Loopback nginx, no rate cap, %s" % human_size(size),
+            "A private nginx on 127.0.0.1 with no limit_rate: the path is as fast as the machine, so this "
+            "measures each tool's overhead (CPU, copies, syscalls) rather than the network.",
+            {"main": ("random", size)},
+            [swoop("swoop-adaptive", "swoop (adaptive)"),
+             swoop("swoop-c16", "swoop -c16", ["--connections", "16"]),
+             aria2c(), axel(), curl()],
+            "nginx", timeout=300, targets=targets)
+
+    if name == "S2":
+        size = 64 * MiB if q else GiB
+        ideal = 16 * 10.0  # MiB/s: 16 connections x limit_rate 10m
+
+        def targets(s):
+            out = []
+            w = _by_tool(s, "swoop-c16")
+            peers = [p for p in (_by_tool(s, "aria2c-x16"), _by_tool(s, "axel-n16")) if p]
+            if w:
+                pct = 100.0 * w["mibps"] / ideal
+                out.append(("swoop -c16 >= 97%% of ideal (%.1f s): %.1f%%" % (size / MiB / ideal, pct), pct >= 97.0))
+            if w and peers:
+                best = min(p["median_wall_s"] for p in peers)
+                out.append(("swoop -c16 wall <= best of aria2c/axel: %.2f s vs %.2f s" % (w["median_wall_s"], best),
+                            w["median_wall_s"] <= best))
+            return out
+
+        ideal_kw = dict(ideal_mibps=ideal, ideal_label="16 x 10 MiB/s")
+        return Scenario(
+            "S2", "nginx limit_rate 10m per connection, %s, 16 connections" % human_size(size),
+            "Like a CDN that caps each connection: nginx limit_rate 10m (with sendfile_max_chunk 64k so the cap "
+            "holds from the first byte). The ideal is %s / (16 x 10 MiB/s) = %.1f s." % (human_size(size), size / MiB / ideal),
+            {"main": ("random", size)},
+            [swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **ideal_kw),
+             aria2c(**ideal_kw), axel(**ideal_kw)],
+            "nginx", nginx_rate="10m", timeout=400, targets=targets,
+            skipped=[("curl", "one connection is capped at 10 MiB/s: about %.0f s per run, "
+                              "so it is left out" % (size / MiB / 10.0))])
+
+    if name == "S3a":
+        size = 64 * MiB if q else 256 * MiB
+        curl_size = 16 * MiB if q else 64 * MiB
+        ceiling = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS, ideal_label="the delay line's ~75 MiB/s ceiling (netlab README's estimate)")
+        return Scenario(
+            "S3a", "Emulated WAN: 40 ms RTT, 0.1%% loss, %s" % human_size(size),
+            "netlab delay line (20 ms each way, 0.1% server-to-client loss, cubic); nginx in the server namespace, "
+            "clients in the client namespace. One connection is latency- and loss-bound (~1.4 MiB/s); the delay "
+            "line itself tops out near 75 MiB/s (netlab README's figure, an estimate that depends on the "
+            "machine's load), so % of that ceiling is shown.",
+            {"main": ("random", size), "curl": ("random", curl_size)},
+            [swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **ceiling),
+             swoop("swoop-adaptive", "swoop (adaptive)", **ceiling),
+             aria2c(**ceiling), axel(**ceiling),
+             curl(obj="curl", mode="single",
+                  note="1 run on a %s object, outside the alternation (one connection gets ~1.4 MiB/s)"
+                       % human_size(curl_size), **ceiling)],
+            "netlab-nginx", netlab=(20, 0.1), timeout=600)
+
+    if name == "S3b":
+        size = 16 * MiB if q else 64 * MiB
+
+        def targets(s):
+            out = []
+            w = _by_tool(s, "swoop-adaptive")
+            a = _by_tool(s, "aria2c-x16")
+            if w and a:
+                r = w["median_wall_s"] / a["median_wall_s"]
+                out.append(("swoop (adaptive) wall <= 0.67x aria2c -x16's: %.2fx" % r, r <= 0.67))
+            return out
+
+        return Scenario(
+            "S3b", "Emulated WAN: 40 ms RTT, 1%% loss, %s" % human_size(size),
+            "The same link with 1% loss: each connection is slower still, so more connections pay off. "
+            "Swoop's adaptive mode may open up to 64; axel -n64 is a reference for what 64 fixed connections get.",
+            {"main": ("random", size)},
+            [swoop("swoop-adaptive", "swoop (adaptive)"),
+             swoop("swoop-c16", "swoop -c16", ["--connections", "16"]),
+             aria2c(), axel(), axel("axel-n64", "axel -n64 (reference)", n=64)],
+            "netlab-nginx", netlab=(20, 1.0), timeout=600, targets=targets)
+
+    if name == "S4":
+        size = 64 * MiB if q else 512 * MiB
+        straggler = ["--throttle", "20m", "--straggler-every", "4", "--straggler-rate", "2m"]
+        plain = ["--throttle", "20m"]
+
+        def targets(s):
+            out = []
+            w = _by_tool(s, "swoop-c16-stragglers")
+            b = _by_tool(s, "swoop-c16-plain")
+            if w and b:
+                r = w["median_wall_s"] / b["median_wall_s"]
+                out.append(("swoop -c16 with stragglers within 10%% of without: %.2fx" % r, r <= 1.10))
+            return out
+
+        return Scenario(
+            "S4", "Stragglers: test origin, 20 MiB/s per connection, every 4th connection 2 MiB/s, %s" % human_size(size),
+            "swoop-test-origin (2 threads) caps every connection at 20 MiB/s and makes every 4th connection it "
+            "accepts a straggler at 2 MiB/s (10x slower). A downloader that splits the file into fixed parts waits "
+            "for the slowest; one that steals work or replaces slow connections does not. The same origin without "
+            "stragglers is the baseline. Stragglers are counted in accept order over the origin's life, so which "
+            "connections of a run are slow depends on how many connections earlier runs opened.",
+            {"main": ("payload", 7, size)},
+            [swoop("swoop-c16-stragglers", "swoop -c16, stragglers", ["--connections", "16"], origin="stragglers"),
+             aria2c(label="aria2c -x16 -s16 -k1M, stragglers", origin="stragglers"),
+             axel(label="axel -n16, stragglers", origin="stragglers"),
+             swoop("swoop-c16-plain", "swoop -c16, no stragglers", ["--connections", "16"], origin="plain",
+                   group="plain", ideal_mibps=16 * 20.0, ideal_label="16 x 20 MiB/s")],
+            "test-origin", timeout=400, targets=targets,
+            test_origin_args={"stragglers": straggler, "plain": plain})
+
+    if name == "MEM":
+        small = 64 * MiB if q else GiB
+        big = 256 * MiB if q else 8 * GiB
+        objects = {"small": ("random", small), "big": ("random", big)}
+        entries = [swoop("swoop-c16-small", "swoop -c16, %s" % human_size(small), ["--connections", "16"], obj="small")]
+        skipped = []
+        free = shutil.disk_usage(os.path.dirname(WWW_DIR) if os.path.isdir(os.path.dirname(WWW_DIR)) else "/").free
+        if not q and free < 20 * GiB:
+            skipped.append(("swoop -c16, %s" % human_size(big),
+                            "only %.1f GiB free on the results disk (< 20 GiB)" % (free / GiB)))
+            del objects["big"]
+        else:
+            entries.append(swoop("swoop-c16-big", "swoop -c16, %s" % human_size(big), ["--connections", "16"],
+                                 obj="big", group="big"))
+        entries += [aria2c(label="aria2c -x16 -s16 -k1M, %s" % human_size(small), obj="small"),
+                    axel(label="axel -n16, %s" % human_size(small), obj="small"),
+                    curl(label="curl, %s" % human_size(small), obj="small")]
+
+        def targets(s):
+            out = []
+            for sid in ("swoop-c16-small", "swoop-c16-big"):
+                w = _by_tool(s, sid)
+                if w:
+                    out.append(("%s peak RSS <= 32 MiB: %.1f MiB (max of runs %.1f)" % (
+                        s[sid]["label"], w["median_rss_mib"], w["max_rss_mib"]), w["max_rss_mib"] <= 32.0))
+            return out
+
+        return Scenario(
+            "MEM", "Peak memory: loopback nginx, %s and %s" % (human_size(small), human_size(big)),
+            "Peak RSS (ru_maxrss) of swoop --connections 16 for %s and %s files, and of the peers for the %s "
+            "file. The point is that Swoop's memory does not grow with the file." % (
+                human_size(small), human_size(big), human_size(small)),
+            objects, entries, "nginx", timeout=900, targets=targets, skipped=skipped)
+
+    if name == "CKPT":
+        size = 64 * MiB if q else GiB
+
+        def targets(s):
+            on, off = _by_tool(s, "swoop-c16-ckpt"), _by_tool(s, "swoop-c16-nockpt")
+            if on and off:
+                return [("checkpoints every 1 s cost: throughput on/off = %.3f (%.1f%% %s)" % (
+                    on["mibps"] / off["mibps"], abs(100 * (1 - on["mibps"] / off["mibps"])),
+                    "slower" if on["mibps"] < off["mibps"] else "faster"), None)]
+            return []
+
+        return Scenario(
+            "CKPT", "Cost of durability: checkpoints every 1 s vs off, loopback nginx, %s" % human_size(size),
+            "swoop --connections 16 with its default segment-map checkpoints (every 1 s: write, fsync, rename) "
+            "against --checkpoint-interval 0 (no checkpoints). Both still fsync the finished file.",
+            {"main": ("random", size)},
+            [swoop("swoop-c16-ckpt", "swoop -c16, checkpoints 1 s", ["--connections", "16"]),
+             swoop("swoop-c16-nockpt", "swoop -c16, --checkpoint-interval 0",
+                   ["--connections", "16", "--checkpoint-interval", "0"], group="nockpt")],
+            "nginx", timeout=300, targets=targets)
+
+    raise ValueError("unknown scenario %s" % name)
+
+
+# --- Running ---------------------------------------------------------------------------------
+
+def _prepare_objects(sc, bins):
+    objs = {}
+    for key, spec in sc.objects.items():
+        if spec[0] == "random":
+            name, path, sha = sources.random_file(spec[1])
+            objs[key] = {"name": name, "size": spec[1], "sha256": sha, "kind": "random"}
+        else:
+            _, seed, size = spec
+            name, path, sha = sources.payload_file(bins["origin"], seed, size)
+            objs[key] = {"name": name, "size": size, "sha256": sha, "kind": "payload", "seed": seed}
+    return objs
+
+
+@contextlib.contextmanager
+def _origins(sc, objs, bins, lab_name):
+    """Yields (urls: {(origin, obj) -> url}, client command prefix, info dict)."""
+    info = {}
+    with contextlib.ExitStack() as stack:
+        if sc.origin_kind == "nginx":
+            ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate))
+            urls = {("main", k): "%s/%s" % (ng.base_url, o["name"]) for k, o in objs.items()}
+            info["origin"] = "nginx %s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "")
+            yield urls, [], info
+        elif sc.origin_kind == "netlab-nginx":
+            delay, loss = sc.netlab
+            lab = stack.enter_context(origins.Netlab(lab_name, delay, loss, max_seconds=3600))
+            ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate,
+                                                   host=lab.server_ip, port=8080, netns=lab.server_ns))
+            prefix = ["ip", "netns", "exec", lab.client_ns]
+            urls = {("main", k): "%s/%s" % (ng.base_url, o["name"]) for k, o in objs.items()}
+            # The path works before anything is measured: a HEAD request from the client side.
+            probe_url = next(iter(urls.values()))
+            probe = subprocess.run(prefix + ["curl", "-sS", "-I", "--max-time", "10", probe_url],
+                                   capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if probe.returncode != 0 or " 200 " not in probe.stdout:
+                raise RuntimeError("netlab path check failed: %s %s" % (probe.stdout.strip(), probe.stderr.strip()))
+            info["origin"] = "nginx %s in netns %s; clients in %s; delay line %d ms one-way, %s%% loss" % (
+                ng.base_url, lab.server_ns, lab.client_ns, delay, loss)
+            yield urls, prefix, info
+        elif sc.origin_kind == "test-origin":
+            urls = {}
+            described = []
+            for origin_key, extra in sc.test_origin_args.items():
+                objects = ["/%s=%d,seed=%d" % (k, o["size"], o["seed"]) for k, o in objs.items()]
+                to = stack.enter_context(origins.TestOrigin(bins["origin"], origin_key, objects, extra, threads=2))
+                for k in objs:
+                    urls[(origin_key, k)] = "%s/%s" % (to.base_url, k)
+                described.append("%s: %s (%s)" % (origin_key, to.base_url, " ".join(extra)))
+            info["origin"] = "swoop-test-origin --threads 2; " + "; ".join(described)
+            yield urls, [], info
+        else:
+            raise ValueError(sc.origin_kind)
+
+
+def run_scenario(sc, cfg, bins):
+    runs, warmup = cfg["runs"], cfg["warmup"]
+    log("=== %s: %s" % (sc.name, sc.title))
+    result = {"name": sc.name, "title": sc.title, "description": sc.description, "notes": list(sc.notes),
+              "skipped": [{"label": l, "why": w} for l, w in sc.skipped], "entries": [], "error": None}
+    for label, why in sc.skipped:
+        log("%s: skipping %s: %s" % (sc.name, label, why))
+    try:
+        with open("/proc/loadavg") as f:
+            result["loadavg_start"] = f.read().split()[:3]
+    except OSError:
+        pass
+    try:
+        objs = _prepare_objects(sc, bins)
+    except Exception as error:
+        result["error"] = "could not prepare the source files: %s" % error
+        log("%s: %s" % (sc.name, result["error"]))
+        return result
+    need = max(o["size"] for o in objs.values()) + 2 * GiB
+    free = shutil.disk_usage(OUT_DIR).free
+    if free < need:
+        result["error"] = "not enough disk for the outputs: %.1f GiB free, %.1f GiB needed" % (free / GiB, need / GiB)
+        log("%s: %s" % (sc.name, result["error"]))
+        return result
+    result["objects"] = objs
+    entry_results = {}
+    for e in sc.entries:
+        o = objs[e.obj]
+        entry_results[e.id] = {"id": e.id, "label": e.label, "tool": e.tool, "group": e.group, "mode": e.mode,
+                               "note": e.note, "object": o["name"], "size": o["size"],
+                               "ideal_mibps": e.ideal_mibps, "ideal_label": e.ideal_label, "runs": []}
+        result["entries"].append(entry_results[e.id])
+    lab_name = "sb%d" % (os.getpid() % 100000)
+    try:
+        with _origins(sc, objs, bins, lab_name) as (urls, prefix, info):
+            result.update(info)
+            for e in sc.entries:
+                url = urls[(e.origin, e.obj)]
+                output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
+                entry_results[e.id]["command"] = prefix + tool_command(e, bins, url, output)
+            alternating = [e for e in sc.entries if e.mode == "alternate"]
+            singles = [e for e in sc.entries if e.mode == "single"]
+            plan = []
+            if warmup:
+                plan += [("warm-up", 0, e) for e in alternating]
+            for i in range(runs):
+                plan += [("counted", i + 1, e) for e in alternating]
+            plan += [("single", 1, e) for e in singles]
+            for phase, index, e in plan:
+                er = entry_results[e.id]
+                o = objs[e.obj]
+                output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
+                stem = "%s-%s-%s%d" % (sc.name, e.id, phase, index)
+                rec = run_once(er["command"], output, o["size"], o["sha256"], sc.timeout, stem,
+                               parse_swoop_json=e.is_swoop)
+                rec["phase"], rec["index"] = phase, index
+                er["runs"].append(rec)
+                what = {"warm-up": "warm-up", "counted": "run %d/%d" % (index, runs), "single": "single run"}[phase]
+                line = "%s %-9s %-36s %7.2f s" % (sc.name, what, e.label, rec["wall_s"])
+                if rec["ok"]:
+                    line += "  %8.1f MiB/s  cpu %6.2f s  rss %6.1f MiB" % (
+                        o["size"] / MiB / rec["wall_s"], rec["cpu_s"], rec["maxrss_kib"] / 1024.0)
+                    sw = rec.get("swoop") or {}
+                    if sw.get("connections") is not None:
+                        line += "  conns %s req %s retries %s" % (sw.get("connections"), sw.get("requests"), sw.get("retries"))
+                    line += "  ok"
+                else:
+                    line += "  FAILED: %s" % rec["error"]
+                    if rec.get("stderr_tail"):
+                        line += " | " + rec["stderr_tail"].splitlines()[-1][:200]
+                log(line)
+    except KeyboardInterrupt:
+        result["error"] = "interrupted"
+        raise
+    except Exception as error:
+        result["error"] = "%s: %s" % (type(error).__name__, error)
+        log("%s: ERROR %s" % (sc.name, result["error"]))
+    finally:
+        try:
+            with open("/proc/loadavg") as f:
+                result["loadavg_end"] = f.read().split()[:3]
+        except OSError:
+            pass
+    return result
