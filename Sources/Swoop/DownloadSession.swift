@@ -100,6 +100,11 @@ final class DownloadSession {
     func start() {
         loop.assertOnLoopThread()
         keepAlive = self
+        if configuration.discardsData {
+            scheduleProgress()
+            probe()
+            return
+        }
         do {
             try inspectTarget()
             if completedTarget == nil { try inspectPartialState() }
@@ -396,7 +401,7 @@ final class DownloadSession {
         case .empty(let found):
             object = found
             do {
-                part = try PartFile.open(path: paths.part, truncate: true)
+                if !configuration.discardsData { part = try PartFile.open(path: paths.part, truncate: true) }
             } catch {
                 stop(with: .failure(error))
                 return
@@ -454,17 +459,19 @@ final class DownloadSession {
     private func beginRanged(_ found: RemoteObject, firstRange: ByteRange, worker: SegmentWorker) throws(DownloadError) {
         guard let size = found.size else { return }
         let fresh = resumeMap == nil
-        let file = try PartFile.open(path: paths.part, truncate: fresh)
-        if fresh {
-            do {
-                try file.preallocate(size)
-            } catch {
-                file.close()
-                unlink(paths.part)  // nothing was downloaded; leave nothing behind
-                throw error
+        if !configuration.discardsData {
+            let file = try PartFile.open(path: paths.part, truncate: fresh)
+            if fresh {
+                do {
+                    try file.preallocate(size)
+                } catch {
+                    file.close()
+                    unlink(paths.part)  // nothing was downloaded; leave nothing behind
+                    throw error
+                }
             }
+            part = file
         }
-        part = file
         object = found
         let layout = resumeMap?.layout ?? ChunkLayout(objectSize: size)
         let missing = resumeMap?.missingRanges ?? [ByteRange(0, size)]
@@ -496,17 +503,19 @@ final class DownloadSession {
 
     /// The probe's 200 arrived: the server ignores ranges, so this one response is the download.
     private func beginStream(_ found: RemoteObject, worker: SegmentWorker) throws(DownloadError) {
-        let file = try PartFile.open(path: paths.part, truncate: true)
-        if let size = found.size {
-            do {
-                try file.preallocate(size)
-            } catch {
-                file.close()
-                unlink(paths.part)
-                throw error
+        if !configuration.discardsData {
+            let file = try PartFile.open(path: paths.part, truncate: true)
+            if let size = found.size {
+                do {
+                    try file.preallocate(size)
+                } catch {
+                    file.close()
+                    unlink(paths.part)
+                    throw error
+                }
             }
+            part = file
         }
-        part = file
         object = found
         isStreaming = true
         streamPosition = 0
@@ -639,9 +648,9 @@ final class DownloadSession {
     /// hedge partner finished, or the write failed).
     @inline(__always)
     func write(_ body: UnsafeRawBufferPointer, for worker: SegmentWorker, segment: Segment) -> Bool {
-        guard let scheduler, let part else { return false }
+        guard let scheduler else { return false }
         let step = scheduler.plannedWrite(segment, count: body.count)
-        if !step.write.isEmpty {
+        if !step.write.isEmpty, let part {
             do {
                 try part.write(UnsafeRawBufferPointer(rebasing: body[step.write]), at: step.offset)
             } catch {
@@ -664,11 +673,14 @@ final class DownloadSession {
     /// Writes a single stream's bytes in order.
     @inline(__always)
     func writeStream(_ body: UnsafeRawBufferPointer, for worker: SegmentWorker) -> Bool {
-        guard let part else { return false }
-        do {
-            try part.write(body, at: streamPosition)
-        } catch {
-            worker.failure = .localIO("cannot write to", path: paths.part, errno: error.rawValue)
+        if let part {
+            do {
+                try part.write(body, at: streamPosition)
+            } catch {
+                worker.failure = .localIO("cannot write to", path: paths.part, errno: error.rawValue)
+                return false
+            }
+        } else if !configuration.discardsData {
             return false
         }
         streamPosition += Int64(body.count)
@@ -917,6 +929,10 @@ final class DownloadSession {
     // MARK: Finalize and stop
 
     private func finalize() {
+        if configuration.discardsData, phase != .finalizing && phase != .stopped {
+            stop(with: .success(result(size: object?.size ?? streamPosition, alreadyComplete: false)))
+            return
+        }
         guard phase != .finalizing && phase != .stopped, let object, let descriptor = part?.takeDescriptorForClosing() else { return }
         phase = .finalizing
         retryTimer?.cancel()

@@ -35,9 +35,11 @@ extension Downloader {
         /// The `User-Agent` header.
         public var userAgent = "swoop/\(Swoop.version)"
         /// libcurl's receive buffer per connection (`CURLOPT_BUFFERSIZE`).
-        public var receiveBufferSize = 256 << 10
+        public var receiveBufferSize = 128 << 10
         /// Fetch the slow tail of a download on a second connection too, and keep whichever is first.
         public var hedgesSlowTail = true
+        /// Throughput measurements: receive and count the bytes, write nothing anywhere.
+        var discardsData = false
 
         public init() {}
 

@@ -67,12 +67,20 @@ public final class Downloader: Sendable {
         _ request: DownloadRequest, to path: String,
         progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) throws(DownloadError) -> DownloadTask {
+        try start(request, to: path, configuration: configuration, progress: progress)
+    }
+
+    /// ``start(_:to:progress:)`` with another configuration for this one download.
+    func start(
+        _ request: DownloadRequest, to path: String, configuration: Configuration,
+        progress: (@Sendable (DownloadProgress) -> Void)?
+    ) throws(DownloadError) -> DownloadTask {
         let url = try RemoteURL(request.url)
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         let paths = DownloadPaths(target: path)
         let task = DownloadTask { [self] task, run in
-            launch(request, url: url, paths: paths, progress: progress, task: task, run: run)
+            launch(request, url: url, paths: paths, configuration: configuration, progress: progress, task: task, run: run)
         }
         task.begin()
         return task
@@ -80,7 +88,7 @@ public final class Downloader: Sendable {
 
     /// Starts one run of a download on the transfer thread.
     private func launch(
-        _ request: DownloadRequest, url: RemoteURL, paths: DownloadPaths,
+        _ request: DownloadRequest, url: RemoteURL, paths: DownloadPaths, configuration: Configuration,
         progress: (@Sendable (DownloadProgress) -> Void)?, task: DownloadTask, run: Int
     ) -> DownloadControl {
         let control = DownloadControl(loop: loop, diskQueue: diskQueue, paths: paths)
@@ -90,7 +98,7 @@ public final class Downloader: Sendable {
             _ = active.withLock { $0.removeValue(forKey: id) }
             task.runEnded(outcome, run: run)
         }
-        let accepted = loop.execute { [loop, diskQueue, configuration, logger] in
+        let accepted = loop.execute { [loop, diskQueue, logger] in
             let session = DownloadSession(
                 loop: loop, diskQueue: diskQueue, configuration: configuration, request: request,
                 url: url, paths: paths, logger: logger, progress: progress, completion: finished)

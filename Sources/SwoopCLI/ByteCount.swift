@@ -10,7 +10,7 @@ struct ByteCount: ExpressibleByArgument, Equatable {
     }
 
     init?(argument: String) {
-        let text = argument.trimmingCharacters(in: .whitespaces).lowercased()
+        let text = argument.trimmed.lowercased()
         guard let last = text.last else { return nil }
         var multiplier: Int64 = 1
         var digits = Substring(text)

@@ -58,8 +58,8 @@ struct TransferOptions: ParsableArguments {
             guard let colon = line.firstIndex(of: ":") else {
                 throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
             }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<colon].trimmed
+            let value = line[line.index(after: colon)...].trimmed
             guard !name.isEmpty, !name.contains(where: { $0.isWhitespace }) else {
                 throw ValidationError("invalid --header '\(line)': the name before ':' is empty or has spaces")
             }

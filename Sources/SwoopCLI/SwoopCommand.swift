@@ -20,7 +20,7 @@ struct SwoopCommand: AsyncParsableCommand {
             same command).
             """,
         version: Swoop.version,
-        subcommands: [Get.self, Status.self],
+        subcommands: [Get.self, Bench.self, Status.self],
         defaultSubcommand: Get.self
     )
 

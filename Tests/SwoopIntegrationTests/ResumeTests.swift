@@ -98,9 +98,11 @@ struct ResumeTests {
     @Test("Ctrl-C pauses cleanly: state saved, exit 130, resume with the same command")
     func interruptPauses() async throws {
         try await exclusively {
-            let nginx = try Nginx.start(limitRate: "1m")  // 4 connections: 8 s for 32 MiB
+            // 4 connections at 1 MiB/s: 16 s for 64 MiB; the 2 MiB awaited below land in about half a
+            // second, so a starved test process still interrupts it mid-download.
+            let nginx = try Nginx.start(limitRate: "1m")
             defer { nginx.stop() }
-            let expected = try nginx.addFile("c.bin", size: 32 << 20, seed: 43)
+            let expected = try nginx.addFile("c.bin", size: 64 << 20, seed: 43)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let target = scratch.path("c.bin")
@@ -120,11 +122,12 @@ struct ResumeTests {
             #expect(saved.bytesDone >= 2 << 20)
 
             try nginx.clearLog()
-            let resumed = try await CLI.run(arguments + ["-q"], in: scratch.url)
+            // More connections for the rest (16 MiB/s instead of 4): a resume is keyed on the target.
+            let resumed = try await CLI.run([nginx.url("/c.bin"), "-c", "16", "-q"], in: scratch.url)
             #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
             #expect(try TestData.sha256(of: target) == expected)
             let served = try nginx.log().reduce(0) { $0 + $1.bytes }
-            #expect(served <= Int64(32 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
+            #expect(served <= Int64(64 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
         }
     }
 

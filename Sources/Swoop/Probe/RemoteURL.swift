@@ -100,9 +100,12 @@ struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
     static func strippingQuery(_ string: String) -> String {
         var result = string
         if let index = result.firstIndex(where: { $0 == "?" || $0 == "#" }) { result = String(result[..<index]) }
-        if let schemeEnd = result.range(of: "://"), let at = result[schemeEnd.upperBound...].firstIndex(of: "@"),
-           !result[schemeEnd.upperBound..<at].contains("/") {
-            result = String(result[..<schemeEnd.upperBound]) + result[result.index(after: at)...]
+        // Drop "user:password@" between "://" and the host.
+        if let colon = result.firstIndex(of: ":"), result[colon...].hasPrefix("://") {
+            let authority = result.index(colon, offsetBy: 3)
+            if let at = result[authority...].firstIndex(of: "@"), !result[authority..<at].contains("/") {
+                result = String(result[..<authority]) + result[result.index(after: at)...]
+            }
         }
         return result
     }
