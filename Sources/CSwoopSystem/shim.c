@@ -23,6 +23,10 @@ int swoop_setxattr(const char *path, const char *name, const void *value, size_t
     return setxattr(path, name, value, size, 0);
 }
 
+int swoop_start_writeback(int fd, int64_t offset, int64_t length) {
+    return sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
+}
+
 int swoop_set_thread_name(pthread_t thread, const char *name) {
     return pthread_setname_np(thread, name);
 }

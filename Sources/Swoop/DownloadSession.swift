@@ -58,7 +58,11 @@ final class DownloadSession {
     private var isStreaming = false
     private var retryTimer: LoopTimer?
 
-    // Checkpoints.
+    // Checkpoints, and early write-back between them.
+    private var writebackInFlight = false
+    private var bytesAtLastWriteback: Int64 = 0
+    /// Start write-back after this many new bytes (pages reach the disk during the download).
+    private static let writebackStride: Int64 = 32 << 20
     private var checkpointInFlight = false
     private var checkpointedChunks: ChunkSet?
     private var lastCheckpoint = ContinuousClock.now
@@ -551,6 +555,7 @@ final class DownloadSession {
             guard let self, self.phase == .transferring else { return }
             let now = ContinuousClock.now
             for worker in self.workers { worker.sampleRate(at: now) }
+            self.kickWriteback()
             self.replaceSlowConnections(at: now)
             self.adaptConnections(at: now)
             self.scheduleHousekeeping()
@@ -660,6 +665,7 @@ final class DownloadSession {
         }
         scheduler.advance(segment, by: step.accepted)
         bytesReceived += Int64(body.count)
+        if bytesReceived - bytesAtLastWriteback >= Self.writebackStride { kickWriteback() }
         if step.accepted < body.count { return false }
         if segment.isDone {
             if let partner = segment.partner {
@@ -894,6 +900,21 @@ final class DownloadSession {
         DownloadProgress(
             bytesDone: bytesDone, totalBytes: object?.size, bytesPerSecond: meter.bytesPerSecond,
             activeConnections: workers.count(where: \.isTransferring), elapsed: .now - startedAt)
+    }
+
+    /// Hands the part file's dirty pages to the disk every ``writebackStride`` bytes, on the disk
+    /// queue, so writing overlaps the transfer instead of all waiting for the final fsync.
+    private func kickWriteback() {
+        guard !writebackInFlight, let part, bytesReceived - bytesAtLastWriteback >= Self.writebackStride else { return }
+        writebackInFlight = true
+        bytesAtLastWriteback = bytesReceived
+        let descriptor = part.descriptor
+        let session = LoopBound(self)
+        let loop = self.loop
+        diskQueue.async {
+            descriptor.startWriteback()
+            loop.execute { session.value.writebackInFlight = false }
+        }
     }
 
     private func reportProgress() {

@@ -22,6 +22,10 @@ int swoop_setxattr(const char *path, const char *name, const void *value, size_t
 /// getxattr(path, name, value, size).
 ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t size);
 
+/// sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE): start writing dirty pages back
+/// without waiting, so a later fsync has less left to do. Not a durability guarantee.
+int swoop_start_writeback(int fd, int64_t offset, int64_t length);
+
 /// pthread_setname_np(thread, name): names a thread for debuggers and `top -H` (15 chars max).
 int swoop_set_thread_name(pthread_t thread, const char *name);
 

@@ -37,6 +37,13 @@ extension FileDescriptor {
         }
     }
 
+    /// Starts writing dirty pages back to disk without waiting (`sync_file_range`), so the data
+    /// reaches the disk while the download goes on and the final `fsync` has little left to do.
+    /// A hint only: failures are ignored, durability still comes from ``sync()``.
+    func startWriteback() {
+        _ = swoop_start_writeback(rawValue, 0, 0)
+    }
+
     /// The file's size in bytes (`fstat`).
     func size() throws(Errno) -> Int64 {
         var info = CStat()
