@@ -10,10 +10,13 @@ public struct DownloadRequest: Sendable {
     /// Extra request headers. They go to the URL's host only: after a redirect to another host,
     /// only ``DownloadRequest/headersSafeAcrossHosts`` are kept.
     public var headers: [(name: String, value: String)]
+    /// When set, the finished file must have this digest; on a mismatch nothing is kept.
+    public var expectedChecksum: Checksum?
 
-    public init(url: String, headers: [(name: String, value: String)] = []) {
+    public init(url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil) {
         self.url = url
         self.headers = headers
+        self.expectedChecksum = expectedChecksum
     }
 
     /// Header names that carry no credentials and so are still sent after a redirect to another host.

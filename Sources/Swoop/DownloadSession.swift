@@ -234,7 +234,25 @@ final class DownloadSession {
             range = .bounded(ByteRange(0, probeSize))
         }
         let worker = workers.first ?? makeWorker()
+        guard acquirePermit(for: worker, host: probeURL, retry: { $0.probe() }) else { return }
         worker.begin(.probe(range), ExchangeRequest(url: probeURL.absoluteString, headerLines: lines, range: range, options: transferOptions))
+    }
+
+    /// Takes a connection permit for `worker` from the downloader's shared budget; without one,
+    /// arranges for `retry` to run (outside callbacks) when a permit frees up.
+    private func acquirePermit(for worker: SegmentWorker, host url: RemoteURL, retry: @escaping (DownloadSession) -> Void) -> Bool {
+        let key = "\(url.host):\(url.port)"
+        if loop.budget.acquire(host: key) {
+            worker.permitHost = key
+            return true
+        }
+        loop.budget.wait(self) { [weak self, loop] in
+            loop.afterCallbacks { [weak self] in
+                guard let self, self.phase != .stopped else { return }
+                retry(self)
+            }
+        }
+        return false
     }
 
     private func makeWorker() -> SegmentWorker {
@@ -538,13 +556,24 @@ final class DownloadSession {
         let now = ContinuousClock.now
         while workers.count < targetConnections { _ = makeWorker() }
         for worker in workers.prefix(targetConnections) where !worker.isBusy {
-            guard let segment = scheduler.claim(now: now, ownerID: worker.id, cut: cutPoint) else { break }
+            guard let object, acquirePermit(for: worker, host: object.url, retry: { $0.dispatchWork() }) else { break }
+            guard let segment = scheduler.claim(now: now, ownerID: worker.id, cut: cutPoint) else {
+                releasePermit(of: worker)
+                break
+            }
             startSegmentRequest(worker, segment)
         }
         if configuration.hedgesSlowTail { hedgeSlowTail() }
         if !workers.contains(where: \.isBusy), let next = scheduler.nextRetryTime {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
+        }
+    }
+
+    private func releasePermit(of worker: SegmentWorker) {
+        if let host = worker.permitHost {
+            worker.permitHost = nil
+            loop.budget.release(host: host)
         }
     }
 
@@ -599,7 +628,11 @@ final class DownloadSession {
             let timeLeft = Double(segment.remaining) / rate
             let timeOnFresh = Double(segment.remaining) / median
             guard rate < median / 3, timeLeft > 2 * timeOnFresh + 0.5 else { continue }
-            guard let helper = available.next(), let hedge = scheduler.hedge(segment, ownerID: helper.id) else { return }
+            guard let helper = available.next(), acquirePermit(for: helper, host: object?.url ?? probeURL, retry: { $0.dispatchWork() }) else { return }
+            guard let hedge = scheduler.hedge(segment, ownerID: helper.id) else {
+                releasePermit(of: helper)
+                return
+            }
             logger.debug("hedging a slow tail", metadata: ["segment": "\(segment)", "rate": "\(Int(rate))"])
             startSegmentRequest(helper, hedge)
         }
@@ -738,7 +771,8 @@ final class DownloadSession {
             logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
         } else if segment.isDone {
             scheduler.finish(segment)
-        } else if segment.isOwned && segment.partner == nil && workers.prefix(targetConnections).contains(where: { $0 === worker }) {
+        } else if segment.isOwned && segment.partner == nil && workers.prefix(targetConnections).contains(where: { $0 === worker }),
+                  let object, acquirePermit(for: worker, host: object.url, retry: { $0.dispatchWork() }) {
             // The request ended inside the segment: the same connection asks for the next part.
             maybeCheckpoint()
             startSegmentRequest(worker, segment)
@@ -927,7 +961,7 @@ final class DownloadSession {
     /// overloaded server node) is closed and its slot reconnects: its request is cancelled, the
     /// bytes it wrote are kept, and the rest of its segment goes back to the plan.
     private func replaceSlowConnections(at now: ContinuousClock.Instant) {
-        guard phase == .transferring, let scheduler, !isStreaming else { return }
+        guard configuration.replacesSlowConnections, phase == .transferring, let scheduler, !isStreaming else { return }
         let measured = workers.filter { $0.isTransferring && $0.recentRate > 0 }
         guard measured.count >= 4 else { return }
         let rates = measured.map(\.recentRate).sorted()
@@ -961,12 +995,13 @@ final class DownloadSession {
         let record = CompletedObject(size: size, etag: object.etag, lastModified: object.lastModified, url: originalURL.redacted)
         let paths = self.paths
         let overwrite = configuration.overwritesExistingFile
+        let checksum = request.expectedChecksum
         let session = LoopBound(self)
         let loop = self.loop
         diskQueue.async {
             var outcome: DownloadError?
             do throws(DownloadError) {
-                try Finalizer.finalize(part: descriptor, paths: paths, size: size, record: record, overwrite: overwrite)
+                try Finalizer.finalize(part: descriptor, paths: paths, size: size, record: record, checksum: checksum, overwrite: overwrite)
             } catch {
                 outcome = error
             }
@@ -1010,6 +1045,7 @@ final class DownloadSession {
         guard phase != .stopped else { return }
         let wasTransferring = phase == .transferring
         phase = .stopped
+        loop.budget.cancelWait(self)
         progressTimer?.cancel()
         housekeepingTimer?.cancel()
         retryTimer?.cancel()

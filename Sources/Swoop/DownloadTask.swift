@@ -40,9 +40,11 @@ public final class DownloadTask: Sendable {
 
     private let inner = Mutex(Inner())
     private let launch: @Sendable (DownloadTask, Int) -> DownloadControl
+    private let onFinish: @Sendable () -> Void
 
-    init(launch: @escaping @Sendable (DownloadTask, Int) -> DownloadControl) {
+    init(launch: @escaping @Sendable (DownloadTask, Int) -> DownloadControl, onFinish: @escaping @Sendable () -> Void = {}) {
         self.launch = launch
+        self.onFinish = onFinish
     }
 
     func begin() {
@@ -109,6 +111,19 @@ public final class DownloadTask: Sendable {
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
+            // Another caller still waits for this (coalesced) download: just stop waiting.
+            let detached = inner.withLock { inner -> Waiter? in
+                let others = inner.waiters.keys.filter { $0 != id && !inner.answerOnStop.contains($0) }
+                guard !others.isEmpty else { return nil }
+                if let waiter = inner.waiters.removeValue(forKey: id) { return waiter }
+                inner.interruptedEarly.insert(id)
+                return nil
+            }
+            if let detached {
+                detached.resume(returning: DownloadTask.interrupted)
+                return
+            }
+            if inner.withLock({ $0.interruptedEarly.contains(id) }) { return }
             // Pause, and answer this caller once the run has stopped and saved its state.
             self.pause()
             let waiter = inner.withLock { inner -> Waiter? in
@@ -154,7 +169,8 @@ public final class DownloadTask: Sendable {
     }
 
     private func finish(_ outcome: Result<DownloadResult, DownloadError>) {
-        let (waiters, final) = inner.withLock { inner -> ([Waiter], Result<DownloadResult, DownloadError>) in
+        let (waiters, final, first) = inner.withLock { inner -> ([Waiter], Result<DownloadResult, DownloadError>, Bool) in
+            let first = inner.outcome == nil
             if inner.outcome == nil {
                 inner.outcome = outcome
                 switch outcome {
@@ -164,8 +180,9 @@ public final class DownloadTask: Sendable {
                 }
             }
             defer { inner.waiters.removeAll() }
-            return (Array(inner.waiters.values), inner.outcome!)
+            return (Array(inner.waiters.values), inner.outcome!, first)
         }
+        if first { onFinish() }
         for waiter in waiters { waiter.resume(returning: final) }
     }
 }

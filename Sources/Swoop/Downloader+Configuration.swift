@@ -11,6 +11,8 @@ extension Downloader {
     public struct Configuration: Sendable {
         /// How many connections one download uses.
         public var connections: Connections = .adaptive(maximum: 64)
+        /// Caps on the connections all downloads of this downloader share.
+        public var connectionPool = ConnectionPool()
         /// The smallest byte range worth its own connection; small files are not over-split.
         public var minimumSegmentSize: Int64 = 1 << 20
         /// Connection and stall limits.
@@ -38,6 +40,9 @@ extension Downloader {
         public var receiveBufferSize = 128 << 10
         /// Fetch the slow tail of a download on a second connection too, and keep whichever is first.
         public var hedgesSlowTail = true
+        /// Close a connection far slower than the others (under a quarter of the median rate)
+        /// and open a new one in its place.
+        public var replacesSlowConnections = true
         /// Throughput measurements: receive and count the bytes, write nothing anywhere.
         var discardsData = false
 
@@ -57,6 +62,16 @@ extension Downloader {
                 case .adaptive(let maximum): maximum
                 }
             }
+        }
+
+        /// The connections all downloads of one ``Downloader`` share, whatever their count.
+        public struct ConnectionPool: Sendable {
+            /// Connections open at once across all downloads.
+            public var maximumConnections = 128
+            /// Connections open at once to one host (name and port).
+            public var maximumConnectionsPerHost = 64
+
+            public init() {}
         }
 
         /// Connection and stall limits.

@@ -25,12 +25,17 @@ public final class Downloader: Sendable {
     private let diskQueue = DispatchQueue(label: "swoop.disk")
     private let logger: Logger
     private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
+    /// Downloads in progress by URL and target: a second request for the same pair joins the first.
+    private let coalesced = Mutex<[String: DownloadTask]>([:])
 
     /// Creates a downloader and starts its transfer thread.
     ///
     /// - Parameter logger: Where the library logs; by default it does not log.
     public init(configuration: Configuration = Configuration(), logger: Logger? = nil) {
-        guard let loop = TransferLoop() else {
+        let budget = ConnectionBudget(
+            total: configuration.connectionPool.maximumConnections,
+            perHost: configuration.connectionPool.maximumConnectionsPerHost)
+        guard let loop = TransferLoop(budget: budget) else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
         }
         self.configuration = configuration
@@ -71,6 +76,9 @@ public final class Downloader: Sendable {
     }
 
     /// ``start(_:to:progress:)`` with another configuration for this one download.
+    ///
+    /// The same URL to the same path while a download of it is running (or paused) is not
+    /// fetched twice: the caller gets the running download's task (resumed if it was paused).
     func start(
         _ request: DownloadRequest, to path: String, configuration: Configuration,
         progress: (@Sendable (DownloadProgress) -> Void)?
@@ -79,10 +87,31 @@ public final class Downloader: Sendable {
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         let paths = DownloadPaths(target: path)
-        let task = DownloadTask { [self] task, run in
-            launch(request, url: url, paths: paths, configuration: configuration, progress: progress, task: task, run: run)
+        let key = url.absoluteString + "\n" + FileName.absolute(path)
+        let coalescing = !configuration.discardsData
+        let (task, isNew) = coalesced.withLock { running -> (DownloadTask, Bool) in
+            if coalescing, let existing = running[key], existing.state == .running || existing.state == .paused {
+                return (existing, false)
+            }
+            let task = DownloadTask(
+                launch: { [self] task, run in
+                    launch(request, url: url, paths: paths, configuration: configuration, progress: progress, task: task, run: run)
+                },
+                onFinish: { [self] in
+                    coalesced.withLock { running in
+                        if let current = running[key], current.state != .running && current.state != .paused {
+                            running.removeValue(forKey: key)
+                        }
+                    }
+                })
+            if coalescing { running[key] = task }
+            return (task, true)
         }
-        task.begin()
+        if isNew {
+            task.begin()
+        } else {
+            task.resume()
+        }
         return task
     }
 

@@ -49,6 +49,8 @@ final class SegmentWorker: ExchangeDelegate {
     var wantsFreshConnection = false
     /// How often this slot's connection was replaced for being slow.
     var replacements = 0
+    /// The host whose connection permit this slot holds while its exchange runs.
+    var permitHost: String?
 
     /// Sends `request` in `role`. A slot's first request (other than the very first of the
     /// download) opens its own connection; later ones reuse pooled connections.
@@ -154,6 +156,10 @@ final class SegmentWorker: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
         guard exchange === self.exchange else { return }
         self.exchange = nil
+        if let host = permitHost {
+            permitHost = nil
+            session.loop.budget.release(host: host)
+        }
         measure(exchange)
         switch role {
         case .probe:

@@ -28,7 +28,7 @@ struct Bench: AsyncParsableCommand {
     @Option(name: [.customShort("H"), .long], help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
     var header: [String] = []
 
-    @Flag(name: [.short, .long], help: "Skip TLS certificate verification (insecure).")
+    @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
     var insecure = false
 
     @Flag(name: .long, help: "Print the results as one JSON object.")

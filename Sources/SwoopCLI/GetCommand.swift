@@ -33,8 +33,11 @@ struct TransferOptions: ParsableArguments {
     @Option(name: .long, help: "Tries per byte range without progress before giving up.")
     var maxTries: Int = 8
 
-    @Flag(name: [.short, .long], help: "Skip TLS certificate verification (insecure).")
+    @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
     var insecure = false
+
+    @Flag(name: .long, help: "Keep connections that are far slower than the others instead of replacing them.")
+    var keepSlowConnections = false
 
     @Flag(name: [.short, .long], help: "Log more (repeat for debug output).")
     var verbose: Int
@@ -75,6 +78,7 @@ struct TransferOptions: ParsableArguments {
         configuration.retry.maxTries = maxTries
         configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
         configuration.verifiesTLSCertificates = !insecure
+        configuration.replacesSlowConnections = !keepSlowConnections
         return configuration
     }
 
@@ -108,8 +112,20 @@ struct Get: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The http or https URL to download.")
-    var url: String
+    @Argument(help: "The http or https URL to download (or use -i for a list).")
+    var url: String?
+
+    @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Download every URL in FILE (aria2's input-file format; - for stdin).", valueName: "FILE"))
+    var inputFile: String?
+
+    @Option(name: [.short, .long], help: "With -i: files downloaded at once.")
+    var jobs: Int = 8
+
+    @Option(name: .long, help: ArgumentHelp("With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL.", valueName: "K/N"))
+    var shard: Shard?
+
+    @Option(name: .long, help: ArgumentHelp("Verify the finished file's digest; on a mismatch nothing is kept.", valueName: "sha256=HEX"))
+    var checksum: String?
 
     @Option(name: [.short, .long], help: "Write to this file (default: the URL's file name).")
     var output: String?
@@ -138,6 +154,21 @@ struct Get: AsyncParsableCommand {
     var checkpointInterval: Double = 1
 
     func validate() throws {
+        switch (url, inputFile) {
+        case (nil, nil): throw ValidationError("give a URL to download, or -i FILE with a list of URLs")
+        case (_?, _?): throw ValidationError("give either a URL or -i FILE, not both")
+        default: break
+        }
+        if inputFile != nil {
+            if output != nil { throw ValidationError("-o names one file; with -i use out= lines in the list") }
+            if checksum != nil { throw ValidationError("--checksum is for one file; with -i use checksum= lines in the list") }
+        } else if shard != nil {
+            throw ValidationError("--shard splits a list: use it with -i")
+        }
+        guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256 (got \(jobs))") }
+        if let checksum, Checksum(checksum) == nil {
+            throw ValidationError("invalid --checksum '\(checksum)': expected sha256=<64 hex digits>")
+        }
         if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
         guard checkpointInterval >= 0, checkpointInterval.isFinite else {
             throw ValidationError("--checkpoint-interval must be 0 or a positive number of seconds")
@@ -145,8 +176,8 @@ struct Get: AsyncParsableCommand {
     }
 
     /// The target path: `-o` (inside `-d` when both are given), else the URL's sanitised file name in `-d`.
-    func targetPath() -> String {
-        let directory = self.directory.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+    func targetPath(for url: String) -> String {
+        let directory = self.directory?.trimmedTrailingSlash
         if let output {
             if let directory, !output.hasPrefix("/") { return directory + "/" + output }
             return output
@@ -155,18 +186,31 @@ struct Get: AsyncParsableCommand {
         return (directory ?? ".") + "/" + name
     }
 
-    func run() async throws {
+    func warnIfInsecure() {
+        if transfer.insecure {
+            printError("warning: --insecure: TLS certificates are not verified; anyone on the path can read and alter the download")
+        }
+    }
+
+    func downloaderConfiguration() -> Downloader.Configuration {
         var configuration = transfer.configuration()
         configuration.overwritesExistingFile = force
         configuration.resumes = !noResume
         configuration.onObjectChange = onChange
         configuration.checkpointInterval = checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
-        let logger = transfer.logger(quiet: quiet)
-        if transfer.insecure {
-            printError("warning: --insecure: TLS certificates are not verified; anyone on the path can read and alter the download")
+        return configuration
+    }
+
+    func run() async throws {
+        guard let url else {
+            try await runList()
+            return
         }
-        let request = DownloadRequest(url: url, headers: try transfer.parsedHeaders())
-        let path = targetPath()
+        let configuration = downloaderConfiguration()
+        let logger = transfer.logger(quiet: quiet)
+        warnIfInsecure()
+        let request = DownloadRequest(url: url, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
+        let path = targetPath(for: url)
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
         let downloader = Downloader(configuration: configuration, logger: logger)
 

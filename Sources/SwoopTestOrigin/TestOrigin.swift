@@ -163,4 +163,10 @@ public final class TestOrigin: Sendable {
     public var requestCount: Int {
         core.requestCount
     }
+
+    /// The most requests the origin was answering at the same time since the start (or the last
+    /// ``resetLog()``): what a client's connection cap looks like from the server.
+    public var maximumConcurrentRequests: Int {
+        core.peakInFlight
+    }
 }

@@ -63,7 +63,7 @@ struct CompletedObject: Equatable, Sendable {
 enum Finalizer {
     static func finalize(
         part descriptor: FileDescriptor, paths: DownloadPaths, size: Int64,
-        record: CompletedObject?, overwrite: Bool
+        record: CompletedObject?, checksum: Checksum?, overwrite: Bool
     ) throws(DownloadError) {
         do {
             let length = try descriptor.size()
@@ -76,6 +76,24 @@ enum Finalizer {
             try? descriptor.close()
             throw .localIO("cannot flush", path: paths.part, errno: error.rawValue)
         }
+        if let checksum {
+            let actual: [UInt8]
+            do {
+                actual = try digest(of: descriptor, size: size, using: checksum.makeHasher())
+            } catch {
+                try? descriptor.close()
+                throw .localIO("cannot read back", path: paths.part, errno: error.rawValue)
+            }
+            guard actual == checksum.digest else {
+                try? descriptor.close()
+                unlink(paths.part)
+                SegmentMapFile.remove(at: paths.map)
+                let got = actual.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                throw DownloadError(
+                    .checksumMismatch,
+                    "checksum mismatch for \(paths.target): expected \(checksum), got \(checksum.algorithm.rawValue)=\(got); nothing was kept")
+            }
+        }
         try? descriptor.close()
         try publish(paths.part, as: paths.target, overwrite: overwrite)
         record?.write(to: paths.target)
@@ -83,6 +101,26 @@ enum Finalizer {
         do { try syncDirectory(containing: paths.target) } catch {
             throw .localIO("cannot flush the directory of", path: paths.target, errno: error.rawValue)
         }
+    }
+
+    /// The digest of the first `size` bytes, read in 1 MiB pieces.
+    private static func digest(of descriptor: FileDescriptor, size: Int64, using hasher: ChecksumHasher) throws(Errno) -> [UInt8] {
+        var hasher = hasher
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < size {
+            let wanted = Int(min(Int64(buffer.count), size - offset))
+            let count = buffer.withUnsafeMutableBytes { raw -> Int in
+                var result: Int
+                repeat { result = pread(descriptor.rawValue, raw.baseAddress, wanted, off_t(offset)) } while result < 0 && errno == EINTR
+                if result > 0 { hasher.update(UnsafeRawBufferPointer(rebasing: raw[0..<result])) }
+                return result < 0 ? -Int(errno) : result
+            }
+            if count < 0 { throw Errno(rawValue: Int32(-count)) }
+            if count == 0 { break }
+            offset += Int64(count)
+        }
+        return hasher.finalize()
     }
 
     /// Renames `source` to `target`; without `overwrite` an existing target is an error, checked

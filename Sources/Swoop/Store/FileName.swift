@@ -1,5 +1,25 @@
 /// Turning untrusted names (from URLs) into file names that stay inside the chosen directory.
 enum FileName {
+    /// `path` made absolute against the working directory, `.` and `..` resolved lexically:
+    /// two spellings of one target compare equal.
+    static func absolute(_ path: String) -> String {
+        var base = path.hasPrefix("/") ? "" : FileName.workingDirectory
+        base += "/" + path
+        var parts: [Substring] = []
+        for part in base.split(separator: "/") {
+            if part == "." || part.isEmpty { continue }
+            if part == ".." { _ = parts.popLast(); continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    private static var workingDirectory: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getcwd(&buffer, buffer.count) != nil else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// `name` as a single safe path component: separators and control characters replaced by
     /// `_`, at most 255 bytes of UTF-8; `nil` when nothing usable is left (`""`, `.`, `..`).
     static func sanitized(_ name: String) -> String? {
@@ -30,3 +50,9 @@ enum FileName {
         return cleaned
     }
 }
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif

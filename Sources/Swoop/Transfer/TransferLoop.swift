@@ -28,6 +28,8 @@ final class TransferLoop: @unchecked Sendable {
 
     private let inbox = Mutex(Inbox())
     private let multi: UnsafeMutableRawPointer
+    /// The connection caps shared by every download on this loop (transfer thread only).
+    let budget: ConnectionBudget
     private var thread = pthread_t()
 
     // Loop-thread state.
@@ -39,12 +41,14 @@ final class TransferLoop: @unchecked Sendable {
     private var idleHandles: [CurlEasy] = []
 
     /// Starts the thread.
-    init?(name: String = "swoop-transfer") {
+    init?(name: String = "swoop-transfer", budget: ConnectionBudget) {
         guard CurlRuntime.ensureInitialized(), let multi = curl_multi_init() else { return nil }
         self.multi = multi
+        self.budget = budget
         // No HTTP/2 multiplexing: each transfer gets its own TCP connection, which is the point.
         _ = swoop_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_NOTHING))
-        _ = swoop_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 512)
+        // Idle connections kept for reuse: enough for every permit the budget can hand out.
+        _ = swoop_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(64, budget.total * 2))
         let retained = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(&thread, nil, { argument in

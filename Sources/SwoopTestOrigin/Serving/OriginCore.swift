@@ -29,6 +29,9 @@ final class OriginCore: Sendable {
         var logGeneration = 0
         var requestCount = 0
         var connectionsAccepted = 0
+        /// Requests received and not yet finished, and the most there have been at once.
+        var inFlight = 0
+        var peakInFlight = 0
         /// Accepted connections not yet closed, with their IDs.
         var openChannels: [ObjectIdentifier: (id: Int, channel: any Channel)] = [:]
         var isShutDown = false
@@ -108,6 +111,8 @@ final class OriginCore: Sendable {
 
     var requestCount: Int { state.withLock { $0.requestCount } }
 
+    var peakInFlight: Int { state.withLock { $0.peakInFlight } }
+
     var requests: [RecordedRequest] { state.withLock { $0.log.map(\.request) } }
 
     func resetLog() {
@@ -115,6 +120,7 @@ final class OriginCore: Sendable {
             state.log.removeAll()
             state.logGeneration += 1
             state.requestCount = 0
+            state.peakInFlight = state.inFlight
             state.changeFired = false
         }
     }
@@ -125,6 +131,8 @@ final class OriginCore: Sendable {
         let target = RequestTarget(request.uri)
         return state.withLock { state in
             state.requestCount += 1
+            state.inFlight += 1
+            state.peakInFlight = max(state.peakInFlight, state.inFlight)
             let ordinal = state.requestCount
             if let after = state.faults.changeAfterRequests, ordinal > after, !state.changeFired {
                 state.changeFired = true
@@ -146,6 +154,7 @@ final class OriginCore: Sendable {
     /// Logs a finished request in arrival order, unless the log was reset since it arrived.
     func finish(_ ticket: Ticket, _ request: RecordedRequest) {
         state.withLock { state in
+            state.inFlight -= 1
             guard ticket.logGeneration == state.logGeneration else { return }
             // Usually the newest ordinal: search from the back.
             var index = state.log.endIndex

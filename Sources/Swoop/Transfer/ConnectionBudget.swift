@@ -1,0 +1,56 @@
+/// The connections all downloads of one ``Downloader`` may have open: a total and a per-host cap.
+///
+/// Every exchange holds a permit from ``acquire(host:)`` until it ends. A session that finds no
+/// permit registers with ``wait(_:)`` and is called back, in order, when one frees up.
+/// Confined to the transfer thread.
+final class ConnectionBudget {
+    let total: Int
+    let perHost: Int
+    private(set) var active = 0
+    private var activeByHost: [String: Int] = [:]
+    private var waiting: [(id: ObjectIdentifier, wake: () -> Void)] = []
+
+    init(total: Int, perHost: Int) {
+        self.total = max(1, total)
+        self.perHost = max(1, min(perHost, total))
+    }
+
+    /// Takes a permit for a connection to `host`, if the caps allow.
+    func acquire(host: String) -> Bool {
+        let onHost = activeByHost[host, default: 0]
+        guard active < total, onHost < perHost else { return false }
+        active += 1
+        activeByHost[host] = onHost + 1
+        return true
+    }
+
+    /// Returns a permit and wakes the sessions waiting for one.
+    func release(host: String) {
+        active -= 1
+        let onHost = activeByHost[host, default: 1] - 1
+        activeByHost[host] = onHost > 0 ? onHost : nil
+        let woken = waiting
+        waiting.removeAll()
+        for waiter in woken { waiter.wake() }
+    }
+
+    /// Permits still free for `host`.
+    func available(host: String) -> Int {
+        max(0, min(total - active, perHost - activeByHost[host, default: 0]))
+    }
+
+    /// Calls `wake` once, the next time a permit is returned. Registering again replaces it.
+    func wait(_ owner: AnyObject, wake: @escaping () -> Void) {
+        let id = ObjectIdentifier(owner)
+        if let index = waiting.firstIndex(where: { $0.id == id }) {
+            waiting[index].wake = wake
+        } else {
+            waiting.append((id, wake))
+        }
+    }
+
+    /// Forgets `owner`'s wait (it finished or stopped).
+    func cancelWait(_ owner: AnyObject) {
+        waiting.removeAll { $0.id == ObjectIdentifier(owner) }
+    }
+}

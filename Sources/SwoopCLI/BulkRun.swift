@@ -1,0 +1,273 @@
+import ArgumentParser
+import FoundationEssentials
+import Swoop
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension Get {
+    /// `swoop get -i FILE`: every URL of a list, `--jobs` at a time, sharing one connection pool.
+    func runList() async throws {
+        guard let inputFile else { return }
+        let manifest: Manifest
+        do {
+            manifest = try Manifest.parse(try readList(inputFile))
+        } catch let error as Manifest.ParseError {
+            throw CommandFailure(status: .usage, message: "\(inputFile): \(error)")
+        }
+        for note in manifest.ignored { printError("warning: \(inputFile) \(note): option not supported, ignored") }
+        let entries = manifest.entries.filter { shard?.contains($0.url) ?? true }
+
+        // Resolve every entry to a request and a destination; a bad entry fails alone.
+        var items: [BulkItem] = []
+        var rejected: [(entry: Manifest.Entry, message: String)] = []
+        let defaultHeaders = try transfer.parsedHeaders()
+        for entry in entries {
+            switch item(for: entry, defaultHeaders: defaultHeaders) {
+            case .success(let item): items.append(item)
+            case .failure(let error): rejected.append((entry, error.message))
+            }
+        }
+
+        var configuration = downloaderConfiguration()
+        configuration.progressInterval = .milliseconds(500)
+        warnIfInsecure()
+        let downloader = Downloader(configuration: configuration, logger: transfer.logger(quiet: quiet))
+        let board = BulkBoard(total: items.count, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
+        if !quiet && !json {
+            let share = shard.map { " (shard \($0.index)/\($0.count): \(entries.count) of \(manifest.entries.count) entries)" } ?? ""
+            writeStderr("downloading \(items.count) files, \(jobs) at a time\(share)\n")
+        }
+        let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs)
+        let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
+        var summary: BulkSummary?
+        for await event in stream {
+            switch event {
+            case .started: break
+            case .progress(let index, let progress): board.progress(index, progress)
+            case .finished(let index, let result): board.finished(index, bytes: result.bytes)
+            case .failed(let index, _): board.failed(index)
+            case .completed(let final): summary = final
+            }
+        }
+        interrupts.stop()
+        await downloader.shutdown()
+        board.clear()
+        guard let summary else { throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume") }
+        report(summary, items: items, rejected: rejected)
+        if let first = firstFailure(summary, rejected: rejected) {
+            throw CommandFailure(status: first, message: "")
+        }
+    }
+
+    private func readList(_ path: String) throws -> String {
+        if path == "-" {
+            var text = ""
+            while let line = readLine(strippingNewline: false) { text += line }
+            return text
+        }
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CommandFailure(status: .usage, message: "cannot read the list \(path): \(error)")
+        }
+    }
+
+    /// The request and destination for one entry: `dir=` (else `-d`, else here) plus `out=`
+    /// (else the URL's file name). `out=` may name subdirectories but never leave the directory.
+    private func item(for entry: Manifest.Entry, defaultHeaders: [(name: String, value: String)]) -> Result<BulkItem, ListEntryError> {
+        var headers = defaultHeaders
+        for line in entry.headers {
+            guard let colon = line.firstIndex(of: ":"), !line[..<colon].trimmed.isEmpty else {
+                return .failure(ListEntryError("invalid header= '\(line)': expected 'Name: value'"))
+            }
+            headers.append((line[..<colon].trimmed, line[line.index(after: colon)...].trimmed))
+        }
+        var expected: Checksum?
+        if let text = entry.checksum {
+            guard let parsed = Checksum(text) else { return .failure(ListEntryError("invalid checksum= '\(text)': expected sha-256=<64 hex digits>")) }
+            expected = parsed
+        }
+        let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash
+        var name = Downloader.suggestedFileName(for: entry.url)
+        if let out = entry.out {
+            let parts = out.split(separator: "/", omittingEmptySubsequences: true)
+            guard !out.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }),
+                  !out.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else { return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory")) }
+            name = parts.joined(separator: "/")
+            if parts.count > 1 {
+                let folder = base + "/" + parts.dropLast().joined(separator: "/")
+                do {
+                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                } catch {
+                    return .failure(ListEntryError("cannot create the directory \(folder): \(error)"))
+                }
+            }
+        }
+        return .success(BulkItem(DownloadRequest(url: entry.url, headers: headers, expectedChecksum: expected), to: base + "/" + name))
+    }
+
+    private func report(_ summary: BulkSummary, items: [BulkItem], rejected: [(entry: Manifest.Entry, message: String)]) {
+        if json {
+            printJSON(ListSummary(summary, rejected: rejected))
+            return
+        }
+        let failed = summary.failed + rejected.count
+        if !quiet {
+            var line = "\(summary.files + rejected.count) files: \(summary.succeeded) done"
+            if summary.alreadyComplete > 0 { line += " (\(summary.alreadyComplete) already complete)" }
+            line += ", \(failed) failed; \(Format.bytes(summary.bytesReceived)) received in \(Format.fixed(Format.seconds(summary.duration), digits: 1)) s"
+            if summary.duration > .zero {
+                line += " (\(Format.rate(Double(summary.bytesReceived) / Format.seconds(summary.duration))))"
+            }
+            writeStderr(line + "\n")
+        }
+        if failed > 0 {
+            writeStderr("failed:\n")
+            for rejection in rejected {
+                writeStderr("  line \(rejection.entry.line)  \(rejection.entry.url)  \(rejection.message)\n")
+            }
+            for failure in summary.failures {
+                writeStderr("  \(failure.url) -> \(failure.destination)  \(failure.error.message)\n")
+            }
+        }
+    }
+
+    /// The exit status of the first failed entry in list order, if any failed.
+    private func firstFailure(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) -> ExitStatus? {
+        if !rejected.isEmpty { return .usage }
+        return summary.failures.first.map { ExitStatus($0.error) }
+    }
+}
+
+/// `swoop get -i --json`.
+struct ListSummary: Encodable {
+    struct Failure: Encodable {
+        var url: String
+        var destination: String?
+        var line: Int?
+        var error: String
+        var errorKind: String
+    }
+
+    var ok: Bool
+    var files: Int
+    var succeeded: Int
+    var alreadyComplete: Int
+    var failed: Int
+    var bytes: Int64
+    var bytesReceived: Int64
+    var seconds: Double
+    var failures: [Failure]
+
+    init(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) {
+        files = summary.files + rejected.count
+        succeeded = summary.succeeded
+        alreadyComplete = summary.alreadyComplete
+        failed = summary.failed + rejected.count
+        ok = failed == 0
+        bytes = summary.bytes
+        bytesReceived = summary.bytesReceived
+        seconds = Format.seconds(summary.duration)
+        failures = rejected.map { Failure(url: $0.entry.url, line: $0.entry.line, error: $0.message, errorKind: "invalid request") }
+            + summary.failures.map { Failure(url: $0.url, destination: $0.destination, error: $0.error.message, errorKind: $0.error.kind.description) }
+    }
+}
+
+/// The live line of a list download: files done of total, failures, bytes, rate, active files.
+final class BulkBoard: Sendable {
+    private struct State {
+        var done = 0
+        var failed = 0
+        var bytesByFile: [Int: Int64] = [:]
+        var finishedBytes: Int64 = 0
+        var active: Set<Int> = []
+        var meter: [(ContinuousClock.Instant, Int64)] = []
+        var lastLine: ContinuousClock.Instant?
+    }
+
+    private let total: Int
+    private let style: ProgressRenderer.Style
+    private let state = Mutex(State())
+
+    init(total: Int, style: ProgressRenderer.Style) {
+        self.total = total
+        self.style = style
+    }
+
+    func progress(_ index: Int, _ progress: DownloadProgress) {
+        state.withLock { state in
+            state.active.insert(index)
+            state.bytesByFile[index] = progress.bytesDone
+        }
+        draw()
+    }
+
+    func finished(_ index: Int, bytes: Int64) {
+        state.withLock { state in
+            state.done += 1
+            state.active.remove(index)
+            state.bytesByFile.removeValue(forKey: index)
+            state.finishedBytes += bytes
+        }
+        draw()
+    }
+
+    func failed(_ index: Int) {
+        state.withLock { state in
+            state.failed += 1
+            state.active.remove(index)
+            state.bytesByFile.removeValue(forKey: index)
+        }
+        draw()
+    }
+
+    func clear() {
+        if style == .terminal { writeStderr("\r\u{1B}[2K") }
+    }
+
+    private func draw() {
+        guard style != .silent else { return }
+        let now = ContinuousClock.now
+        let line: String? = state.withLock { state in
+            let bytes = state.finishedBytes + state.bytesByFile.values.reduce(0, +)
+            state.meter.append((now, bytes))
+            while let first = state.meter.first, now - first.0 > .seconds(3), state.meter.count > 2 { state.meter.removeFirst() }
+            let interval: Duration = style == .terminal ? .milliseconds(200) : .seconds(2)
+            if let last = state.lastLine, now - last < interval { return nil }
+            state.lastLine = now
+            var rate = 0.0
+            if let first = state.meter.first, now > first.0 {
+                rate = Double(bytes - first.1) / Format.seconds(now - first.0)
+            }
+            var text = "files \(state.done)/\(total)"
+            if state.failed > 0 { text += " (\(state.failed) failed)" }
+            text += "  \(Format.bytes(bytes))  \(Format.rate(rate))  \(state.active.count) active"
+            return text
+        }
+        guard let line else { return }
+        if style == .terminal {
+            writeStderr("\r\u{1B}[2K" + line)
+        } else {
+            writeStderr("progress: " + line + "\n")
+        }
+    }
+}
+
+extension String {
+    /// Without a trailing `/` (but `/` stays `/`).
+    var trimmedTrailingSlash: String {
+        count > 1 && hasSuffix("/") ? String(dropLast()) : self
+    }
+}
+
+/// Why a list entry cannot be downloaded as written.
+struct ListEntryError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// Many files at once: lists, one shared connection budget, coalescing, checksums, shards.
+@Suite("Bulk downloads", .serialized)
+struct BulkTests {
+    @Test("a 300-file list: every file byte-identical, the missing one reported, the duplicate fetched once, a re-run fetches nothing")
+    func threeHundredFiles() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start()
+            defer { nginx.stop() }
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            var random = SystemRandomNumberGenerator()
+            var expected: [String: String] = [:]  // file name -> SHA-256
+            var lines: [String] = ["# 300 entries: 297 files, a duplicate line and a missing object"]
+            for index in 0..<298 {
+                // Mostly small files, some medium ones, two large enough to be split.
+                let size = index < 2 ? 12 << 20 : index % 25 == 0 ? Int.random(in: (1 << 20)...(3 << 20), using: &random) : Int.random(in: 1...(300 << 10), using: &random)
+                let name = "f\(index).bin"
+                expected[name] = try nginx.addFile(name, size: size, seed: UInt64(index + 1))
+                lines.append(nginx.url("/\(name)"))
+            }
+            lines.append(nginx.url("/f7.bin"))  // the duplicate line
+            lines.append(nginx.url("/missing.bin"))
+            let list = scratch.url.appendingPathComponent("list.txt")
+            try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+            let out = scratch.url.appendingPathComponent("out")
+            try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+
+            let first = try await CLI.run(["get", "-i", list.path, "-d", out.path, "--jobs", "16"], in: scratch.url)
+            #expect(first.status == 1, "a missing object makes the run fail: \(first.stderr.suffix(500))")
+            #expect(first.stderr.contains("missing.bin") && first.stderr.contains("404 Not Found"), "the missing object is reported: \(first.stderr.suffix(800))")
+            #expect(first.stderr.contains("299 done, 1 failed"), "\(first.stderr.suffix(500))")
+            for (name, sha) in expected {
+                #expect(try TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("missing.bin").path))
+            let log = try nginx.log()
+            #expect(log.filter { $0.uri == "/f7.bin" }.count == 1, "the duplicate line is fetched once: \(log.filter { $0.uri == "/f7.bin" })")
+            #expect(log.filter { $0.uri == "/f0.bin" }.count > 1, "large files are split over several requests")
+            #expect(Set(log.map(\.connection)).count < log.count, "connections are reused across files")
+
+            try nginx.clearLog()
+            let again = try await CLI.run(["get", "-i", list.path, "-d", out.path, "--jobs", "16", "--json"], in: scratch.url)
+            #expect(again.status == 1)
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
+            #expect(summary["alreadyComplete"] as? Int == 299, "\(again.stdout)")
+            let rerun = try nginx.log()
+            #expect(!rerun.contains { $0.status == 200 || $0.status == 206 }, "a re-run transfers no object bytes: \(rerun.filter { $0.status < 300 }.prefix(3))")
+        }
+    }
+
+    @Test("two concurrent callers for the same URL and file share one transfer")
+    func coalescing() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 16 << 20, seed: 70)
+            origin.addObject(object, at: "/shared.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 8 << 20 }
+            let path = scratch.path("shared.bin")
+            let (a, b) = try await withDownloader(quickConfiguration()) { downloader in
+                async let first = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: path)
+                async let second = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: scratch.url.path + "/./shared.bin")
+                return try await (first, second)
+            }
+            #expect(a == b, "both callers get the same result")
+            #expect(try TestData.sha256(of: path) == object.sha256)
+            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+            #expect(served < object.size + (4 << 20), "one transfer: \(served) bytes served for \(object.size)")
+        }
+    }
+
+    @Test("shard K/N over N runs covers every line exactly once")
+    func shards() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            var lines: [String] = []
+            for index in 0..<40 {
+                origin.addObject(TestObject(size: 1000 + Int64(index), seed: UInt64(index + 100)), at: "/s\(index).bin")
+                lines.append(origin.url("/s\(index).bin"))
+            }
+            let list = scratch.url.appendingPathComponent("list.txt")
+            try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+            var seen: [String: Int] = [:]
+            for k in 0..<3 {
+                let dir = scratch.url.appendingPathComponent("node\(k)")
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                let result = try await CLI.run(["get", "-i", list.path, "-d", dir.path, "--shard", "\(k)/3", "-q"], in: scratch.url)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) { seen[name, default: 0] += 1 }
+            }
+            #expect(seen.count == 40, "every line is covered: \(seen.count)")
+            #expect(seen.values.allSatisfy { $0 == 1 }, "no line is downloaded twice")
+            #expect(origin.requestCount == 40)
+            let invalid = try await CLI.run(["get", "-i", list.path, "--shard", "3/3"], in: scratch.url)
+            #expect(invalid.status == 2)
+        }
+    }
+
+    @Test("list options: out=, dir=, header=, checksum=, comments, mirrors, unsafe names")
+    func listOptions() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let good = TestObject(size: 200_000, seed: 80)
+            let bad = TestObject(size: 200_000, seed: 81)
+            origin.addObject(good, at: "/good.bin")
+            origin.addObject(bad, at: "/bad.bin")
+            origin.addObject(TestObject(size: 500, seed: 82), at: "/plain.bin")
+            origin.addObject(TestObject(size: 500, seed: 83), at: "/escape.bin")
+            let wrong = String(repeating: "0", count: 64)
+            let list = """
+                # comments and blank lines are skipped
+
+                \(origin.url("/good.bin"))\thttp://mirror.invalid/good.bin
+                  out=sub/dir/renamed.bin
+                  header=X-Trace: abc
+                  checksum=sha-256=\(good.sha256)
+                \(origin.url("/bad.bin"))
+                  checksum=sha-256=\(wrong)
+                \(origin.url("/plain.bin"))
+                  dir=\(scratch.url.appendingPathComponent("elsewhere").path)
+                  max-connection-per-server=4
+                \(origin.url("/escape.bin"))
+                  out=../../escaped.bin
+                """
+            try FileManager.default.createDirectory(at: scratch.url.appendingPathComponent("elsewhere"), withIntermediateDirectories: true)
+            let listURL = scratch.url.appendingPathComponent("list.txt")
+            try list.write(to: listURL, atomically: true, encoding: .utf8)
+            let out = scratch.url.appendingPathComponent("out")
+            try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+            let result = try await CLI.run(["get", "-i", listURL.path, "-d", out.path], in: scratch.url)
+            #expect(result.status != 0)
+            #expect(try TestData.sha256(of: out.appendingPathComponent("sub/dir/renamed.bin").path) == good.sha256)
+            #expect(origin.requests.first { $0.path == "/good.bin" }?.header("x-trace") == "abc")
+            #expect(result.stderr.contains("checksum mismatch"), "stderr: \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin").path))
+            #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin.part").path), "nothing is kept")
+            #expect(FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("elsewhere/plain.bin").path))
+            #expect(result.stderr.contains("max-connection-per-server"), "unsupported options are named: \(result.stderr)")
+            #expect(result.stderr.contains("unsafe out="), "stderr: \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.url.deletingLastPathComponent().appendingPathComponent("escaped.bin").path))
+        }
+    }
+
+    @Test("a list from stdin")
+    func listFromStdin() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 3000, seed: 90), at: "/in.bin")
+            let list = scratch.url.appendingPathComponent("list.txt")
+            try origin.url("/in.bin").write(to: list, atomically: true, encoding: .utf8)
+            let process = try ChildProcess(
+                executable: "/bin/sh",
+                arguments: ["-c", "cd \"$1\" && exec \"$0\" get -i - -q < list.txt", CLI.executable, scratch.url.path])
+            #expect(await process.wait(timeout: .seconds(30)) == 0)
+            #expect(scratch.exists("in.bin"))
+        }
+    }
+
+    @Test("--checksum on a single download: a match keeps the file, a mismatch keeps nothing")
+    func singleChecksum() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 5 << 20, seed: 91)
+            origin.addObject(object, at: "/c.bin")
+            let ok = try await CLI.run([origin.url("/c.bin"), "--checksum", "sha256=\(object.sha256)", "-q"], in: scratch.url)
+            #expect(ok.status == 0, "stderr: \(ok.stderr)")
+            let wrong = try await CLI.run([origin.url("/c.bin"), "-o", "d.bin", "--checksum", "sha256=\(String(repeating: "ab", count: 32))"], in: scratch.url)
+            #expect(wrong.status == 1)
+            #expect(wrong.stderr.contains("checksum mismatch") && wrong.stderr.contains("nothing was kept"), "stderr: \(wrong.stderr)")
+            #expect(!scratch.exists("d.bin") && !scratch.exists("d.bin.part") && !scratch.exists("d.bin.swoop"))
+            let malformed = try await CLI.run([origin.url("/c.bin"), "--checksum", "md5=abc"], in: scratch.url)
+            #expect(malformed.status == 2)
+        }
+    }
+
+    @Test("the library's downloadAll: events for every file and a summary; one failure stops nothing")
+    func libraryEvents() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            var items: [BulkItem] = []
+            for index in 0..<12 {
+                origin.addObject(TestObject(size: Int64(100_000 * (index + 1)), seed: UInt64(200 + index)), at: "/e\(index).bin")
+                items.append(BulkItem(DownloadRequest(url: origin.url("/e\(index).bin")), to: scratch.path("e\(index).bin")))
+            }
+            items.insert(BulkItem(DownloadRequest(url: origin.url("/nope.bin")), to: scratch.path("nope.bin")), at: 5)
+            var started = Set<Int>(), finished = Set<Int>(), failed = Set<Int>()
+            var summary: BulkSummary?
+            try await withDownloader(quickConfiguration()) { downloader in
+                for await event in downloader.downloadAll(items, maxConcurrentFiles: 4) {
+                    switch event {
+                    case .started(let index): started.insert(index)
+                    case .progress: break
+                    case .finished(let index, _): finished.insert(index)
+                    case .failed(let index, let error):
+                        failed.insert(index)
+                        #expect(error.httpStatus == 404)
+                    case .completed(let final): summary = final
+                    }
+                }
+            }
+            #expect(started == Set(0..<13))
+            #expect(failed == [5])
+            #expect(finished == Set(0..<13).subtracting([5]))
+            #expect(summary?.succeeded == 12 && summary?.failed == 1)
+            #expect(summary?.failures.first?.url.hasSuffix("/nope.bin") == true)
+        }
+    }
+
+    @Test("one connection budget: a tight pool is shared, never exceeded")
+    func sharedBudget() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            var items: [BulkItem] = []
+            for index in 0..<6 {
+                origin.addObject(TestObject(size: 6 << 20, seed: UInt64(300 + index)), at: "/p\(index).bin")
+                items.append(BulkItem(DownloadRequest(url: origin.url("/p\(index).bin")), to: scratch.path("p\(index).bin")))
+            }
+            origin.updateFaults { $0.throttleBytesPerSecond = 8 << 20 }
+            var configuration = quickConfiguration(connections: 8)
+            configuration.connectionPool.maximumConnectionsPerHost = 5
+            var summary: BulkSummary?
+            try await withDownloader(configuration) { downloader in
+                for await event in downloader.downloadAll(items, maxConcurrentFiles: 6) {
+                    if case .completed(let final) = event { summary = final }
+                }
+            }
+            #expect(summary?.succeeded == 6)
+            #expect(origin.connectionsAccepted >= 5)
+            // The origin never saw more than 5 requests in flight at once (plus one: the server
+            // notices a request cut short only when it handles the close, which can come after
+            // the client's next request on another connection has arrived).
+            #expect(origin.maximumConcurrentRequests <= 6, "peak \(origin.maximumConcurrentRequests)")
+            #expect(origin.maximumConcurrentRequests >= 4, "the pool was used: peak \(origin.maximumConcurrentRequests)")
+        }
+    }
+}
