@@ -32,6 +32,11 @@ def summarize_entry(er):
         s["ideal_mibps"] = er["ideal_mibps"]
         s["ideal_label"] = er.get("ideal_label")
         s["pct_ideal"] = 100.0 * s["mibps"] / er["ideal_mibps"]
+    stray = [r for r in counted if r.get("extra_files_total")]
+    if stray:
+        worst = max(stray, key=lambda r: r["extra_files_total"])
+        s["stray_files_max"] = worst["extra_files_total"]
+        s["stray_example"] = worst["extra_files"][0]
     sw = [r.get("swoop") or {} for r in ok]
     conns = [x["connections"] for x in sw if isinstance(x.get("connections"), int)]
     if conns:
@@ -65,6 +70,13 @@ def _f(value, digits=2):
 
 def scenario_markdown(sr, sums, targets):
     lines = ["### %s — %s" % (sr["name"], sr["title"]), "", sr["description"], ""]
+    if sr.get("run"):
+        r = sr["run"]
+        lines += ["From a separate run merged into this report (`--merge`): %s, Swoop %s, %s warm-up run per tool, "
+                  "%d counted run%s per tool%s; load average at start %s, at end %s." % (
+                      r["date"], r["swoop_version"], "one" if r.get("warmup") else "no", r["runs"],
+                      "" if r["runs"] == 1 else "s", " (quick mode)" if r.get("quick") else "",
+                      "/".join(r.get("loadavg_start") or ["?"]), "/".join(r.get("loadavg_end") or ["?"])), ""]
     if sr.get("origin"):
         lines += ["Origin: %s." % sr["origin"], ""]
     if sr.get("error") and not sums:
@@ -86,6 +98,9 @@ def scenario_markdown(sr, sums, targets):
                 s["swoop_connections"], s["swoop_requests"], s["swoop_retries_max"]))
         if s.get("note"):
             notes.append(s["note"])
+        if s.get("stray_files_max"):
+            notes.append("left up to %d stray file(s) in the output directory, e.g. %s" % (
+                s["stray_files_max"], s["stray_example"]))
         if s["size"] != sums[0]["size"] and not s.get("note") and "MiB" not in s["label"] and "GiB" not in s["label"]:
             notes.append("%d MiB object" % (s["size"] // MiB))
         if s.get("warmup_failed"):
@@ -151,6 +166,11 @@ def markdown(doc):
                 "not a measurement." % (m["runs"], "" if m["runs"] == 1 else "s"), ""]
     if m.get("load_note"):
         out += [m["load_note"], ""]
+    merged = [sr["name"] for sr in doc["scenarios"] if sr.get("run")]
+    if merged:
+        out += ["%s come%s from a separate run merged in with `--merge` (its date and conditions are under %s); "
+                "the rest from the run above." % (", ".join(merged), "s" if len(merged) == 1 else "",
+                                                   "its heading" if len(merged) == 1 else "their headings"), ""]
     for sr in doc["scenarios"]:
         out.append(sr["markdown"])
     return "\n".join(out).rstrip() + "\n"
@@ -215,8 +235,11 @@ def svg(doc):
                 ix, y - gap / 2.0, ix, bottom + gap / 2.0))
             continue
         if kind == "head":
+            head = "%s  %s" % (item["name"], item["title"])
+            if item.get("run"):
+                head += "  (run of %s)" % item["run"]["date"]
             p.append('<text x="16" y="%d" font-size="13" font-weight="bold" fill="#1f2328">%s</text>' % (
-                y + 14, escape("%s  %s" % (item["name"], item["title"]))))
+                y + 14, escape(head)))
             p.append('<line x1="16" y1="%d" x2="%d" y2="%d" stroke="#d0d7de"/>' % (y + 18, width - 16, y + 18))
             continue
         s = item

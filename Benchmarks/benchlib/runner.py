@@ -10,12 +10,14 @@ a file. Without a C compiler the harness falls back to os.wait4 on the tool and 
 
 A pidfd enforces the timeout without racing the reaper. After the tool exits, the harness fsyncs
 the output (timed separately as sync_s: Swoop fsyncs before it exits, the peers do not), hashes it
-and deletes it.
+and deletes it. `run_once_files` does the same for a tool that downloads a set of files into a
+directory (every file is checked; the directory is fresh for each run and deleted after it).
 """
 
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -95,10 +97,10 @@ def _stop(pidfd):
         pass
 
 
-def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_swoop_json=False):
-    """Runs `cmd` once; returns a dict describing the run (never raises for a tool failure)."""
-    os.makedirs(os.path.dirname(output), exist_ok=True)
-    _remove_outputs(output)
+def _measure(cmd, timeout, log_stem, cleanup):
+    """Runs `cmd` through the launcher and measures it; returns (record, out_log, err_log). Never
+    raises for a tool failure; on Ctrl-C or SIGTERM it stops and reaps the tool, calls `cleanup`
+    and re-raises."""
     out_log = os.path.join(LOG_DIR, log_stem + ".out")
     err_log = os.path.join(LOG_DIR, log_stem + ".err")
     record = {"ok": False, "error": None}
@@ -127,7 +129,7 @@ def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_
             except ChildProcessError:
                 pass
             os.close(pidfd)
-            _remove_outputs(output)
+            cleanup()
             raise
         wall = time.perf_counter() - start
         os.close(pidfd)
@@ -158,21 +160,52 @@ def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_
             })
         except (OSError, ValueError):
             record["measured_by"] = "os.wait4 on the launcher (its report is missing)"
-    if parse_swoop_json:
-        with open(out_log, errors="replace") as f:
-            lines = [line for line in f.read().splitlines() if line.strip().startswith("{")]
-        if lines:
-            try:
-                summary = json.loads(lines[-1])
-                record["swoop"] = {k: summary.get(k) for k in
-                                   ("bytes", "seconds", "bytesPerSecond", "connections", "requests",
-                                    "retries", "error", "errorKind")}
-            except ValueError:
-                record["swoop"] = {"unparsed": lines[-1][:500]}
     if timed_out:
         record["error"] = "timed out after %.0f s (killed)" % timeout
     elif record["exit"] != 0:
         record["error"] = "exit status %d" % record["exit"]
+    return record, out_log, err_log
+
+
+# Keys kept from Swoop's --json summary: a single download's, then a list's (`swoop get -i`).
+_SWOOP_KEYS = ("bytes", "seconds", "bytesPerSecond", "connections", "requests", "retries", "error", "errorKind",
+               "ok", "files", "succeeded", "alreadyComplete", "failed", "bytesReceived")
+
+
+def _parse_swoop_json(record, out_log):
+    with open(out_log, errors="replace") as f:
+        lines = [line for line in f.read().splitlines() if line.strip().startswith("{")]
+    if lines:
+        try:
+            summary = json.loads(lines[-1])
+            record["swoop"] = {k: summary[k] for k in _SWOOP_KEYS if k in summary}
+            if summary.get("failures"):
+                record["swoop"]["failures"] = summary["failures"][:10]
+                record["swoop"]["failures_total"] = len(summary["failures"])
+        except ValueError:
+            record["swoop"] = {"unparsed": lines[-1][:500]}
+
+
+def _finish_logs(record, out_log, err_log):
+    if not record["ok"]:
+        record["stderr_tail"] = _tail(err_log)
+        record["stdout_tail"] = _tail(out_log, 600)
+        record["logs"] = [out_log, err_log]
+    else:
+        for path in (out_log, err_log):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_swoop_json=False):
+    """Runs `cmd` once; returns a dict describing the run (never raises for a tool failure)."""
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    _remove_outputs(output)
+    record, out_log, err_log = _measure(cmd, timeout, log_stem, lambda: _remove_outputs(output))
+    if parse_swoop_json:
+        _parse_swoop_json(record, out_log)
     if record["error"] is None:
         if not os.path.isfile(output):
             record["error"] = "no output file"
@@ -193,15 +226,70 @@ def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_
                     record["error"] = "SHA-256 mismatch: %s, expected %s" % (digest, expected_sha)
                 else:
                     record["ok"] = True
-    if not record["ok"]:
-        record["stderr_tail"] = _tail(err_log)
-        record["stdout_tail"] = _tail(out_log, 600)
-        record["logs"] = [out_log, err_log]
-    else:
-        for path in (out_log, err_log):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+    _finish_logs(record, out_log, err_log)
     _remove_outputs(output)
+    return record
+
+
+def _fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+
+
+def run_once_files(cmd, out_dir, files, timeout, log_stem, parse_swoop_json=False):
+    """Runs `cmd`, a tool that downloads a set of files into `out_dir`, once. `files` is a list of
+    {"name", "size", "sha256"} (names relative to out_dir). `out_dir` is emptied before the run (a tool
+    would otherwise skip what an earlier run finished) and deleted after it. Every file is fsync'ed
+    (sync_s is the total), checked by size and SHA-256; one missing or wrong file fails the run.
+    Files the tool left that are not in the set (control files, temporaries) are listed in
+    `extra_files` but do not fail the run."""
+    _fresh_dir(out_dir)
+    record, out_log, err_log = _measure(cmd, timeout, log_stem,
+                                        lambda: shutil.rmtree(out_dir, ignore_errors=True))
+    if parse_swoop_json:
+        _parse_swoop_json(record, out_log)
+        done_before = (record.get("swoop") or {}).get("alreadyComplete")
+        if record["error"] is None and done_before:
+            record["error"] = ("swoop reported %d file(s) already complete in a fresh directory: "
+                               "not a full download" % done_before)
+    if record["error"] is None:
+        bad = []
+        sync_s = 0.0
+        for f in files:
+            path = os.path.join(out_dir, f["name"])
+            if not os.path.isfile(path):
+                bad.append("%s missing" % f["name"])
+                continue
+            size = os.path.getsize(path)
+            sync_start = time.perf_counter()
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            sync_s += time.perf_counter() - sync_start
+            if size != f["size"]:
+                bad.append("%s has %d bytes, expected %d" % (f["name"], size, f["size"]))
+            elif sha256_file(path) != f["sha256"]:
+                bad.append("%s SHA-256 mismatch" % f["name"])
+        record["sync_s"] = round(sync_s, 4)
+        expected = {f["name"] for f in files}
+        extra = []
+        for root, _dirs, names in os.walk(out_dir):
+            for name in names:
+                rel = os.path.relpath(os.path.join(root, name), out_dir)
+                if rel not in expected:
+                    extra.append(rel)
+        if extra:
+            record["extra_files"] = sorted(extra)[:20]
+            record["extra_files_total"] = len(extra)
+        if bad:
+            record["bad_files"] = bad[:20]
+            record["bad_files_total"] = len(bad)
+            record["error"] = "%d of %d files missing or wrong: %s%s" % (
+                len(bad), len(files), "; ".join(bad[:3]), "; ..." if len(bad) > 3 else "")
+        else:
+            record["ok"] = True
+    _finish_logs(record, out_log, err_log)
+    shutil.rmtree(out_dir, ignore_errors=True)
     return record

@@ -3,18 +3,21 @@
 Every scenario starts its own origin(s), makes one warm-up run per tool variant (not counted), then
 `runs` counted rounds in which the variants alternate (round-robin), so drifts hit every tool alike.
 Variants marked `single` run once after the rounds (a tool too slow to repeat) and say so.
+A scenario whose object is a file set (S5) gives every tool the same list of URLs and a fresh, empty
+output directory per run, and checks every file.
 """
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
 
 from . import origins, sources
-from .runner import run_once
-from .util import GiB, MiB, OUT_DIR, WWW_DIR, human_size, log, median
+from .runner import run_once, run_once_files
+from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -37,7 +40,7 @@ class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=()):
         self.name, self.title, self.description = name, title, description
-        self.objects = objects          # key -> ("random", size) | ("payload", seed, size)
+        self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
         self.origin_kind = origin_kind  # "nginx" | "netlab-nginx" | "test-origin"
         self.timeout = timeout
@@ -63,6 +66,20 @@ def tool_command(entry, bins, url, output):
         return ["axel"] + entry.args + ["-q", "-o", output, url]
     if entry.tool == "curl":
         return ["curl", "-sS", "-o", output, url] + entry.args
+    raise ValueError(entry.tool)
+
+
+def fileset_command(entry, bins, url_list, curl_config, out_dir):
+    """A tool that downloads every URL of a list into out_dir (S5). url_list: one URL per line (aria2's
+    input-file format, which Swoop reads too); curl_config: `url = ...` / `output = ...` pairs for curl -K,
+    with outputs in out_dir."""
+    if entry.tool == "swoop":
+        return [bins["swoop"], "get", "-i", url_list, "-d", out_dir] + entry.args + ["--quiet", "--json"]
+    if entry.tool == "aria2c":
+        return (["aria2c", "-i", url_list] + entry.args +
+                ["-d", out_dir, "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false", "-q"])
+    if entry.tool == "curl":
+        return ["curl"] + entry.args + ["-sS", "-K", curl_config]
     raise ValueError(entry.tool)
 
 
@@ -222,6 +239,36 @@ def build(name, quick, cfg):
             "test-origin", timeout=400, targets=targets,
             test_origin_args={"stragglers": straggler, "plain": plain})
 
+    if name == "S5":
+        groups = [(60, 256 * KiB), (2, 8 * MiB)] if q else [(300, 256 * KiB), (8, 32 * MiB)]
+        total = sum(n * size for n, size in groups)
+        count = sum(n for n, _ in groups)
+        shape = " + ".join("%d × %s" % (n, human_size(size)) for n, size in groups)
+        big = groups[-1][1]
+
+        def targets(s):
+            w, a = _by_tool(s, "swoop-jobs16"), _by_tool(s, "aria2c-j16-x4")
+            if w and a:
+                return [("swoop wall <= aria2c's: %.2f s vs %.2f s (%.2fx)" % (
+                    w["median_wall_s"], a["median_wall_s"], w["median_wall_s"] / a["median_wall_s"]),
+                    w["median_wall_s"] <= a["median_wall_s"])]
+            return []
+
+        return Scenario(
+            "S5", "Many files: %s (%s) at 4 MiB/s per connection" % (shape, human_size(total)),
+            "A list of %d URLs on one nginx with limit_rate 4m per connection (and sendfile_max_chunk 64k): many "
+            "small files, where per-file set-up and keeping 16 transfers busy matter, plus a few large ones, where "
+            "more than one connection per file pays (one connection needs %.0f s for a %s file). Every tool gets "
+            "the same list (the large files spread evenly through it), 16 files at a time, and a fresh, empty "
+            "output directory per run; every file is checked (size and SHA-256), and one missing or wrong file "
+            "fails the run. MiB/s = %s (all files) / wall time." % (
+                count, big / MiB / 4.0, human_size(big), human_size(total)),
+            {"main": ("files", "s5", groups)},
+            [swoop("swoop-jobs16", "swoop -i --jobs 16", ["--jobs", "16"]),
+             Entry("aria2c-j16-x4", "aria2c", "aria2c -i -j16 -x4", ["-j16", "-x4"]),
+             Entry("curl-parallel16", "curl", "curl --parallel --parallel-max 16", ["--parallel", "--parallel-max", "16"])],
+            "nginx", nginx_rate="4m", timeout=300, targets=targets)
+
     if name == "MEM":
         small = 64 * MiB if q else GiB
         big = 256 * MiB if q else 8 * GiB
@@ -282,12 +329,53 @@ def build(name, quick, cfg):
 
 # --- Running ---------------------------------------------------------------------------------
 
+LIST_DIR = os.path.join(TMP_DIR, "lists")
+
+
+def _list_order(files):
+    """The files in list order: the small ones in name order with the large ones spread evenly among
+    them (not all at the end, where they alone would decide every tool's tail)."""
+    big_size = max(f["size"] for f in files)
+    big = [f for f in files if f["size"] == big_size]
+    small = [f for f in files if f["size"] != big_size]
+    order = list(small)
+    for i, f in enumerate(big):
+        # Insert after the right share of the small files: big file i of n at ((i + 0.5) / n) of the list.
+        order.insert(int(round((i + 0.5) * len(small) / len(big))) + i, f)
+    return order
+
+
+def _write_lists(sc, entry, obj, dir_url, out_dir):
+    """Writes the URL list (one URL per line: aria2's input-file format, read by Swoop too) and, for
+    curl, a -K config with a `url` / `output` pair per file. Returns (url_list, curl_config or None)."""
+    os.makedirs(LIST_DIR, exist_ok=True)
+    order = _list_order(obj["files"])
+    url_list = os.path.join(LIST_DIR, "%s-urls.txt" % sc.name)
+    with open(url_list, "w") as f:
+        f.writelines("%s/%s\n" % (dir_url, x["name"]) for x in order)
+    curl_config = None
+    if entry.tool == "curl":
+        curl_config = os.path.join(LIST_DIR, "%s-%s.curlrc" % (sc.name, entry.id))
+        with open(curl_config, "w") as f:
+            for x in order:
+                f.write('url = "%s/%s"\noutput = "%s"\n' % (dir_url, x["name"], os.path.join(out_dir, x["name"])))
+    return url_list, curl_config
+
+
 def _prepare_objects(sc, bins):
     objs = {}
     for key, spec in sc.objects.items():
         if spec[0] == "random":
             name, path, sha = sources.random_file(spec[1])
             objs[key] = {"name": name, "size": spec[1], "sha256": sha, "kind": "random"}
+        elif spec[0] == "files":
+            _, directory, groups = spec
+            files = sources.file_set(directory, groups)
+            manifest = "".join("%s %d %s\n" % (f["name"], f["size"], f["sha256"]) for f in files)
+            objs[key] = {"name": "www/%s/ (%s)" % (directory, " + ".join("%d x %s" % (n, human_size(sz)) for n, sz in groups)),
+                         "size": sum(f["size"] for f in files), "kind": "files", "dir": directory,
+                         "groups": [[n, sz] for n, sz in groups], "count": len(files),
+                         "manifest_sha256": hashlib.sha256(manifest.encode()).hexdigest(), "files": files}
         else:
             _, seed, size = spec
             name, path, sha = sources.payload_file(bins["origin"], seed, size)
@@ -302,7 +390,8 @@ def _origins(sc, objs, bins, lab_name):
     with contextlib.ExitStack() as stack:
         if sc.origin_kind == "nginx":
             ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate))
-            urls = {("main", k): "%s/%s" % (ng.base_url, o["name"]) for k, o in objs.items()}
+            urls = {("main", k): "%s/%s" % (ng.base_url, o["dir"] if o["kind"] == "files" else o["name"])
+                    for k, o in objs.items()}
             info["origin"] = "nginx %s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "")
             yield urls, [], info
         elif sc.origin_kind == "netlab-nginx":
@@ -360,7 +449,8 @@ def run_scenario(sc, cfg, bins):
         result["error"] = "not enough disk for the outputs: %.1f GiB free, %.1f GiB needed" % (free / GiB, need / GiB)
         log("%s: %s" % (sc.name, result["error"]))
         return result
-    result["objects"] = objs
+    # A file set's per-file hashes stay out of the results (its manifest digest is kept).
+    result["objects"] = {k: {kk: vv for kk, vv in o.items() if kk != "files"} for k, o in objs.items()}
     entry_results = {}
     for e in sc.entries:
         o = objs[e.obj]
@@ -374,8 +464,13 @@ def run_scenario(sc, cfg, bins):
             result.update(info)
             for e in sc.entries:
                 url = urls[(e.origin, e.obj)]
-                output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
-                entry_results[e.id]["command"] = prefix + tool_command(e, bins, url, output)
+                if objs[e.obj]["kind"] == "files":
+                    out_dir = os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id))
+                    url_list, curl_config = _write_lists(sc, e, objs[e.obj], url, out_dir)
+                    entry_results[e.id]["command"] = prefix + fileset_command(e, bins, url_list, curl_config, out_dir)
+                else:
+                    output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
+                    entry_results[e.id]["command"] = prefix + tool_command(e, bins, url, output)
             alternating = [e for e in sc.entries if e.mode == "alternate"]
             singles = [e for e in sc.entries if e.mode == "single"]
             plan = []
@@ -387,10 +482,14 @@ def run_scenario(sc, cfg, bins):
             for phase, index, e in plan:
                 er = entry_results[e.id]
                 o = objs[e.obj]
-                output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
                 stem = "%s-%s-%s%d" % (sc.name, e.id, phase, index)
-                rec = run_once(er["command"], output, o["size"], o["sha256"], sc.timeout, stem,
-                               parse_swoop_json=e.is_swoop)
+                if o["kind"] == "files":
+                    rec = run_once_files(er["command"], os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id)), o["files"],
+                                         sc.timeout, stem, parse_swoop_json=e.is_swoop)
+                else:
+                    output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
+                    rec = run_once(er["command"], output, o["size"], o["sha256"], sc.timeout, stem,
+                                   parse_swoop_json=e.is_swoop)
                 rec["phase"], rec["index"] = phase, index
                 er["runs"].append(rec)
                 what = {"warm-up": "warm-up", "counted": "run %d/%d" % (index, runs), "single": "single run"}[phase]
@@ -401,6 +500,10 @@ def run_scenario(sc, cfg, bins):
                     sw = rec.get("swoop") or {}
                     if sw.get("connections") is not None:
                         line += "  conns %s req %s retries %s" % (sw.get("connections"), sw.get("requests"), sw.get("retries"))
+                    if sw.get("files") is not None:
+                        line += "  files %s/%s" % (sw.get("succeeded"), sw.get("files"))
+                    if rec.get("extra_files_total"):
+                        line += "  (left %d stray file(s), e.g. %s)" % (rec["extra_files_total"], rec["extra_files"][0])
                     line += "  ok"
                 else:
                     line += "  FAILED: %s" % rec["error"]
