@@ -670,7 +670,10 @@ final class DownloadSession {
     private func startSegmentRequest(_ worker: SegmentWorker, _ segment: Segment) {
         guard let object, let scheduler else { return }
         // A hedge pair fetches its whole tail in one request, so the pair never splits between requests.
-        let size = segment.partner == nil ? requestSize(for: worker) : segment.end - segment.position
+        var size = segment.partner == nil ? requestSize(for: worker) : segment.end - segment.position
+        // Take a remainder under half a request along now rather than leave a sliver that costs a
+        // request (a round trip, and on a lossy path a slow start) of its own later.
+        if segment.end - segment.position < size + size / 2 { size = segment.end - segment.position }
         let range = ByteRange(segment.position, min(segment.end, segment.position + size))
         scheduler.noteRequested(segment, upTo: range.upperBound)
         var lines = headerLines(for: object.url)

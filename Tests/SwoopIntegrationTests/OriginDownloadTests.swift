@@ -109,6 +109,34 @@ struct OriginDownloadTests {
         }
     }
 
+    @Test("a segment's first request takes a short remainder along instead of leaving it for later")
+    func noSlivers() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            // The probe's MiB, then four 5 MiB segments: the default first request (4 MiB) would
+            // leave a 1 MiB sliver of each for a request of its own.
+            let segment: Int64 = 5 << 20
+            let object = TestObject(size: (1 << 20) + 4 * segment, seed: 12)
+            origin.addObject(object, at: "/slivers.bin")
+            _ = try await withDownloader(quickConfiguration(connections: 4)) {
+                try await $0.download(DownloadRequest(url: origin.url("/slivers.bin")), to: scratch.path("slivers.bin"))
+            }
+            #expect(try TestData.sha256(of: scratch.path("slivers.bin")) == object.sha256)
+            let starts = Set((0..<4).map { (1 << 20) + $0 * segment })
+            let first = origin.requests.dropFirst().compactMap { request -> (Int64, Int64)? in
+                guard let range = request.header("range"), range.hasPrefix("bytes=") else { return nil }
+                let bounds = range.dropFirst(6).split(separator: "-").compactMap { Int64($0) }
+                guard bounds.count == 2, starts.contains(bounds[0]) else { return nil }
+                return (bounds[0], bounds[1] + 1 - bounds[0])
+            }
+            #expect(Set(first.map(\.0)) == starts, "every segment starts with a request: \(first)")
+            for (start, length) in first {
+                #expect(length == segment, "the request at \(start) covers \(length) bytes, not the whole segment")
+            }
+        }
+    }
+
     @Test("an empty object becomes an empty file")
     func emptyObject() async throws {
         let scratch = try Scratch()
