@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // `swift package generate-documentation --target Swoop` (DocC); a plugin, not linked.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The C boundary: libcurl and the shims for its variadic calls.

@@ -30,7 +30,9 @@ public final class Downloader: Sendable {
 
     /// Creates a downloader and starts its transfer thread.
     ///
-    /// - Parameter logger: Where the library logs; by default it does not log.
+    /// - Parameters:
+    ///   - configuration: Connections, retries, timeouts and the shared connection budget.
+    ///   - logger: Where the library logs; by default it does not log.
     public init(configuration: Configuration = Configuration(), logger: Logger? = nil) {
         let budget = ConnectionBudget(
             total: configuration.connectionPool.maximumConnections,
@@ -54,6 +56,8 @@ public final class Downloader: Sendable {
     /// by an earlier run resumes if it is the same object.
     ///
     /// - Parameters:
+    ///   - request: The URL, extra headers and an optional expected checksum.
+    ///   - path: The target file.
     ///   - progress: Called on the transfer thread every ``Configuration/progressInterval``;
     ///     it must return quickly.
     /// - Throws: ``DownloadError``; ``DownloadError/Kind/interrupted`` if the task was cancelled
