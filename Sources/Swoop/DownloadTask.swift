@@ -41,10 +41,24 @@ public final class DownloadTask: Sendable {
     private let inner = Mutex(Inner())
     private let launch: @Sendable (DownloadTask, Int) -> DownloadControl
     private let onFinish: @Sendable () -> Void
+    /// Progress handlers: the first caller's, then those of callers who joined this download.
+    private let progressHandlers = Mutex<[@Sendable (DownloadProgress) -> Void]>([])
 
     init(launch: @escaping @Sendable (DownloadTask, Int) -> DownloadControl, onFinish: @escaping @Sendable () -> Void = {}) {
         self.launch = launch
         self.onFinish = onFinish
+    }
+
+    /// Adds a handler that receives this download's progress from now on.
+    func addProgressHandler(_ handler: (@Sendable (DownloadProgress) -> Void)?) {
+        guard let handler else { return }
+        progressHandlers.withLock { $0.append(handler) }
+    }
+
+    /// Hands `progress` to every handler (on the transfer thread).
+    func reportProgress(_ progress: DownloadProgress) {
+        let handlers = progressHandlers.withLock { $0 }
+        for handler in handlers { handler(progress) }
     }
 
     func begin() {

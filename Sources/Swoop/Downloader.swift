@@ -82,7 +82,8 @@ public final class Downloader: Sendable {
     /// ``start(_:to:progress:)`` with another configuration for this one download.
     ///
     /// The same URL to the same path while a download of it is running (or paused) is not
-    /// fetched twice: the caller gets the running download's task (resumed if it was paused).
+    /// fetched twice: the caller gets the running download's task (resumed if it was paused),
+    /// and its `progress` handler receives that download's progress too.
     func start(
         _ request: DownloadRequest, to path: String, configuration: Configuration,
         progress: (@Sendable (DownloadProgress) -> Void)?
@@ -95,11 +96,12 @@ public final class Downloader: Sendable {
         let coalescing = !configuration.discardsData
         let (task, isNew) = coalesced.withLock { running -> (DownloadTask, Bool) in
             if coalescing, let existing = running[key], existing.state == .running || existing.state == .paused {
+                existing.addProgressHandler(progress)
                 return (existing, false)
             }
             let task = DownloadTask(
                 launch: { [self] task, run in
-                    launch(request, url: url, paths: paths, configuration: configuration, progress: progress, task: task, run: run)
+                    launch(request, url: url, paths: paths, configuration: configuration, task: task, run: run)
                 },
                 onFinish: { [self] in
                     coalesced.withLock { running in
@@ -108,6 +110,7 @@ public final class Downloader: Sendable {
                         }
                     }
                 })
+            task.addProgressHandler(progress)
             if coalescing { running[key] = task }
             return (task, true)
         }
@@ -122,7 +125,7 @@ public final class Downloader: Sendable {
     /// Starts one run of a download on the transfer thread.
     private func launch(
         _ request: DownloadRequest, url: RemoteURL, paths: DownloadPaths, configuration: Configuration,
-        progress: (@Sendable (DownloadProgress) -> Void)?, task: DownloadTask, run: Int
+        task: DownloadTask, run: Int
     ) -> DownloadControl {
         let control = DownloadControl(loop: loop, diskQueue: diskQueue, paths: paths)
         let id = ObjectIdentifier(control)
@@ -134,7 +137,7 @@ public final class Downloader: Sendable {
         let accepted = loop.execute { [loop, diskQueue, logger] in
             let session = DownloadSession(
                 loop: loop, diskQueue: diskQueue, configuration: configuration, request: request,
-                url: url, paths: paths, logger: logger, progress: progress, completion: finished)
+                url: url, paths: paths, logger: logger, progress: { task.reportProgress($0) }, completion: finished)
             control.attach(session)
             session.start()
         }

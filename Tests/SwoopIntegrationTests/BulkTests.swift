@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import Synchronization
 import Testing
 
 /// Many files at once: lists, one shared connection budget, coalescing, checksums, shards.
@@ -53,7 +54,7 @@ struct BulkTests {
         }
     }
 
-    @Test("two concurrent callers for the same URL and file share one transfer")
+    @Test("two concurrent callers for the same URL and file share one transfer, and both see its progress")
     func coalescing() async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -62,12 +63,21 @@ struct BulkTests {
             origin.addObject(object, at: "/shared.bin")
             origin.updateFaults { $0.throttleBytesPerSecond = 8 << 20 }
             let path = scratch.path("shared.bin")
+            let firstSeen = MostBytesSeen(), secondSeen = MostBytesSeen()
             let (a, b) = try await withDownloader(quickConfiguration()) { downloader in
-                async let first = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: path)
-                async let second = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: scratch.url.path + "/./shared.bin")
+                async let first = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: path) { progress in
+                    firstSeen.note(progress)
+                }
+                async let second = downloader.download(
+                    DownloadRequest(url: origin.url("/shared.bin")), to: scratch.url.path + "/./shared.bin"
+                ) { progress in
+                    secondSeen.note(progress)
+                }
                 return try await (first, second)
             }
             #expect(a == b, "both callers get the same result")
+            #expect(firstSeen.bytes == object.size, "the first caller saw the download to its end")
+            #expect(secondSeen.bytes == object.size, "the caller who joined saw the download to its end")
             #expect(try TestData.sha256(of: path) == object.sha256)
             let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
             #expect(served < object.size + (4 << 20), "one transfer: \(served) bytes served for \(object.size)")
@@ -244,4 +254,11 @@ struct BulkTests {
             #expect(origin.maximumConcurrentRequests >= 4, "the pool was used: peak \(origin.maximumConcurrentRequests)")
         }
     }
+}
+
+/// The most bytes a progress handler was told about.
+private final class MostBytesSeen: Sendable {
+    private let most = Mutex<Int64>(0)
+    var bytes: Int64 { most.withLock { $0 } }
+    func note(_ progress: DownloadProgress) { most.withLock { $0 = max($0, progress.bytesDone) } }
 }
