@@ -199,6 +199,25 @@ def _finish_logs(record, out_log, err_log):
                 pass
 
 
+def _sync_and_check(path, expected_size, expected_sha):
+    """fsyncs an output (timed: the write-back a tool left behind) and checks its size and SHA-256.
+    Returns (seconds the fsync took, None or what is wrong)."""
+    size = os.path.getsize(path)
+    sync_start = time.perf_counter()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    seconds = time.perf_counter() - sync_start
+    if size != expected_size:
+        return seconds, "wrong size: %d bytes, expected %d" % (size, expected_size)
+    digest = sha256_file(path)
+    if digest != expected_sha:
+        return seconds, "SHA-256 mismatch: %s, expected %s" % (digest, expected_sha)
+    return seconds, None
+
+
 def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_swoop_json=False):
     """Runs `cmd` once; returns a dict describing the run (never raises for a tool failure)."""
     os.makedirs(os.path.dirname(output), exist_ok=True)
@@ -210,22 +229,10 @@ def run_once(cmd, output, expected_size, expected_sha, timeout, log_stem, parse_
         if not os.path.isfile(output):
             record["error"] = "no output file"
         else:
-            size = os.path.getsize(output)
-            sync_start = time.perf_counter()
-            fd = os.open(output, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            record["sync_s"] = round(time.perf_counter() - sync_start, 4)
-            if size != expected_size:
-                record["error"] = "wrong size: %d bytes, expected %d" % (size, expected_size)
-            else:
-                digest = sha256_file(output)
-                if digest != expected_sha:
-                    record["error"] = "SHA-256 mismatch: %s, expected %s" % (digest, expected_sha)
-                else:
-                    record["ok"] = True
+            sync_s, problem = _sync_and_check(output, expected_size, expected_sha)
+            record["sync_s"] = round(sync_s, 4)
+            record["error"] = problem
+            record["ok"] = problem is None
     _finish_logs(record, out_log, err_log)
     _remove_outputs(output)
     return record
@@ -260,18 +267,10 @@ def run_once_files(cmd, out_dir, files, timeout, log_stem, parse_swoop_json=Fals
             if not os.path.isfile(path):
                 bad.append("%s missing" % f["name"])
                 continue
-            size = os.path.getsize(path)
-            sync_start = time.perf_counter()
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            sync_s += time.perf_counter() - sync_start
-            if size != f["size"]:
-                bad.append("%s has %d bytes, expected %d" % (f["name"], size, f["size"]))
-            elif sha256_file(path) != f["sha256"]:
-                bad.append("%s SHA-256 mismatch" % f["name"])
+            seconds, problem = _sync_and_check(path, f["size"], f["sha256"])
+            sync_s += seconds
+            if problem:
+                bad.append("%s: %s" % (f["name"], problem))
         record["sync_s"] = round(sync_s, 4)
         expected = {f["name"] for f in files}
         extra = []
