@@ -103,7 +103,7 @@ import Testing
                 $0.stallFirstRequests = 1
             }
             let connection = try await RawHTTPConnection.connect(to: origin)
-            let stalled = try await connection.request(.GET, "/a", timeout: .seconds(2))
+            let stalled = try await connection.request(.GET, "/a", timeout: .seconds(5))
             #expect(stalled.ending == .timedOut)
             #expect(stalled.status == 200)
             #expect(stalled.body.count == 1000)
@@ -123,7 +123,7 @@ import Testing
             origin.addObject(TestObject(size: 1000), at: "/a")
             origin.updateFaults { $0.stallAfterBytes = 0 }
             let connection = try await RawHTTPConnection.connect(to: origin)
-            let stalled = try await connection.request(.GET, "/a", timeout: .seconds(2))
+            let stalled = try await connection.request(.GET, "/a", timeout: .seconds(5))
             #expect(stalled.ending == .timedOut)
             #expect(stalled.head != nil)
             #expect(stalled.body.isEmpty)
@@ -287,7 +287,7 @@ import Testing
             origin.addObject(TestObject(size: 4 << 20), at: "/a")
             origin.updateFaults { $0.throttleBytesPerSecond = 256 << 10 }
             let connection = try await RawHTTPConnection.connect(to: origin)
-            let partial = try await connection.request(.GET, "/a", timeout: .seconds(1))
+            let partial = try await connection.request(.GET, "/a", timeout: .seconds(3))
             #expect(partial.ending == .timedOut)
             await connection.close()
             #expect(try await eventually { origin.requests.count == 1 })

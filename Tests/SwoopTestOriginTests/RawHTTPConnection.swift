@@ -65,7 +65,7 @@ final class RawHTTPConnection: Sendable {
     }
 
     /// The next response, or what there is of it when the connection closes or `timeout` passes.
-    func response(timeout: TimeAmount = .seconds(10)) async throws -> RawResponse {
+    func response(timeout: TimeAmount = .seconds(60)) async throws -> RawResponse {
         let collector = self.collector
         return try await channel.eventLoop.flatSubmit {
             collector.value.next(timeout: timeout)
@@ -77,7 +77,7 @@ final class RawHTTPConnection: Sendable {
         _ method: HTTPMethod = .GET,
         _ uri: String,
         headers: [(String, String)] = [],
-        timeout: TimeAmount = .seconds(10)
+        timeout: TimeAmount = .seconds(60)
     ) async throws -> RawResponse {
         try await send(method, uri, headers: headers)
         return try await response(timeout: timeout)
@@ -179,7 +179,7 @@ func withOrigin<T>(_ body: (TestOrigin) async throws -> T) async throws -> T {
 }
 
 /// Waits until `condition` holds (server-side bookkeeping lags the client by a moment).
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async throws -> Bool {
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
     while !condition() {
