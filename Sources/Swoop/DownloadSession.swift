@@ -647,7 +647,9 @@ final class DownloadSession {
         let rate = worker.recentRate
         guard rate > 0 else { return nil }
         let secondsLeft = Double(victim.remaining) / rate
-        guard secondsLeft > max(0.25, 4 * worker.timeToFirstByte) else { return nil }
+        // The path's round trip, not this connection's first-byte time: on a lossy path that is
+        // inflated by retransmissions, and would leave the last second of a slow tail uncut.
+        guard secondsLeft > max(0.25, 4 * roundTripEstimate) else { return nil }
         let rates = workers.filter(\.isTransferring).map(\.recentRate).filter { $0 > 0 }.sorted()
         let thiefRate = rates.isEmpty ? rate : rates[rates.count / 2]
         let victimShare = rate / (rate + thiefRate)
