@@ -106,6 +106,28 @@ def _by_tool(summaries, entry_id):
     return s if s and s.get("ok_runs") else None
 
 
+def _wall_ratio_target(summaries, subject, reference, label, limit):
+    """[(label with the measured times and ratio, met)] for `subject`'s median wall time over
+    `reference`'s, met when the ratio is at most `limit`; [] when either has no successful run."""
+    w, ref = _by_tool(summaries, subject), _by_tool(summaries, reference)
+    if not (w and ref):
+        return []
+    r = w["median_wall_s"] / ref["median_wall_s"]
+    return [("%s: %.2f s vs %.2f s (%.2fx)" % (label, w["median_wall_s"], ref["median_wall_s"], r), r <= limit)]
+
+
+def _at_16_target(summaries):
+    """swoop -c16 against the faster of aria2c -x16 and axel -n16 (issue 5's S2 and S3 target)."""
+    w = _by_tool(summaries, "swoop-c16")
+    peers = [p for p in (_by_tool(summaries, "aria2c-x16"), _by_tool(summaries, "axel-n16")) if p]
+    if not w or not peers:
+        return []
+    best = min(peers, key=lambda p: p["median_wall_s"])
+    return [("swoop -c16 wall <= best peer at 16 connections (%s): %.2f s vs %.2f s (%.2fx)" % (
+        best["label"], w["median_wall_s"], best["median_wall_s"], w["median_wall_s"] / best["median_wall_s"]),
+        w["median_wall_s"] <= best["median_wall_s"])]
+
+
 def _mibps(s):
     return s["mibps"] if s else None
 
@@ -146,15 +168,10 @@ def build(name, quick, cfg):
         def targets(s):
             out = []
             w = _by_tool(s, "swoop-c16")
-            peers = [p for p in (_by_tool(s, "aria2c-x16"), _by_tool(s, "axel-n16")) if p]
             if w:
                 pct = 100.0 * w["mibps"] / ideal
                 out.append(("swoop -c16 >= 97%% of ideal (%.1f s): %.1f%%" % (size / MiB / ideal, pct), pct >= 97.0))
-            if w and peers:
-                best = min(p["median_wall_s"] for p in peers)
-                out.append(("swoop -c16 wall <= best of aria2c/axel: %.2f s vs %.2f s" % (w["median_wall_s"], best),
-                            w["median_wall_s"] <= best))
-            return out
+            return out + _at_16_target(s)
 
         ideal_kw = dict(ideal_mibps=ideal, ideal_label="16 x 10 MiB/s")
         return Scenario(
@@ -167,17 +184,6 @@ def build(name, quick, cfg):
             "nginx", nginx_rate="10m", timeout=400, targets=targets,
             skipped=[("curl", "one connection is capped at 10 MiB/s: about %.0f s per run, "
                               "so it is left out" % (size / MiB / 10.0))])
-
-    def at_16_target(s):
-        """swoop -c16 against the best peer at 16 connections (issue 5's S3 target)."""
-        w = _by_tool(s, "swoop-c16")
-        peers = [p for p in (_by_tool(s, "aria2c-x16"), _by_tool(s, "axel-n16")) if p]
-        if not w or not peers:
-            return []
-        best = min(peers, key=lambda p: p["median_wall_s"])
-        return [("swoop -c16 wall <= best peer at 16 connections (%s): %.2f s vs %.2f s (%.2fx)" % (
-            best["label"], w["median_wall_s"], best["median_wall_s"], w["median_wall_s"] / best["median_wall_s"]),
-            w["median_wall_s"] <= best["median_wall_s"])]
 
     tcp_metrics_note = (" Before every run the kernel's TCP metrics cache is flushed in both namespaces, so no "
                         "run inherits a slow-start threshold from the losses of the run before it.")
@@ -199,19 +205,14 @@ def build(name, quick, cfg):
              curl(obj="curl", mode="single",
                   note="1 run on a %s object, outside the alternation (one connection gets ~1.4 MiB/s)"
                        % human_size(curl_size), **ceiling)],
-            "netlab-nginx", netlab=(20, 0.1), timeout=600, targets=at_16_target)
+            "netlab-nginx", netlab=(20, 0.1), timeout=600, targets=_at_16_target)
 
     if name == "S3b":
         size = 16 * MiB if q else 64 * MiB
 
         def targets(s):
-            out = []
-            w = _by_tool(s, "swoop-adaptive")
-            a = _by_tool(s, "aria2c-x16")
-            if w and a:
-                r = w["median_wall_s"] / a["median_wall_s"]
-                out.append(("swoop (adaptive) wall <= 0.67x aria2c -x16's: %.2fx" % r, r <= 0.67))
-            return out + at_16_target(s)
+            return (_wall_ratio_target(s, "swoop-adaptive", "aria2c-x16", "swoop (adaptive) wall <= 0.67x aria2c -x16's", 0.67)
+                    + _at_16_target(s))
 
         return Scenario(
             "S3b", "Emulated WAN: 40 ms RTT, 1%% loss, %s" % human_size(size),
@@ -230,13 +231,8 @@ def build(name, quick, cfg):
         plain = ["--throttle", "20m"]
 
         def targets(s):
-            out = []
-            w = _by_tool(s, "swoop-c16-stragglers")
-            b = _by_tool(s, "swoop-c16-plain")
-            if w and b:
-                r = w["median_wall_s"] / b["median_wall_s"]
-                out.append(("swoop -c16 with stragglers within 10%% of without: %.2fx" % r, r <= 1.10))
-            return out
+            return _wall_ratio_target(s, "swoop-c16-stragglers", "swoop-c16-plain",
+                                      "swoop -c16 with stragglers within 10% of without", 1.10)
 
         return Scenario(
             "S4", "Stragglers: test origin, 20 MiB/s per connection, every 4th connection 2 MiB/s, %s" % human_size(size),
@@ -262,12 +258,7 @@ def build(name, quick, cfg):
         big = groups[-1][1]
 
         def targets(s):
-            w, a = _by_tool(s, "swoop-jobs16"), _by_tool(s, "aria2c-j16-x4")
-            if w and a:
-                return [("swoop wall <= aria2c's: %.2f s vs %.2f s (%.2fx)" % (
-                    w["median_wall_s"], a["median_wall_s"], w["median_wall_s"] / a["median_wall_s"]),
-                    w["median_wall_s"] <= a["median_wall_s"])]
-            return []
+            return _wall_ratio_target(s, "swoop-jobs16", "aria2c-j16-x4", "swoop wall <= aria2c's", 1.0)
 
         return Scenario(
             "S5", "Many files: %s (%s) at 4 MiB/s per connection" % (shape, human_size(total)),

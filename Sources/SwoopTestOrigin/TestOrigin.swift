@@ -37,6 +37,20 @@ public final class TestOrigin: Sendable {
         assert(core.isShutDown, "TestOrigin on port \(port) was released without shutdown()")
     }
 
+    /// Starts an origin on loopback (port 0), runs `body` with it, and shuts it down however
+    /// `body` ends.
+    public static func withRunning<T>(threads: Int = 1, _ body: (TestOrigin) async throws -> T) async throws -> T {
+        let origin = try await start(threads: threads)
+        do {
+            let result = try await body(origin)
+            try await origin.shutdown()
+            return result
+        } catch {
+            try? await origin.shutdown()
+            throw error
+        }
+    }
+
     /// Binds host:port (port 0 = any free port) and starts serving on `threads` event loops.
     public static func start(host: String = "127.0.0.1", port: Int = 0, threads: Int = 1) async throws -> TestOrigin {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, threads))

@@ -167,15 +167,7 @@ private final class ResponseCollector: ChannelInboundHandler, RemovableChannelHa
 
 /// Starts an origin on port 0, runs `body`, and always shuts the origin down.
 func withOrigin<T>(_ body: (TestOrigin) async throws -> T) async throws -> T {
-    let origin = try await TestOrigin.start()
-    do {
-        let result = try await body(origin)
-        try await origin.shutdown()
-        return result
-    } catch {
-        try? await origin.shutdown()
-        throw error
-    }
+    try await TestOrigin.withRunning(body)
 }
 
 /// Waits until `condition` holds (server-side bookkeeping lags the client by a moment).

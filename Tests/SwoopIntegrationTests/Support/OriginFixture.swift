@@ -5,15 +5,7 @@ import SwoopTestOrigin
 
 /// Runs `body` with a fresh test origin, shutting it down however `body` ends.
 func withTestOrigin<T>(threads: Int = 1, _ body: (TestOrigin) async throws -> T) async throws -> T {
-    let origin = try await TestOrigin.start(threads: threads)
-    do {
-        let result = try await body(origin)
-        try await origin.shutdown()
-        return result
-    } catch {
-        try? await origin.shutdown()
-        throw error
-    }
+    try await TestOrigin.withRunning(threads: threads, body)
 }
 
 /// Runs `body` with a downloader, shutting it down however `body` ends.
