@@ -74,10 +74,12 @@ struct ChunkLayout: Equatable, Sendable {
     let objectSize: Int64
     let chunkSize: Int64
 
-    /// One chunk size per object size: 256 KiB (the resume granularity), doubled until there are
-    /// at most 65 536 chunks, so the map stays small (8 KiB of bitmap) whatever the size.
+    /// One chunk size per object size: 64 KiB (the resume and work-stealing granularity), doubled
+    /// until there are at most 65 536 chunks, so the map stays small (8 KiB of bitmap) whatever the
+    /// size. Small chunks let the last requests be split finely: on a lossy link a 256 KiB piece
+    /// takes a loss-bound connection over half a second, and the end of a download waited on them.
     init(objectSize: Int64) {
-        var chunkSize: Int64 = 256 << 10
+        var chunkSize: Int64 = 64 << 10
         while (objectSize + chunkSize - 1) / chunkSize > 65_536 { chunkSize *= 2 }
         self.init(objectSize: objectSize, chunkSize: chunkSize)
     }
