@@ -877,7 +877,11 @@ final class DownloadSession {
 
     /// Makes the written chunks durable, then records them in the map: data first, map second.
     private func checkpoint(force: Bool, then completion: (() -> Void)? = nil) {
-        guard configuration.checkpointInterval != nil, let scheduler, let object, let part, let size = object.size else {
+        // Not once finalizing has taken the descriptor: the map would be written after the
+        // finalizer removed it, by syncing a descriptor number that may belong to another file.
+        guard configuration.checkpointInterval != nil, let scheduler, let object, let descriptor = part?.openDescriptor,
+              let size = object.size
+        else {
             completion?()
             return
         }
@@ -888,7 +892,6 @@ final class DownloadSession {
         let map = SegmentMap(
             objectSize: size, chunkSize: scheduler.layout.chunkSize, etag: object.etag,
             lastModified: object.lastModified, url: originalURL.redacted, chunks: chunks)
-        let descriptor = part.descriptor
         let paths = self.paths
         let session = LoopBound(self)
         let done = LoopBound(completion)
@@ -944,10 +947,10 @@ final class DownloadSession {
     /// Hands the part file's dirty pages to the disk every ``writebackStride`` bytes, on the disk
     /// queue, so writing overlaps the transfer instead of all waiting for the final fsync.
     private func kickWriteback() {
-        guard !writebackInFlight, let part, bytesReceived - bytesAtLastWriteback >= Self.writebackStride else { return }
+        guard !writebackInFlight, let descriptor = part?.openDescriptor, bytesReceived - bytesAtLastWriteback >= Self.writebackStride
+        else { return }
         writebackInFlight = true
         bytesAtLastWriteback = bytesReceived
-        let descriptor = part.descriptor
         let session = LoopBound(self)
         let loop = self.loop
         diskQueue.async {

@@ -192,6 +192,33 @@ struct BulkTests {
         }
     }
 
+    @Test("checkpoints and progress ticks that race the finalizer leave no segment map behind")
+    func noMapAfterFinalize() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            var items: [BulkItem] = []
+            for index in 0..<120 {
+                origin.addObject(TestObject(size: 2 << 20, seed: UInt64(900 + index)), at: "/m\(index).bin")
+                items.append(BulkItem(DownloadRequest(url: origin.url("/m\(index).bin")), to: scratch.path("m\(index).bin")))
+            }
+            // Ticks every millisecond: some land while a file is being finalized, when its part
+            // file's descriptor is already being closed and its number can be reused by another file.
+            var configuration = quickConfiguration()
+            configuration.checkpointInterval = .milliseconds(1)
+            configuration.progressInterval = .milliseconds(1)
+            var summary: BulkSummary?
+            try await withDownloader(configuration) { downloader in
+                for await event in downloader.downloadAll(items, maxConcurrentFiles: 16) {
+                    if case .completed(let final) = event { summary = final }
+                }
+            }
+            #expect(summary?.succeeded == 120)
+            let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { !$0.hasSuffix(".bin") }
+            #expect(left.isEmpty, "left behind: \(left.sorted().prefix(10))")
+        }
+    }
+
     @Test("the library's downloadAll: events for every file and a summary; one failure stops nothing")
     func libraryEvents() async throws {
         let scratch = try Scratch()

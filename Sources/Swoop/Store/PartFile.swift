@@ -8,6 +8,10 @@ final class PartFile {
     let descriptor: FileDescriptor
     private var isClosed = false
 
+    /// The descriptor while the file is open here; `nil` once it is closed or handed over for
+    /// closing (work queued for later must not touch a descriptor number that may be reused).
+    var openDescriptor: FileDescriptor? { isClosed ? nil : descriptor }
+
     private init(path: String, descriptor: FileDescriptor) {
         self.path = path
         self.descriptor = descriptor
