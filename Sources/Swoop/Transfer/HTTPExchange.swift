@@ -129,7 +129,6 @@ final class HTTPExchange {
         easy.set(CURLOPT_TCP_KEEPALIVE, true)
         easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)  // a proxy's CONNECT reply is not the response
         if request.freshConnection { easy.set(CURLOPT_FRESH_CONNECT, true) }
-        if getenv("SWOOP_CURL_VERBOSE") != nil { easy.set(CURLOPT_VERBOSE, true) }
         easy.set(CURLOPT_USERAGENT, options.userAgent)
         errorBuffer.withUnsafeMutableBytes { easy.set(CURLOPT_ERRORBUFFER, pointer: $0.baseAddress) }
         var lines = request.headerLines
