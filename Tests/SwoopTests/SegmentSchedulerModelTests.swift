@@ -69,17 +69,17 @@ final class SchedulerSimulation {
         self.reHedgeSurvivors = reHedgeSurvivors
         var random = SplitMix64(seed: seed)
 
-        // An object of 0 ... 2 GiB, often just off a chunk boundary.
+        // An object of 0 ... 512 MiB (8 192 production chunks), often just off a chunk boundary.
         let shape = random.weighted([(3, 0), (3, 1), (1, 2), (3, 3)])
         var size: Int64
         switch shape {
-        case 0: size = random.logUniform(0...(2 << 30))
-        case 1: size = Int64(random.logUniform(1...2048)) << 20 + Int64.random(in: -1...1, using: &random)
+        case 0: size = random.logUniform(0...(512 << 20))
+        case 1: size = Int64(random.logUniform(1...512)) << 20 + Int64.random(in: -1...1, using: &random)
         case 2: size = Int64.random(in: 0...3, using: &random)
-        default: size = Int64.random(in: 1 << 20...(2 << 30), using: &random)
+        default: size = Int64.random(in: 1 << 20...(512 << 20), using: &random)
         }
-        size = max(0, min(size, 2 << 30))
-        // Either the production layout (1 MiB chunks below 64 GiB) or a smaller chunk, still keeping
+        size = max(0, min(size, 512 << 20))
+        // Either the production layout (64 KiB chunks up to 4 GiB) or another chunk size, still keeping
         // the bitmap to a few thousand chunks.
         let layout: ChunkLayout
         if random.chance(0.5) {
