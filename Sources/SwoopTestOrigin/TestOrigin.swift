@@ -184,3 +184,16 @@ public final class TestOrigin: Sendable {
         core.peakInFlight
     }
 }
+
+/// Waits until `condition` holds, for up to `timeout`; `false` if it never did. The origin's request
+/// log lags the client by a moment (a request is logged when the server has handled its end,
+/// e.g. the client's close), more so when the test process is short of CPU.
+public func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while !condition() {
+        if clock.now >= deadline { return false }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return true
+}

@@ -19,7 +19,7 @@ struct FaultTests {
         _ object: TestObject, faults: (inout FaultSwitches) -> Void,
         configuration: Downloader.Configuration = quickConfiguration(connections: 4),
         within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
-        check: (Run, TestOrigin) throws -> Void
+        check: (Run, TestOrigin) async throws -> Void
     ) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -44,7 +44,7 @@ struct FaultTests {
             case .failure:
                 #expect(!FileManager.default.fileExists(atPath: target), "a failed download left a file at the target", sourceLocation: sourceLocation)
             }
-            try check(run, origin)
+            try await check(run, origin)
         }
     }
 
@@ -122,7 +122,9 @@ struct FaultTests {
                 $0.stallFirstRequests = 1
             }, configuration: configuration, within: .seconds(8)) { run, origin in
                 _ = expectSuccess(run)
-                #expect(origin.requests.first?.faultApplied?.contains("stall") == true)
+                // The stalled request is logged only once the server has handled the client's close.
+                let stallLogged = try await eventually { origin.requests.first?.faultApplied?.contains("stall") == true }
+                #expect(stallLogged)
             }
         }
     }

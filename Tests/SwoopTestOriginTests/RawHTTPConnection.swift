@@ -169,14 +169,3 @@ private final class ResponseCollector: ChannelInboundHandler, RemovableChannelHa
 func withOrigin<T>(_ body: (TestOrigin) async throws -> T) async throws -> T {
     try await TestOrigin.withRunning(body)
 }
-
-/// Waits until `condition` holds (server-side bookkeeping lags the client by a moment).
-func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        if clock.now >= deadline { return false }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return true
-}

@@ -7,7 +7,7 @@ import Testing
 /// a malformed template), so the oracle never parses a header: it compares meanings with the
 /// request. Every head is checked in both directions: the validator accepts it exactly when the
 /// oracle does.
-@Suite("ResponseValidator fuzz")
+@Suite("ResponseValidator fuzz", .serialized)  // CPU-bound: one case at a time, not all of the test pool
 struct ResponseValidatorFuzzTests {
     @Test("segment() accepts exactly the heads that deliver the requested bytes of the same object", arguments: 0..<4)
     func segmentFuzz(batch: Int) throws {

@@ -6,10 +6,10 @@ import Testing
 /// random order — and after every step checks it against an independent record of which bytes were
 /// actually written.
 ///
-/// The simulations are CPU-bound and synchronous: the tests yield between them, so they do not hold
-/// the shared test thread pool (two threads on a 2-core machine) for seconds while timed download
-/// tests wait for it.
-@Suite("SegmentScheduler model")
+/// The simulations are CPU-bound and synchronous: the suite runs one case at a time and yields
+/// between simulations, so it never holds the shared test thread pool (two threads on a 2-core
+/// machine) for seconds while timed download tests wait for it.
+@Suite("SegmentScheduler model", .serialized)
 struct SegmentSchedulerModelTests {
     @Test("random interleavings keep every invariant", arguments: 0..<6)
     func randomInterleavings(batch: Int) async {
