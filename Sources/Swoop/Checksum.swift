@@ -32,6 +32,12 @@ public struct Checksum: Sendable, Equatable, CustomStringConvertible {
         digest = stride(from: 0, to: digits.count, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
     }
 
+    /// A digest already in bytes (one just computed, to show beside the expected one).
+    init(algorithm: Algorithm, digest: [UInt8]) {
+        self.algorithm = algorithm
+        self.digest = digest
+    }
+
     public var hex: String { digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
 
     public var description: String { "\(algorithm.rawValue)=\(hex)" }

@@ -88,10 +88,10 @@ enum Finalizer {
                 try? descriptor.close()
                 unlink(paths.part)
                 SegmentMapFile.remove(at: paths.map)
-                let got = actual.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                let got = Checksum(algorithm: checksum.algorithm, digest: actual)
                 throw DownloadError(
                     .checksumMismatch,
-                    "checksum mismatch for \(paths.target): expected \(checksum), got \(checksum.algorithm.rawValue)=\(got); nothing was kept")
+                    "checksum mismatch for \(paths.target): expected \(checksum), got \(got); nothing was kept")
             }
         }
         try? descriptor.close()
@@ -110,14 +110,16 @@ enum Finalizer {
         var offset: Int64 = 0
         while offset < size {
             let wanted = Int(min(Int64(buffer.count), size - offset))
-            let count = buffer.withUnsafeMutableBytes { raw -> Int in
-                var result: Int
-                repeat { result = pread(descriptor.rawValue, raw.baseAddress, wanted, off_t(offset)) } while result < 0 && errno == EINTR
-                if result > 0 { hasher.update(UnsafeRawBufferPointer(rebasing: raw[0..<result])) }
-                return result < 0 ? -Int(errno) : result
+            let count: Int
+            do {
+                count = try buffer.withUnsafeMutableBytes {
+                    try descriptor.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<wanted]))
+                }
+            } catch {
+                throw (error as? Errno) ?? .ioError
             }
-            if count < 0 { throw Errno(rawValue: Int32(-count)) }
             if count == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             offset += Int64(count)
         }
         return hasher.finalize()
