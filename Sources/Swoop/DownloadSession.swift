@@ -558,7 +558,7 @@ final class DownloadSession {
         for worker in workers.prefix(targetConnections) where !worker.isBusy {
             guard let object, acquirePermit(for: worker, host: object.url, retry: { $0.dispatchWork() }) else { break }
             guard let segment = scheduler.claim(now: now, ownerID: worker.id, cut: cutPoint) else {
-                releasePermit(of: worker)
+                worker.releasePermit()
                 break
             }
             startSegmentRequest(worker, segment)
@@ -567,13 +567,6 @@ final class DownloadSession {
         if !workers.contains(where: \.isBusy), let next = scheduler.nextRetryTime {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
-        }
-    }
-
-    private func releasePermit(of worker: SegmentWorker) {
-        if let host = worker.permitHost {
-            worker.permitHost = nil
-            loop.budget.release(host: host)
         }
     }
 
@@ -630,7 +623,7 @@ final class DownloadSession {
             guard rate < median / 3, timeLeft > 2 * timeOnFresh + 0.5 else { continue }
             guard let helper = available.next(), acquirePermit(for: helper, host: object?.url ?? probeURL, retry: { $0.dispatchWork() }) else { return }
             guard let hedge = scheduler.hedge(segment, ownerID: helper.id) else {
-                releasePermit(of: helper)
+                helper.releasePermit()
                 return
             }
             logger.debug("hedging a slow tail", metadata: ["segment": "\(segment)", "rate": "\(Int(rate))"])

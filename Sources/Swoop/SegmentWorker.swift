@@ -52,6 +52,14 @@ final class SegmentWorker: ExchangeDelegate {
     /// The host whose connection permit this slot holds while its exchange runs.
     var permitHost: String?
 
+    /// Returns the slot's connection permit, if it holds one, to the shared budget.
+    func releasePermit() {
+        if let host = permitHost {
+            permitHost = nil
+            session.loop.budget.release(host: host)
+        }
+    }
+
     /// Sends `request` in `role`. A slot's first request (other than the very first of the
     /// download) opens its own connection; later ones reuse pooled connections.
     func begin(_ role: Role, _ request: ExchangeRequest) {
@@ -156,10 +164,7 @@ final class SegmentWorker: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
         guard exchange === self.exchange else { return }
         self.exchange = nil
-        if let host = permitHost {
-            permitHost = nil
-            session.loop.budget.release(host: host)
-        }
+        releasePermit()
         measure(exchange)
         switch role {
         case .probe:

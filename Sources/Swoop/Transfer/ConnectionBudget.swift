@@ -34,11 +34,6 @@ final class ConnectionBudget {
         for waiter in woken { waiter.wake() }
     }
 
-    /// Permits still free for `host`.
-    func available(host: String) -> Int {
-        max(0, min(total - active, perHost - activeByHost[host, default: 0]))
-    }
-
     /// Calls `wake` once, the next time a permit is returned. Registering again replaces it.
     func wait(_ owner: AnyObject, wake: @escaping () -> Void) {
         let id = ObjectIdentifier(owner)
