@@ -92,7 +92,7 @@ public final class Downloader: Sendable {
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         let paths = DownloadPaths(target: path)
-        let key = url.absoluteString + "\n" + FileName.absolute(path)
+        let key = Self.downloadKey(url: url.absoluteString, path: path)
         let coalescing = !configuration.discardsData
         let (task, isNew) = coalesced.withLock { running -> (DownloadTask, Bool) in
             if coalescing, let existing = running[key], existing.state == .running || existing.state == .paused {
@@ -120,6 +120,12 @@ public final class Downloader: Sendable {
             task.resume()
         }
         return task
+    }
+
+    /// Identifies one download: the URL and the target path, however the path is spelled. Two
+    /// requests with the same key share one transfer.
+    static func downloadKey(url: String, path: String) -> String {
+        url + "\n" + FileName.absolute(path)
     }
 
     /// Starts one run of a download on the transfer thread.

@@ -87,7 +87,7 @@ extension Downloader {
         var leaders: [String: Int] = [:]
         var followers: [Int: [Int]] = [:]
         for (index, item) in items.enumerated() {
-            let key = item.request.url + "\n" + FileName.absolute(item.destination)
+            let key = Self.downloadKey(url: item.request.url, path: item.destination)
             if let leader = leaders[key] {
                 followers[leader, default: []].append(index)
             } else {
