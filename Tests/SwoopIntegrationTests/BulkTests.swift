@@ -197,22 +197,13 @@ struct BulkTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            var items: [BulkItem] = []
-            for index in 0..<120 {
-                origin.addObject(TestObject(size: 2 << 20, seed: UInt64(900 + index)), at: "/m\(index).bin")
-                items.append(BulkItem(DownloadRequest(url: origin.url("/m\(index).bin")), to: scratch.path("m\(index).bin")))
-            }
+            let items = addObjects(120, named: "m", to: origin, into: scratch) { TestObject(size: 2 << 20, seed: UInt64(900 + $0)) }
             // Ticks every millisecond: some land while a file is being finalized, when its part
             // file's descriptor is already being closed and its number can be reused by another file.
             var configuration = quickConfiguration()
             configuration.checkpointInterval = .milliseconds(1)
             configuration.progressInterval = .milliseconds(1)
-            var summary: BulkSummary?
-            try await withDownloader(configuration) { downloader in
-                for await event in downloader.downloadAll(items, maxConcurrentFiles: 16) {
-                    if case .completed(let final) = event { summary = final }
-                }
-            }
+            let summary = try await downloadAll(items, configuration: configuration, maxConcurrentFiles: 16)
             #expect(summary?.succeeded == 120)
             let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { !$0.hasSuffix(".bin") }
             #expect(left.isEmpty, "left behind: \(left.sorted().prefix(10))")
@@ -224,11 +215,7 @@ struct BulkTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            var items: [BulkItem] = []
-            for index in 0..<12 {
-                origin.addObject(TestObject(size: Int64(100_000 * (index + 1)), seed: UInt64(200 + index)), at: "/e\(index).bin")
-                items.append(BulkItem(DownloadRequest(url: origin.url("/e\(index).bin")), to: scratch.path("e\(index).bin")))
-            }
+            var items = addObjects(12, named: "e", to: origin, into: scratch) { TestObject(size: Int64(100_000 * ($0 + 1)), seed: UInt64(200 + $0)) }
             items.insert(BulkItem(DownloadRequest(url: origin.url("/nope.bin")), to: scratch.path("nope.bin")), at: 5)
             var started = Set<Int>(), finished = Set<Int>(), failed = Set<Int>()
             var summary: BulkSummary?
@@ -258,20 +245,11 @@ struct BulkTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            var items: [BulkItem] = []
-            for index in 0..<6 {
-                origin.addObject(TestObject(size: 6 << 20, seed: UInt64(300 + index)), at: "/p\(index).bin")
-                items.append(BulkItem(DownloadRequest(url: origin.url("/p\(index).bin")), to: scratch.path("p\(index).bin")))
-            }
+            let items = addObjects(6, named: "p", to: origin, into: scratch) { TestObject(size: 6 << 20, seed: UInt64(300 + $0)) }
             origin.updateFaults { $0.throttleBytesPerSecond = 8 << 20 }
             var configuration = quickConfiguration(connections: 8)
             configuration.connectionPool.maximumConnectionsPerHost = 5
-            var summary: BulkSummary?
-            try await withDownloader(configuration) { downloader in
-                for await event in downloader.downloadAll(items, maxConcurrentFiles: 6) {
-                    if case .completed(let final) = event { summary = final }
-                }
-            }
+            let summary = try await downloadAll(items, configuration: configuration, maxConcurrentFiles: 6)
             #expect(summary?.succeeded == 6)
             #expect(origin.connectionsAccepted >= 5)
             // The origin never saw more than 5 requests in flight at once (plus one: the server
@@ -281,6 +259,27 @@ struct BulkTests {
             #expect(origin.maximumConcurrentRequests >= 4, "the pool was used: peak \(origin.maximumConcurrentRequests)")
         }
     }
+}
+
+/// Serves `count` objects at `/NAME<index>.bin` and returns the bulk items that fetch them into
+/// `scratch` under the same names.
+private func addObjects(_ count: Int, named name: String, to origin: TestOrigin, into scratch: Scratch, object: (Int) -> TestObject) -> [BulkItem] {
+    (0..<count).map { index in
+        let file = "\(name)\(index).bin"
+        origin.addObject(object(index), at: "/" + file)
+        return BulkItem(DownloadRequest(url: origin.url("/" + file)), to: scratch.path(file))
+    }
+}
+
+/// Runs `downloadAll` to its end and returns its summary (`nil` if the stream ended without one).
+private func downloadAll(_ items: [BulkItem], configuration: Downloader.Configuration, maxConcurrentFiles: Int) async throws -> BulkSummary? {
+    var summary: BulkSummary?
+    try await withDownloader(configuration) { downloader in
+        for await event in downloader.downloadAll(items, maxConcurrentFiles: maxConcurrentFiles) {
+            if case .completed(let final) = event { summary = final }
+        }
+    }
+    return summary
 }
 
 /// The most bytes a progress handler was told about.
