@@ -154,7 +154,8 @@ def markdown(doc):
                m["machine"], m["swoop_version"], ", ".join(m["peer_versions"]), m["nginx_version"]),
            "",
            "Each scenario: %s warm-up run per tool (not counted), then %d counted run%s per tool, tools alternating "
-           "round-robin. Medians of the successful counted runs. MiB/s = object size / median wall time. CPU = "
+           "round-robin, each round starting one tool later. Medians of the successful counted runs. "
+           "MiB/s = object size / median wall time. CPU = "
            "user + sys of the tool's process and peak RSS = its ru_maxrss, from wait4 (via the tiny rusage-exec "
            "launcher, so the harness's own memory is not counted). \"+fsync s\" is the time the harness "
            "then needed to fsync the output (Swoop fsyncs before it exits; the peers do not). \"Swoop ÷ best peer\" is "

@@ -1,7 +1,8 @@
 """The scenarios: their origins, objects, tool variants and targets, and the loop that runs them.
 
 Every scenario starts its own origin(s), makes one warm-up run per tool variant (not counted), then
-`runs` counted rounds in which the variants alternate (round-robin), so drifts hit every tool alike.
+`runs` counted rounds in which the variants alternate (round-robin, each round starting one variant
+later), so drifts hit every tool alike.
 Variants marked `single` run once after the rounds (a tool too slow to repeat) and say so.
 A scenario whose object is a file set (S5) gives every tool the same list of URLs and a fresh, empty
 output directory per run, and checks every file.
@@ -495,7 +496,10 @@ def run_scenario(sc, cfg, bins):
             if warmup:
                 plan += [("warm-up", 0, e) for e in alternating]
             for i in range(runs):
-                plan += [("counted", i + 1, e) for e in alternating]
+                # Each round starts one variant later, so no tool always runs right after the
+                # same one (and inherits its deleted output's disk work).
+                shift = i % len(alternating) if alternating else 0
+                plan += [("counted", i + 1, e) for e in alternating[shift:] + alternating[:shift]]
             plan += [("single", 1, e) for e in singles]
             for phase, index, e in plan:
                 er = entry_results[e.id]
