@@ -240,6 +240,24 @@ struct BulkTests {
         }
     }
 
+    @Test("two spellings of one URL (a fragment, spaces) to one file are one item, fetched once")
+    func duplicateSpellings() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 3 << 20, seed: 77), at: "/twin.bin")
+            let url = origin.url("/twin.bin")
+            let items = [url, url + "#part-2", "  " + url + " "].map { BulkItem(DownloadRequest(url: $0), to: scratch.path("twin.bin")) }
+            // One file at a time: were the spellings separate items, the later ones would each
+            // start after the first finished and ask the server again.
+            let summary = try await downloadAll(items, configuration: quickConfiguration(), maxConcurrentFiles: 1)
+            #expect(summary?.succeeded == 3)
+            #expect(summary?.alreadyComplete == 0, "the twins share the first item's run")
+            // A later run for a finished file would confirm it with a request past its end (416).
+            #expect(!origin.requests.contains { $0.status == 416 }, "\(origin.requests.map(\.status))")
+        }
+    }
+
     @Test("one connection budget: a tight pool is shared, never exceeded")
     func sharedBudget() async throws {
         let scratch = try Scratch()

@@ -87,7 +87,9 @@ extension Downloader {
         var leaders: [String: Int] = [:]
         var followers: [Int: [Int]] = [:]
         for (index, item) in items.enumerated() {
-            let key = Self.downloadKey(url: item.request.url, path: item.destination)
+            // The URL as the downloader keys it (parsed: no fragment, no surrounding spaces).
+            let url = (try? RemoteURL(item.request.url))?.absoluteString ?? item.request.url
+            let key = Self.downloadKey(url: url, path: item.destination)
             if let leader = leaders[key] {
                 followers[leader, default: []].append(index)
             } else {
