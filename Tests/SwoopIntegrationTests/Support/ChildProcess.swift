@@ -31,6 +31,10 @@ final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        // Nothing else: a descriptor another test holds open without close-on-exec (Foundation's
+        // FileHandle opens files without it) would otherwise live on in this child, and keep, say,
+        // a deleted file's space from being freed.
+        _ = closeFrom?(&actions, 3)
         // posix_spawn cannot change directory portably; a shell does, then execs the program.
         var program = executable
         var argumentVector = [executable] + arguments
@@ -89,3 +93,10 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 }
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which its header declares
+/// only for `_GNU_SOURCE`, so Swift does not see it; looked up at run time, `nil` where missing.
+private let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32)? = {
+    guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
+}()
