@@ -2,6 +2,8 @@
 #define SWOOP_CCURL_SHIM_H
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 
 // curl_easy_setopt, curl_easy_getinfo and curl_multi_setopt are variadic, and Swift cannot call
 // variadic C functions. Each shim below fixes the argument to exactly the C type curl reads with
@@ -38,10 +40,24 @@ static inline CURLcode swoop_easy_setopt_xferinfo_callback(CURL *handle, CURLopt
     return curl_easy_setopt(handle, option, callback);
 }
 
-/// For CURLOPT_SOCKOPTFUNCTION.
-static inline CURLcode swoop_easy_setopt_sockopt_callback(CURL *handle, CURLoption option,
-                                                          curl_sockopt_callback callback) {
-    return curl_easy_setopt(handle, option, callback);
+/// Opens curl's sockets close-on-exec, so that a process the application starts does not inherit
+/// them (and hold a download's connections open after Swoop has closed them).
+static curl_socket_t swoop_open_socket_close_on_exec(void *clientp, curlsocktype purpose,
+                                                     struct curl_sockaddr *address) {
+    (void)clientp;
+    (void)purpose;
+#ifdef SOCK_CLOEXEC
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+#else
+    curl_socket_t fd = socket(address->family, address->socktype, address->protocol);
+    if (fd != CURL_SOCKET_BAD) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+#endif
+}
+
+/// Makes `handle` open its sockets with ``swoop_open_socket_close_on_exec``.
+static inline CURLcode swoop_easy_open_sockets_close_on_exec(CURL *handle) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, swoop_open_socket_close_on_exec);
 }
 
 /// For CURLINFO_LONG items.

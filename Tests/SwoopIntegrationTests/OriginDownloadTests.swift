@@ -27,6 +27,26 @@ struct OriginDownloadTests {
         }
     }
 
+    @Test("the download's connections are close-on-exec: a process the application starts does not inherit them")
+    func connectionsCloseOnExec() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 8 << 20, seed: 41)
+            origin.addObject(object, at: "/exec.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            try await withDownloader(quickConfiguration(connections: 4)) { downloader in
+                async let result = downloader.download(DownloadRequest(url: origin.url("/exec.bin")), to: scratch.path("exec.bin"))
+                #expect(try await eventually { origin.connectionsAccepted >= 4 }, "the connections are open")
+                let (connections, inheritable) = tcpSockets(toPort: origin.port)
+                #expect(connections >= 4, "this process's connections to the origin were found")
+                #expect(inheritable.isEmpty, "a child process would inherit: \(inheritable)")
+                let downloaded = try await result
+                #expect(downloaded.bytes == object.size)
+            }
+        }
+    }
+
     @Test("a weak ETag makes segment requests use If-Unmodified-Since")
     func weakETag() async throws {
         let scratch = try Scratch()
@@ -171,4 +191,34 @@ struct OriginDownloadTests {
             #expect(paths.dropFirst(2).allSatisfy { $0 == "/real.bin" })
         }
     }
+}
+
+/// How many TCP connections to `port` this process has, and those a child process would inherit
+/// (no close-on-exec).
+private func tcpSockets(toPort port: Int) -> (count: Int, inheritable: [String]) {
+    var tcpInodes = Set<Substring>()
+    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        for line in text.split(separator: "\n").dropFirst() {
+            // sl local_address rem_address st queues tr retrnsmt uid timeout inode
+            let fields = line.split(separator: " ")
+            guard fields.count > 9, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                  remotePort == port
+            else { continue }
+            tcpInodes.insert(fields[9])
+        }
+    }
+    var count = 0
+    var found: [String] = []
+    for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+              target.hasPrefix("socket:["), tcpInodes.contains(target.dropFirst(8).dropLast()),
+              let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8),
+              let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+              let flags = Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+        else { continue }
+        count += 1
+        if flags & Int(O_CLOEXEC) == 0 { found.append("fd \(fd) \(target)") }
+    }
+    return (count, found)
 }

@@ -67,8 +67,10 @@ final class CurlEasy {
         record(option, swoop_easy_setopt_write_callback(handle, option, callback))
     }
 
-    func set(_ option: CURLoption, callback: curl_sockopt_callback) {
-        record(option, swoop_easy_setopt_sockopt_callback(handle, option, callback))
+    /// Sockets are opened close-on-exec: a child process the application starts does not
+    /// inherit the download's connections.
+    func openSocketsCloseOnExec() {
+        record(CURLOPT_OPENSOCKETFUNCTION, swoop_easy_open_sockets_close_on_exec(handle))
     }
 
     func getLong(_ info: CURLINFO) -> Int? {

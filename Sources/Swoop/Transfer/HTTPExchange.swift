@@ -127,6 +127,7 @@ final class HTTPExchange {
         }
         easy.set(CURLOPT_BUFFERSIZE, options.receiveBufferSize)
         easy.set(CURLOPT_TCP_KEEPALIVE, true)
+        easy.openSocketsCloseOnExec()
         easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)  // a proxy's CONNECT reply is not the response
         if request.freshConnection { easy.set(CURLOPT_FRESH_CONNECT, true) }
         easy.set(CURLOPT_USERAGENT, options.userAgent)
