@@ -32,17 +32,14 @@ struct OriginDownloadTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            let object = TestObject(size: 8 << 20, seed: 41)
-            origin.addObject(object, at: "/exec.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+            origin.addObject(TestObject(size: 64 << 20, seed: 41), at: "/exec.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
             try await withDownloader(quickConfiguration(connections: 4)) { downloader in
-                async let result = downloader.download(DownloadRequest(url: origin.url("/exec.bin")), to: scratch.path("exec.bin"))
-                #expect(try await eventually { origin.connectionsAccepted >= 4 }, "the connections are open")
-                let (connections, inheritable) = tcpSockets(toPort: origin.port)
-                #expect(connections >= 4, "this process's connections to the origin were found")
+                let task = try downloader.start(DownloadRequest(url: origin.url("/exec.bin")), to: scratch.path("exec.bin"))
+                defer { task.cancel() }
+                #expect(try await eventually { tcpSockets(toPort: origin.port).count >= 4 }, "the connections are open")
+                let inheritable = tcpSockets(toPort: origin.port).inheritable
                 #expect(inheritable.isEmpty, "a child process would inherit: \(inheritable)")
-                let downloaded = try await result
-                #expect(downloaded.bytes == object.size)
             }
         }
     }
@@ -198,7 +195,10 @@ struct OriginDownloadTests {
 private func tcpSockets(toPort port: Int) -> (count: Int, inheritable: [String]) {
     var tcpInodes = Set<Substring>()
     for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        // Read to the end: the kernel hands out a long table a page per read.
+        guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else { continue }
+        try? handle.close()
+        let text = String(decoding: data, as: UTF8.self)
         for line in text.split(separator: "\n").dropFirst() {
             // sl local_address rem_address st queues tr retrnsmt uid timeout inode
             let fields = line.split(separator: " ")
