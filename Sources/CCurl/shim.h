@@ -55,7 +55,7 @@ static curl_socket_t swoop_open_socket_close_on_exec(void *clientp, curlsocktype
 #endif
 }
 
-/// Makes `handle` open its sockets with ``swoop_open_socket_close_on_exec``.
+/// Makes `handle` open its sockets with `swoop_open_socket_close_on_exec`.
 static inline CURLcode swoop_easy_open_sockets_close_on_exec(CURL *handle) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, swoop_open_socket_close_on_exec);
 }

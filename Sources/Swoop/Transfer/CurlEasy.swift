@@ -67,8 +67,8 @@ final class CurlEasy {
         record(option, swoop_easy_setopt_write_callback(handle, option, callback))
     }
 
-    /// Sockets are opened close-on-exec: a child process the application starts does not
-    /// inherit the download's connections.
+    /// Makes this handle open its sockets close-on-exec, so a child process the application
+    /// starts does not inherit the download's connections.
     func openSocketsCloseOnExec() {
         record(CURLOPT_OPENSOCKETFUNCTION, swoop_easy_open_sockets_close_on_exec(handle))
     }
