@@ -34,12 +34,6 @@ static inline CURLcode swoop_easy_setopt_write_callback(CURL *handle, CURLoption
     return curl_easy_setopt(handle, option, callback);
 }
 
-/// For CURLOPT_XFERINFOFUNCTION.
-static inline CURLcode swoop_easy_setopt_xferinfo_callback(CURL *handle, CURLoption option,
-                                                           curl_xferinfo_callback callback) {
-    return curl_easy_setopt(handle, option, callback);
-}
-
 /// Opens curl's sockets close-on-exec, so that a process the application starts does not inherit
 /// them (and hold a download's connections open after Swoop has closed them).
 static curl_socket_t swoop_open_socket_close_on_exec(void *clientp, curlsocktype purpose,

@@ -73,10 +73,64 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// What would fix a failure, in the library's terms. Extensible like ``Kind``.
+    ///
+    /// A tool built on the library can put the fix in its own terms (the `swoop` command names
+    /// its flags) by combining ``DownloadError/reason`` with its own text for the remedy.
+    public struct Remedy: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Code: Hashable, Sendable {
+            case replaceTarget
+            case nameAFile
+            case chooseWritableLocation
+            case createDirectory
+            case freeSpaceAndResume
+            case resume
+            case checkCertificate
+            case sendCredentials
+        }
+
+        fileprivate let code: Code
+
+        /// The target exists: allow replacing it (``Downloader/Configuration/overwritesExistingFile``)
+        /// or choose another path.
+        public static let replaceTarget = Remedy(code: .replaceTarget)
+        /// The target path is a directory: name a file.
+        public static let nameAFile = Remedy(code: .nameAFile)
+        /// The target's directory is not writable: choose another location.
+        public static let chooseWritableLocation = Remedy(code: .chooseWritableLocation)
+        /// The target's directory does not exist: create it.
+        public static let createDirectory = Remedy(code: .createDirectory)
+        /// The disk is full: free space, then start the same download again; it resumes.
+        public static let freeSpaceAndResume = Remedy(code: .freeSpaceAndResume)
+        /// The partial download is kept: start the same download again to resume it.
+        public static let resume = Remedy(code: .resume)
+        /// TLS verification failed: check the certificate, or turn verification off
+        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe).
+        public static let checkCertificate = Remedy(code: .checkCertificate)
+        /// The server wants credentials: send them in ``DownloadRequest/headers``.
+        public static let sendCredentials = Remedy(code: .sendCredentials)
+
+        /// The fix in the library's terms.
+        public var description: String {
+            switch code {
+            case .replaceTarget: "set Configuration.overwritesExistingFile to replace it, or choose another path"
+            case .nameAFile: "the target path must name a file, not a directory"
+            case .chooseWritableLocation: "choose a writable location for the target"
+            case .createDirectory: "create the directory first"
+            case .freeSpaceAndResume: "free some space and start the same download again to resume"
+            case .resume: "start the same download again to resume"
+            case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
+            case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
+            }
+        }
+    }
+
     /// The class of failure.
     public let kind: Kind
-    /// A one-line explanation naming the cause and, where there is one, the fix.
-    public let message: String
+    /// What happened, and where: the cause alone, without the fix.
+    public let reason: String
+    /// What would fix it, when there is something to do.
+    public let remedy: Remedy?
     /// The HTTP status that caused the failure, if any.
     public let httpStatus: Int?
     /// The libcurl result code (`CURLcode`) that caused the failure, if any.
@@ -84,15 +138,30 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
     /// The `errno` of the failed system call, if any.
     public let errno: Int32?
 
-    init(_ kind: Kind, _ message: String, httpStatus: Int? = nil, curlCode: Int? = nil, errno: Int32? = nil) {
+    init(
+        _ kind: Kind, _ reason: String, remedy: Remedy? = nil,
+        httpStatus: Int? = nil, curlCode: Int? = nil, errno: Int32? = nil
+    ) {
         self.kind = kind
-        self.message = message
+        self.reason = reason
+        self.remedy = remedy
         self.httpStatus = httpStatus
         self.curlCode = curlCode
         self.errno = errno
     }
 
+    /// A one-line explanation naming the cause and, where there is one, the fix.
+    public var message: String {
+        guard let remedy else { return reason }
+        return "\(reason); \(remedy)"
+    }
+
     public var description: String { message }
+
+    /// The same failure with more said about it (appended to the reason); the remedy stays.
+    func adding(_ detail: String, remedy: Remedy? = nil) -> DownloadError {
+        DownloadError(kind, reason + detail, remedy: remedy ?? self.remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
+    }
 
     /// Whether retrying the same request later may succeed (network faults, 5xx, 429, bad responses).
     var isTransient: Bool {
@@ -118,7 +187,7 @@ extension DownloadError {
         let reason: String
         switch status {
         case 400: reason = "400 Bad Request: the server rejected the request; check the URL and headers"
-        case 401: reason = "401 Unauthorized: the server wants credentials; pass them with --header 'Authorization: ...'"
+        case 401: reason = "401 Unauthorized: the server wants credentials"
         case 403: reason = "403 Forbidden: access denied; check credentials or whether a signed URL has expired"
         case 404: reason = "404 Not Found: no object at this URL; check the URL"
         case 405: reason = "405 Method Not Allowed: the server does not allow GET here"
@@ -136,7 +205,7 @@ extension DownloadError {
                 ? "HTTP \(status): the server failed; try again later"
                 : "HTTP \(status): the server refused the request"
         }
-        return DownloadError(.httpStatus, "\(reason) (\(url))", httpStatus: status)
+        return DownloadError(.httpStatus, "\(reason) (\(url))", remedy: status == 401 ? .sendCredentials : nil, httpStatus: status)
     }
 
     /// A failed system call on a local file, with the fix for the common causes.
@@ -144,21 +213,13 @@ extension DownloadError {
         let cause = String(cString: strerror(code))
         switch code {
         case ENOSPC, EDQUOT:
-            return DownloadError(
-                .diskFull,
-                "\(operation) \(path): \(cause); free some space and run the same command again to resume",
-                errno: code)
+            return DownloadError(.diskFull, "\(operation) \(path): \(cause)", remedy: .freeSpaceAndResume, errno: code)
         case EACCES, EPERM, EROFS:
-            return DownloadError(
-                .localIO,
-                "\(operation) \(path): \(cause); choose a writable location with -o or -d",
-                errno: code)
+            return DownloadError(.localIO, "\(operation) \(path): \(cause)", remedy: .chooseWritableLocation, errno: code)
         case EISDIR:
-            return DownloadError(
-                .localIO, "\(operation) \(path): it is a directory; name a file with -o", errno: code)
+            return DownloadError(.localIO, "\(operation) \(path): it is a directory", remedy: .nameAFile, errno: code)
         case ENOENT, ENOTDIR:
-            return DownloadError(
-                .localIO, "\(operation) \(path): \(cause); create the directory first", errno: code)
+            return DownloadError(.localIO, "\(operation) \(path): \(cause)", remedy: .createDirectory, errno: code)
         default:
             return DownloadError(.localIO, "\(operation) \(path): \(cause)", errno: code)
         }

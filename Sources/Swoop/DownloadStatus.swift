@@ -35,56 +35,44 @@ public struct DownloadStatus: Sendable, Equatable {
 }
 
 extension Downloader {
-    /// Reads the partial or completed download at `path` (its `.part`, `.swoop` and the file itself).
-    public static func status(of path: String) -> DownloadStatus {
+    /// Reads the partial or completed download at `path` (its `.part`, `.swoop` and the file
+    /// itself) the way the next download to `path` reads it, so ``DownloadStatus/canResume``
+    /// says whether that download resumes.
+    ///
+    /// - Parameters:
+    ///   - path: The target file.
+    ///   - url: The URL the next download fetches; by default the one the segment map records.
+    ///     A map for another URL resumes only if it has a strong ETag (which the server must
+    ///     then confirm).
+    public static func status(of path: String, url: String? = nil) -> DownloadStatus {
         let paths = DownloadPaths(target: path)
+        let redacted = url.map { (try? RemoteURL($0))?.redacted ?? RemoteURL.strippingQuery($0) }
         var status = DownloadStatus(path: path, state: .absent, bytesDone: 0, chunkCount: 0, completedChunks: [])
-        let partLength = fileLength(paths.part)
-        switch SegmentMapFile.read(at: paths.map) {
-        case .success(let map):
-            status.url = map.url
-            status.size = map.objectSize
-            status.etag = map.etag
-            status.lastModified = map.lastModified
-            status.chunkSize = map.chunkSize
-            status.chunkCount = map.chunks.count
-            status.bytesDone = map.completedBytes
-            status.completedChunks = complement(map.chunks.missingRuns, count: map.chunks.count)
-            if let partLength, partLength >= map.objectSize {
-                status.state = .partial
-            } else if partLength == nil {
-                status.state = .untrusted("\(paths.part) is missing")
-            } else {
-                status.state = .untrusted("\(paths.part) is shorter than the segment map says")
-            }
-        case .failure(.untrusted(let reason)):
-            status.state = .untrusted("\(paths.map): \(reason)")
-        case .failure(.io(let error)):
+        switch PartialState.inspect(paths, url: redacted) {
+        case .absent:
+            break
+        case .complete(let size, let record):
+            status.state = .complete
+            status.bytesDone = size
+            status.size = size
+            status.url = record?.url
+            status.etag = record?.etag
+            status.lastModified = record?.lastModified
+        case .directory:
+            status.state = .untrusted("\(path) is a directory; a download cannot be written there")
+        case .resumable(let map):
+            status.describe(map)
+            status.state = .partial
+        case .stale(let reason, let map):
+            if let map { status.describe(map) }
+            status.state = .untrusted(reason)
+        case .unreadable(let error):
             status.state = .untrusted(error.message)
-        case .failure(.missing):
-            if let length = fileLength(path) {
-                status.state = .complete
-                status.bytesDone = length
-                status.size = length
-                if let record = CompletedObject.read(from: path) {
-                    status.url = record.url
-                    status.etag = record.etag
-                    status.lastModified = record.lastModified
-                }
-            } else if partLength != nil {
-                status.state = .untrusted("\(paths.part) has no segment map")
-            }
         }
         return status
     }
 
-    private static func fileLength(_ path: String) -> Int64? {
-        var info = CStat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        return Int64(info.st_size)
-    }
-
-    private static func complement(_ missing: [Range<Int>], count: Int) -> [Range<Int>] {
+    fileprivate static func complement(_ missing: [Range<Int>], count: Int) -> [Range<Int>] {
         var runs: [Range<Int>] = []
         var cursor = 0
         for run in missing {
@@ -93,6 +81,20 @@ extension Downloader {
         }
         if cursor < count { runs.append(cursor..<count) }
         return runs
+    }
+}
+
+extension DownloadStatus {
+    /// Fills in what a segment map says.
+    fileprivate mutating func describe(_ map: SegmentMap) {
+        url = map.url
+        size = map.objectSize
+        etag = map.etag
+        lastModified = map.lastModified
+        chunkSize = map.chunkSize
+        chunkCount = map.chunks.count
+        bytesDone = map.completedBytes
+        completedChunks = Downloader.complement(map.chunks.missingRuns, count: map.chunks.count)
     }
 }
 

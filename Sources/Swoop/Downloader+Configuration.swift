@@ -43,8 +43,6 @@ extension Downloader {
         /// Close a connection far slower than the others (under a quarter of the median rate)
         /// and open a new one in its place.
         public var replacesSlowConnections = true
-        /// Throughput measurements: receive and count the bytes, write nothing anywhere.
-        var discardsData = false
 
         public init() {}
 

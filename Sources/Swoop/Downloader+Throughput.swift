@@ -30,15 +30,14 @@ extension Downloader {
     ) async throws(DownloadError) -> ThroughputMeasurement {
         var configuration = self.configuration
         configuration.connections = .fixed(max(1, connections))
-        configuration.discardsData = true
         configuration.checkpointInterval = nil
         configuration.resumes = false
         configuration.progressInterval = .milliseconds(100)
         configuration.hedgesSlowTail = true
         let samples = Mutex<[(time: Duration, bytes: Int64)]>([])
-        // A path that is never created: discarding sessions do not touch the file system.
+        // A path that is never created: the discard sink does not touch the file system.
         let path = "/nonexistent/swoop-measurement-\(UInt64.random(in: 0...UInt64.max))"
-        let task = try start(request, to: path, configuration: configuration) { progress in
+        let task = try start(request, to: path, configuration: configuration, sink: .discard) { progress in
             samples.withLock { $0.append((progress.elapsed, progress.bytesDone)) }
         }
         let outcome = await withTaskGroup(of: Result<DownloadResult, DownloadError>?.self) { group in

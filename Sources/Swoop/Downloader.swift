@@ -22,7 +22,8 @@ import Synchronization
 public final class Downloader: Sendable {
     public let configuration: Configuration
     private let loop: TransferLoop
-    private let diskQueue = DispatchQueue(label: "swoop.disk")
+    /// Blocking file work (fsync, the segment map, rename), off the transfer thread.
+    private let disk: DiskQueue
     private let logger: Logger
     private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
@@ -42,6 +43,7 @@ public final class Downloader: Sendable {
         }
         self.configuration = configuration
         self.loop = loop
+        self.disk = DiskQueue(queue: DispatchQueue(label: "swoop.disk"), loop: loop)
         self.logger = logger ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
@@ -76,7 +78,15 @@ public final class Downloader: Sendable {
         _ request: DownloadRequest, to path: String,
         progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) throws(DownloadError) -> DownloadTask {
-        try start(request, to: path, configuration: configuration, progress: progress)
+        try start(request, to: path, configuration: configuration, sink: .partFile, progress: progress)
+    }
+
+    /// Where a download's bytes go; the engine sees only the ``BodySink`` made from it.
+    enum SinkKind: Sendable {
+        /// `FILE.part`, its segment map, then the finished file.
+        case partFile
+        /// Nowhere: throughput measurements.
+        case discard
     }
 
     /// ``start(_:to:progress:)`` with another configuration for this one download.
@@ -85,7 +95,7 @@ public final class Downloader: Sendable {
     /// fetched twice: the caller gets the running download's task (resumed if it was paused),
     /// and its `progress` handler receives that download's progress too.
     func start(
-        _ request: DownloadRequest, to path: String, configuration: Configuration,
+        _ request: DownloadRequest, to path: String, configuration: Configuration, sink: SinkKind,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         let url = try RemoteURL(request.url)
@@ -93,7 +103,7 @@ public final class Downloader: Sendable {
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         let paths = DownloadPaths(target: path)
         let key = Self.downloadKey(url: url.absoluteString, path: path)
-        let coalescing = !configuration.discardsData
+        let coalescing = sink == .partFile
         let (task, isNew) = coalesced.withLock { running -> (DownloadTask, Bool) in
             if coalescing, let existing = running[key], existing.state == .running || existing.state == .paused {
                 existing.addProgressHandler(progress)
@@ -101,7 +111,7 @@ public final class Downloader: Sendable {
             }
             let task = DownloadTask(
                 launch: { [self] task, run in
-                    launch(request, url: url, paths: paths, configuration: configuration, task: task, run: run)
+                    launch(request, url: url, paths: paths, configuration: configuration, sink: sink, task: task, run: run)
                 },
                 onFinish: { [self] in
                     coalesced.withLock { running in
@@ -131,19 +141,25 @@ public final class Downloader: Sendable {
     /// Starts one run of a download on the transfer thread.
     private func launch(
         _ request: DownloadRequest, url: RemoteURL, paths: DownloadPaths, configuration: Configuration,
-        task: DownloadTask, run: Int
+        sink kind: SinkKind, task: DownloadTask, run: Int
     ) -> DownloadControl {
-        let control = DownloadControl(loop: loop, diskQueue: diskQueue, paths: paths)
+        let control = DownloadControl(loop: loop, disk: disk, paths: paths)
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }
         let finished: @Sendable (Result<DownloadResult, DownloadError>) -> Void = { [self] outcome in
             _ = active.withLock { $0.removeValue(forKey: id) }
             task.runEnded(outcome, run: run)
         }
-        let accepted = loop.execute { [loop, diskQueue, logger] in
+        let accepted = loop.execute { [loop, disk, logger] in
+            let sink: BodySink = switch kind {
+            case .partFile:
+                PartFileSink(paths: paths, disk: disk, checksum: request.expectedChecksum, overwritesTarget: configuration.overwritesExistingFile)
+            case .discard:
+                DiscardSink(loop: loop)
+            }
             let session = DownloadSession(
-                loop: loop, diskQueue: diskQueue, configuration: configuration, request: request,
-                url: url, paths: paths, logger: logger, progress: { task.reportProgress($0) }, completion: finished)
+                loop: loop, configuration: configuration, request: request, url: url, paths: paths, sink: sink,
+                logger: logger, progress: { task.reportProgress($0) }, completion: finished)
             control.attach(session)
             session.start()
         }
@@ -185,69 +201,5 @@ public final class Downloader: Sendable {
                 throw .invalidRequest("header '\(name)' is set by Swoop itself and cannot be overridden")
             }
         }
-    }
-}
-
-/// Routes pause and cancel from any thread to a session on the transfer thread.
-///
-/// `@unchecked Sendable`: `session` and `pauseRequested` are touched only on the transfer thread
-/// (inside closures run by ``TransferLoop/execute(_:)``); the rest is immutable.
-final class DownloadControl: @unchecked Sendable {
-    private let loop: TransferLoop
-    private let diskQueue: DispatchQueue
-    private let paths: DownloadPaths
-    private var session: DownloadSession?
-    private var pauseRequested = false
-
-    init(loop: TransferLoop, diskQueue: DispatchQueue, paths: DownloadPaths) {
-        self.loop = loop
-        self.diskQueue = diskQueue
-        self.paths = paths
-    }
-
-    func attach(_ session: DownloadSession) {
-        self.session = session
-        if pauseRequested { loop.afterCallbacks { session.pause() } }
-    }
-
-    func pause() {
-        loop.execute { [self] in
-            pauseRequested = true
-            session?.pause()
-        }
-    }
-
-    /// Cancels a running session (which deletes its state as it stops), or deletes the state a
-    /// stopped one left; `discarded` runs in the latter case once the files are gone.
-    func cancel(discarded: @escaping @Sendable () -> Void) {
-        let accepted = loop.execute { [self] in
-            if let session, session.phase != .stopped {
-                session.cancel()
-                return
-            }
-            // Queued behind the stopped session's last checkpoint on the same serial queue.
-            diskQueue.async { [paths] in
-                DownloadSession.discardFiles(paths)
-                discarded()
-            }
-        }
-        if !accepted { discarded() }
-    }
-}
-
-/// Resumes a continuation at most once.
-final class ResumeOnce<Value: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
-
-    init(_ continuation: CheckedContinuation<Value, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    func resume(_ value: Value) {
-        let taken = continuation.withLock { current -> CheckedContinuation<Value, Never>? in
-            defer { current = nil }
-            return current
-        }
-        taken?.resume(returning: value)
     }
 }

@@ -78,7 +78,7 @@ struct Bench: AsyncParsableCommand {
             }
         } catch let error as DownloadError {
             await downloader.shutdown()
-            throw CommandFailure(status: ExitStatus(error), message: error.message)
+            throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
         }
         await downloader.shutdown()
         let recommended = Self.recommendation(results)

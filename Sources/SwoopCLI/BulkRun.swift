@@ -133,7 +133,7 @@ extension Get {
                 writeStderr("  line \(rejection.entry.line)  \(rejection.entry.url)  \(rejection.message)\n")
             }
             for failure in summary.failures {
-                writeStderr("  \(failure.url) -> \(failure.destination)  \(failure.error.message)\n")
+                writeStderr("  \(failure.url) -> \(failure.destination)  \(failure.error.commandLineMessage)\n")
             }
         }
     }
@@ -175,7 +175,7 @@ struct ListSummary: Encodable {
         bytesReceived = summary.bytesReceived
         seconds = Format.seconds(summary.duration)
         failures = rejected.map { Failure(url: $0.entry.url, line: $0.entry.line, error: $0.message, errorKind: "invalid request") }
-            + summary.failures.map { Failure(url: $0.url, destination: $0.destination, error: $0.error.message, errorKind: $0.error.kind.description) }
+            + summary.failures.map { Failure(url: $0.url, destination: $0.destination, error: $0.error.commandLineMessage, errorKind: $0.error.kind.description) }
     }
 }
 

@@ -11,6 +11,9 @@ struct Status: ParsableCommand {
     @Argument(help: "The download's target file (not the .part or .swoop).")
     var file: String
 
+    @Option(name: .long, help: ArgumentHelp("The URL the next download will fetch, if not the one the segment map records.", valueName: "URL"))
+    var url: String?
+
     @Flag(name: .long, help: "Print the status as one JSON object.")
     var json = false
 
@@ -19,7 +22,7 @@ struct Status: ParsableCommand {
         for suffix in [".part", ".swoop"] where target.hasSuffix(suffix) {
             target.removeLast(suffix.count)
         }
-        let status = Downloader.status(of: target)
+        let status = Downloader.status(of: target, url: url)
         if json {
             printJSON(StatusSummary(status))
         } else {

@@ -7,57 +7,6 @@ import Glibc
 import Musl
 #endif
 
-/// The paths one download uses: the target, `TARGET.part` and `TARGET.swoop`.
-struct DownloadPaths: Sendable, Equatable {
-    let target: String
-    var part: String { target + ".part" }
-    var map: String { target + ".swoop" }
-}
-
-/// What a completed file records about its source (in the `user.swoop.object` extended attribute),
-/// so running the same download again recognises it as done.
-struct CompletedObject: Equatable, Sendable {
-    static let attributeName = "user.swoop.object"
-
-    var size: Int64
-    var etag: String?
-    var lastModified: String?
-    /// The source URL, redacted.
-    var url: String
-
-    var encoded: String {
-        ["swoop1", String(size), etag ?? "", lastModified ?? "", url].joined(separator: "\n")
-    }
-
-    init(size: Int64, etag: String?, lastModified: String?, url: String) {
-        self.size = size
-        self.etag = etag
-        self.lastModified = lastModified
-        self.url = url
-    }
-
-    init?(encoded: String) {
-        let fields = encoded.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 5, fields[0] == "swoop1", let size = Int64(fields[1]) else { return nil }
-        self.init(size: size, etag: fields[2].isEmpty ? nil : fields[2],
-                  lastModified: fields[3].isEmpty ? nil : fields[3], url: fields[4])
-    }
-
-    /// Reads the record from a file; `nil` when it has none (not ours, or no xattr support).
-    static func read(from path: String) -> CompletedObject? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { swoop_getxattr(path, attributeName, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return CompletedObject(encoded: String(decoding: buffer.prefix(count), as: UTF8.self))
-    }
-
-    /// Best effort: file systems without user xattrs simply do not remember.
-    func write(to path: String) {
-        let value = Array(encoded.utf8)
-        _ = value.withUnsafeBytes { swoop_setxattr(path, Self.attributeName, $0.baseAddress, $0.count) }
-    }
-}
-
 /// Finalize: make `FILE.part` durable, check its size, move it to the target without replacing
 /// anything unless asked, then drop the map. Runs off the transfer thread (it fsyncs).
 enum Finalizer {
@@ -69,7 +18,7 @@ enum Finalizer {
             let length = try descriptor.size()
             if length != size {
                 // A stream of unknown size ends where it ends; a planned object must fill its file.
-                try retryingOnInterrupt { ftruncate(descriptor.rawValue, off_t(size)) }
+                try systemCall { ftruncate(descriptor.rawValue, off_t(size)) }
             }
             try descriptor.sync()
         } catch {
@@ -86,8 +35,7 @@ enum Finalizer {
             }
             guard actual == checksum.digest else {
                 try? descriptor.close()
-                unlink(paths.part)
-                SegmentMapFile.remove(at: paths.map)
+                paths.discardPartialState()
                 let got = Checksum(algorithm: checksum.algorithm, digest: actual)
                 throw DownloadError(
                     .checksumMismatch,
@@ -128,34 +76,39 @@ enum Finalizer {
     /// Renames `source` to `target`; without `overwrite` an existing target is an error, checked
     /// atomically where the file system allows.
     static func publish(_ source: String, as target: String, overwrite: Bool) throws(DownloadError) {
+        let appeared = DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
+        func renameFailed(_ error: Errno) -> DownloadError {
+            .localIO("cannot rename \(source) to", path: target, errno: error.rawValue)
+        }
         if overwrite {
-            if rename(source, target) != 0 {
-                throw .localIO("cannot rename \(source) to", path: target, errno: errno)
-            }
+            do { try systemCall { rename(source, target) } } catch { throw renameFailed(error) }
             return
         }
-        if swoop_rename_noreplace(source, target) == 0 { return }
-        let code = errno
-        switch code {
-        case EEXIST:
-            throw DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
-        case EINVAL, ENOSYS, EOPNOTSUPP:
+        let failure: Errno
+        do {
+            try systemCall { swoop_rename_noreplace(source, target) }
+            return
+        } catch {
+            failure = error
+        }
+        switch failure {
+        case .fileExists:
+            throw appeared
+        case .invalidArgument, .noFunction, .notSupported:
             // No RENAME_NOREPLACE here: a hard link fails atomically on an existing target.
-            if link(source, target) == 0 {
-                unlink(source)
+            do {
+                try systemCall { link(source, target) }
+                try? systemCall { unlink(source) }
                 return
-            }
-            if errno == EEXIST {
-                throw DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
-            }
-            if access(target, F_OK) == 0 {
-                throw DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
-            }
-            if rename(source, target) != 0 {
-                throw .localIO("cannot rename \(source) to", path: target, errno: errno)
+            } catch .fileExists {
+                throw appeared
+            } catch {
+                // No hard links either (some FUSE and network file systems): check, then rename.
+                if access(target, F_OK) == 0 { throw appeared }
+                do { try systemCall { rename(source, target) } } catch { throw renameFailed(error) }
             }
         default:
-            throw .localIO("cannot rename \(source) to", path: target, errno: code)
+            throw renameFailed(failure)
         }
     }
 }

@@ -87,6 +87,14 @@ final class SegmentScheduler {
         bytesWritten = 0
     }
 
+    /// The plan for an object of `objectSize` bytes: everything, or what `map` says is missing
+    /// when resuming (on the map's chunk layout).
+    convenience init(objectSize: Int64, resuming map: SegmentMap?, minimumSegmentSize: Int64) {
+        self.init(
+            layout: map?.layout ?? ChunkLayout(objectSize: objectSize),
+            missing: map?.missingRanges ?? [ByteRange(0, objectSize)], minimumSegmentSize: minimumSegmentSize)
+    }
+
     var isComplete: Bool { segments.isEmpty }
     /// Bytes not yet written (a hedge pair's shared tail counted once).
     var remainingBytes: Int64 { segments.reduce(0) { $0 + ($1.isHedge && $1.partner != nil ? 0 : $1.remaining) } }

@@ -101,28 +101,17 @@ enum ResponseValidator {
         try checkIdentity(head, object: object)
     }
 
-    /// Same version: a strong ETag must match exactly; otherwise a weak ETag must match weakly and
-    /// Last-Modified must not differ.
+    /// Same version, by the one rule of ``ObjectIdentity/compare(_:observedIn:)``.
     static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
-        if let expected = object.strongETag {
-            guard let etag = head.etag else {
-                throw .invalidResponse("the server stopped sending an ETag (expected \(expected)) at \(object.url)")
-            }
-            guard etag == expected else {
-                throw DownloadError(.objectChanged, "the object changed on the server: ETag \(expected) became \(etag) (\(object.url))")
-            }
+        let observed = ObjectIdentity(size: nil, etag: head.etag, lastModified: head.lastModified)
+        switch object.identity.compare(observed) {
+        case .same:
             return
+        case .changed(let what):
+            throw DownloadError(.objectChanged, "the object changed on the server: \(what) (\(object.url))")
+        case .validatorMissing(let what):
+            throw .invalidResponse("\(what) at \(object.url)")
         }
-        if let expected = object.etag, let etag = head.etag, weakTag(etag) != weakTag(expected) {
-            throw DownloadError(.objectChanged, "the object changed on the server: ETag \(expected) became \(etag) (\(object.url))")
-        }
-        if let expected = object.lastModified, let modified = head.lastModified, modified != expected {
-            throw DownloadError(.objectChanged, "the object changed on the server: Last-Modified \(expected) became \(modified) (\(object.url))")
-        }
-    }
-
-    private static func weakTag(_ tag: String) -> Substring {
-        tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag)
     }
 
     private static func checkEncoding(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {

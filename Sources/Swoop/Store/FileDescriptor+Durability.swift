@@ -51,21 +51,6 @@ extension FileDescriptor {
         return Int64(info.st_size)
     }
 
-    /// Writes all of `buffer` at `offset`, looping over short `pwrite`s.
-    @inline(__always)
-    func writeAll(_ buffer: UnsafeRawBufferPointer, atOffset offset: Int64) throws(Errno) {
-        var written = 0
-        while written < buffer.count {
-            let remaining = UnsafeRawBufferPointer(rebasing: buffer[written...])
-            let result = systemPwrite(rawValue, remaining.baseAddress, remaining.count, off_t(offset + Int64(written)))
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw Errno(rawValue: errno)
-            }
-            written += result
-        }
-    }
-
     private func resizeOrThrow(_ length: Int64) throws(Errno) {
         try retryingOnInterrupt { ftruncate(rawValue, off_t(length)) }
     }
@@ -74,10 +59,8 @@ extension FileDescriptor {
 #if canImport(Glibc)
 /// `struct stat`, which swift-system's `Stat` shadows.
 typealias CStat = Glibc.stat
-let systemPwrite = Glibc.pwrite
 #elseif canImport(Musl)
 typealias CStat = Musl.stat
-let systemPwrite = Musl.pwrite
 #endif
 
 /// Runs `call` until it does not fail with `EINTR`; throws `errno` on any other failure.
@@ -87,6 +70,13 @@ func retryingOnInterrupt(_ call: () -> Int32) throws(Errno) {
         if call() != -1 { return }
         if errno != EINTR { throw Errno(rawValue: errno) }
     }
+}
+
+/// Runs a path-based system call until it does not fail with `EINTR` (rename, link, unlink,
+/// stat); throws `errno` on any other failure.
+@inline(__always)
+func systemCall(_ call: () -> Int32) throws(Errno) {
+    try retryingOnInterrupt(call)
 }
 
 /// Flushes a directory entry change (a create, rename or unlink) to stable storage.

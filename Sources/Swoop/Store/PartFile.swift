@@ -37,11 +37,6 @@ final class PartFile {
         }
     }
 
-    /// The file's current length.
-    func length() throws(DownloadError) -> Int64 {
-        do { return try descriptor.size() } catch { throw .localIO("cannot stat", path: path, errno: error.rawValue) }
-    }
-
     /// Reserves space for the whole object.
     func preallocate(_ length: Int64) throws(DownloadError) {
         do { try descriptor.preallocate(length: length) } catch {
@@ -49,27 +44,14 @@ final class PartFile {
         }
     }
 
-    /// Writes `bytes` at `offset`.
+    /// Writes all of `bytes` at `offset` (swift-system loops over short writes and `EINTR`).
     @inline(__always)
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
-        try descriptor.writeAll(bytes, atOffset: offset)
-    }
-
-    /// Sets the length, e.g. to drop preallocated space past the end of a stream of unknown size.
-    func truncate(to length: Int64) throws(DownloadError) {
-        do { try retryingOnInterrupt { ftruncateShim(descriptor.rawValue, length) } } catch {
-            throw .localIO("cannot truncate", path: path, errno: error.rawValue)
+        do {
+            try descriptor.writeAll(toAbsoluteOffset: offset, bytes)
+        } catch {
+            throw (error as? Errno) ?? .ioError
         }
-    }
-
-    /// Makes the written data durable (`fdatasync`).
-    func syncData() throws(DownloadError) {
-        do { try descriptor.syncData() } catch { throw .localIO("cannot flush", path: path, errno: error.rawValue) }
-    }
-
-    /// Makes data and metadata durable (`fsync`).
-    func sync() throws(DownloadError) {
-        do { try descriptor.sync() } catch { throw .localIO("cannot flush", path: path, errno: error.rawValue) }
     }
 
     /// Hands the descriptor to whoever will close it (the finalizer, the disk queue), exactly
@@ -85,16 +67,4 @@ final class PartFile {
         isClosed = true
         try? descriptor.close()
     }
-}
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-private func ftruncateShim(_ descriptor: Int32, _ length: Int64) -> Int32 {
-    ftruncate(descriptor, off_t(length))
 }

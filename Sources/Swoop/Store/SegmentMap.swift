@@ -35,11 +35,8 @@ struct SegmentMap: Equatable, Sendable {
         chunks.missingRuns.map { layout.byteRange(ofChunks: $0) }
     }
 
-    /// The strong ETag, if the map has one.
-    var strongETag: String? {
-        guard let etag, !etag.hasPrefix("W/") else { return nil }
-        return etag
-    }
+    /// The object the map's bytes belong to.
+    var identity: ObjectIdentity { ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified) }
 
     func encoded() -> [UInt8] {
         var out: [UInt8] = []

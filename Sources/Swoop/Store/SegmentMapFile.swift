@@ -41,18 +41,14 @@ enum SegmentMapFile {
                 FilePath(temporary), .writeOnly, options: [.create, .truncate, .closeOnExec],
                 permissions: [.ownerReadWrite, .groupReadWrite, .otherReadWrite])
             do {
-                let failure: Errno? = bytes.withUnsafeBytes { buffer in
-                    do throws(Errno) { try descriptor.writeAll(buffer, atOffset: 0) } catch { return error }
-                    return nil
-                }
-                if let failure { throw failure }
+                try descriptor.writeAll(toAbsoluteOffset: 0, bytes)
                 try descriptor.sync()
             } catch {
                 try? descriptor.close()
                 throw error
             }
             try descriptor.close()
-            try retryingOnInterrupt { rename(temporary, path) }
+            try systemCall { rename(temporary, path) }
             try syncDirectory(containing: path)
         } catch let error as Errno {
             unlink(temporary)

@@ -1,0 +1,46 @@
+/// Routes pause and cancel from any thread to a session on the transfer thread.
+///
+/// `@unchecked Sendable`: `session` and `pauseRequested` are touched only on the transfer thread
+/// (inside closures run by ``TransferLoop/execute(_:)``); the rest is immutable.
+final class DownloadControl: @unchecked Sendable {
+    private let loop: TransferLoop
+    private let disk: DiskQueue
+    private let paths: DownloadPaths
+    private var session: DownloadSession?
+    private var pauseRequested = false
+
+    init(loop: TransferLoop, disk: DiskQueue, paths: DownloadPaths) {
+        self.loop = loop
+        self.disk = disk
+        self.paths = paths
+    }
+
+    func attach(_ session: DownloadSession) {
+        self.session = session
+        if pauseRequested { loop.afterCallbacks { session.pause() } }
+    }
+
+    func pause() {
+        loop.execute { [self] in
+            pauseRequested = true
+            session?.pause()
+        }
+    }
+
+    /// Cancels a running session (which deletes its state as it stops), or deletes the state a
+    /// stopped one left; `discarded` runs in the latter case once the files are gone.
+    func cancel(discarded: @escaping @Sendable () -> Void) {
+        let accepted = loop.execute { [self] in
+            if let session, session.phase != .stopped {
+                session.cancel()
+                return
+            }
+            // Queued behind the stopped session's last checkpoint on the same serial queue.
+            disk.run { [paths] in
+                paths.discardPartialState()
+                discarded()
+            }
+        }
+        if !accepted { discarded() }
+    }
+}

@@ -1,0 +1,155 @@
+/// What a connection is doing, as the transfer policy sees it: measurements, no handles.
+struct ConnectionSample: Equatable {
+    var id: Int
+    /// Bytes per second, smoothed; 0 until measured.
+    var rate: Double
+    /// Seconds from request to first body byte, smoothed; 0 until measured.
+    var timeToFirstByte: Double
+    /// Its exchange is under way and is not the probe.
+    var isTransferring: Bool
+    /// Seconds since its current response's first body byte, if one arrived.
+    var secondsSinceFirstByte: Double?
+    /// How often its connection was already replaced for being slow.
+    var replacements: Int
+    /// The segment it fills, if any.
+    var segment: SegmentSample?
+}
+
+/// A segment as the transfer policy sees it.
+struct SegmentSample: Equatable {
+    /// Everything below is written.
+    var frontier: Int64
+    /// One past its last byte.
+    var end: Int64
+    /// Part of a hedge pair already.
+    var isHedged: Bool
+
+    var remaining: Int64 { max(0, end - frontier) }
+}
+
+/// The transfer's choices as pure functions of measurements: how much to ask for, where to cut
+/// a request in flight, which tails to hedge, which connections to replace, how long to back off.
+/// ``TransferRun`` applies them.
+struct TransferPolicy {
+    /// The smallest range worth its own request (``Downloader/Configuration/minimumSegmentSize``).
+    var minimumSegmentSize: Int64
+    /// Retry delays: the first, and the cap (which also caps `Retry-After`).
+    var baseDelay: Duration
+    var maxDelay: Duration
+
+    init(minimumSegmentSize: Int64, baseDelay: Duration, maxDelay: Duration) {
+        self.minimumSegmentSize = minimumSegmentSize
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+    }
+
+    init(_ configuration: Downloader.Configuration) {
+        self.init(
+            minimumSegmentSize: configuration.minimumSegmentSize,
+            baseDelay: configuration.retry.baseDelay, maxDelay: configuration.retry.maxDelay)
+    }
+
+    /// The round trip of the path: the quickest first byte seen (slower ones include
+    /// retransmissions, queueing and new connections' handshakes); 50 ms before any.
+    static func roundTrip(_ connections: [ConnectionSample]) -> Double {
+        connections.map(\.timeToFirstByte).filter { $0 > 0 }.min() ?? 0.05
+    }
+
+    /// The size of a connection's next request: about `max(0.5 s, 50 round trips)` of its
+    /// measured rate, so the idle round trip between requests costs at most about 2%, and
+    /// connections stay alive between requests; 4 MiB before it is measured.
+    func requestSize(rate: Double, timeToFirstByte: Double) -> Int64 {
+        guard rate > 0 else { return 4 << 20 }
+        let seconds = max(0.5, 50 * timeToFirstByte)
+        return min(1 << 30, max(minimumSegmentSize, Int64(rate * seconds)))
+    }
+
+    /// The bytes of the next request for a segment whose connection is at `position` with
+    /// `end` to go. A hedge asks for its whole tail, so the pair never splits between requests;
+    /// a remainder under half a request is taken along now rather than left as a sliver that
+    /// costs a request (a round trip, and on a lossy path a slow start) of its own later.
+    func nextRequest(position: Int64, end: Int64, hedged: Bool, size: Int64) -> ByteRange {
+        let left = end - position
+        var size = hedged ? left : size
+        if left < size + size / 2 { size = left }
+        return ByteRange(position, min(end, position + size))
+    }
+
+    /// Where to cut `victim`'s request in flight so an idle connection can take the far part,
+    /// or `nil` to leave it: only when its connection would need well over a round trip to
+    /// finish, and then so that both finish together. (Cutting wastes what the server already
+    /// sent.) `others` are the rates of the transferring connections.
+    func cutPoint(
+        _ victim: SegmentSample, rate: Double, others: [Double], roundTrip: Double,
+        minimumStealSize: Int64, layout: ChunkLayout
+    ) -> Int64? {
+        guard rate > 0 else { return nil }
+        let secondsLeft = Double(victim.remaining) / rate
+        // The path's round trip, not the victim's own first-byte time: on a lossy path that is
+        // inflated by retransmissions, and would leave the last second of a slow tail uncut.
+        guard secondsLeft > max(0.25, 4 * roundTrip) else { return nil }
+        // Leave each side at least one steal's worth; the scheduler refuses anything smaller.
+        guard victim.remaining >= 2 * minimumStealSize else { return nil }
+        let measured = others.filter { $0 > 0 }.sorted()
+        let thiefRate = measured.isEmpty ? rate : measured[measured.count / 2]
+        let victimShare = rate / (rate + thiefRate)
+        let point = victim.frontier + Int64(Double(victim.remaining) * victimShare)
+        return min(max(point, victim.frontier + minimumStealSize), layout.alignDown(victim.end - minimumStealSize))
+    }
+
+    /// Connections delivering under a quarter of the median rate (a bad path, a throttled or
+    /// overloaded server node) that are worth closing and reopening: measured long enough
+    /// (10 round trips, at least 0.2 s), replaced fewer than three times, with an unhedged
+    /// segment big enough to hand back. Needs four measured connections for a median.
+    func connectionsToReplace(_ connections: [ConnectionSample], minimumStealSize: Int64) -> [Int] {
+        let measured = connections.filter { $0.isTransferring && $0.rate > 0 }
+        guard measured.count >= 4 else { return [] }
+        let median = measured.map(\.rate).sorted()[measured.count / 2]
+        let roundTrip = Self.roundTrip(connections)
+        return measured.filter { connection in
+            guard connection.rate < median / 4, connection.replacements < 3,
+                  let since = connection.secondsSinceFirstByte, since > max(0.2, 10 * roundTrip),
+                  let segment = connection.segment, !segment.isHedged,
+                  segment.remaining >= 2 * minimumStealSize
+            else { return false }
+            return true
+        }.map(\.id)
+    }
+
+    /// When connections are idle and nothing is left to claim, the connections whose tails to
+    /// fetch a second time (at most `idle`): far behind the median (under a third of it), with
+    /// more than twice as long to go as a fresh connection would need, plus half a second.
+    func tailsToHedge(busy: [ConnectionSample], idle: Int) -> [Int] {
+        guard idle > 0 else { return [] }
+        let withSegments = busy.filter { $0.segment != nil }
+        let rates = withSegments.map(\.rate).filter { $0 > 0 }
+        guard rates.count >= 2 else { return [] }
+        let median = rates.sorted()[rates.count / 2]
+        var chosen: [Int] = []
+        for connection in withSegments where chosen.count < idle {
+            guard let segment = connection.segment, !segment.isHedged, segment.remaining > 0 else { continue }
+            let rate = max(connection.rate, 1)
+            let timeLeft = Double(segment.remaining) / rate
+            let timeOnFresh = Double(segment.remaining) / median
+            guard rate < median / 3, timeLeft > 2 * timeOnFresh + 0.5 else { continue }
+            chosen.append(connection.id)
+        }
+        return chosen
+    }
+
+    /// The delay before try `tries + 1`: exponential from ``baseDelay`` with full jitter (half to
+    /// all of it), at least `Retry-After`, never over ``maxDelay``.
+    func backoff(tries: Int, retryAfter: Int?, using random: inout some RandomNumberGenerator) -> Duration {
+        let base = baseDelay.seconds
+        let cap = maxDelay.seconds
+        let exponential = min(cap, base * Double(1 << min(max(tries - 1, 0), 20)))
+        var delay = Double.random(in: (exponential / 2)...max(exponential / 2, exponential), using: &random)
+        if let retryAfter { delay = max(delay, min(Double(retryAfter), cap)) }
+        return .milliseconds(Int64(delay * 1000))
+    }
+
+    func backoff(tries: Int, retryAfter: Int?) -> Duration {
+        var random = SystemRandomNumberGenerator()
+        return backoff(tries: tries, retryAfter: retryAfter, using: &random)
+    }
+}

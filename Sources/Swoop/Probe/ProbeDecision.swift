@@ -1,0 +1,179 @@
+/// What a download knows locally before its first request, as far as the probe is concerned.
+enum ProbeBasis {
+    /// Nothing on disk: fetch the object from the start.
+    case fresh
+    /// The target is a file Swoop completed: confirm that the server still has that object.
+    case completed(CompletedObject)
+    /// A partial download: confirm the object is the one its map describes, then continue.
+    case resuming(SegmentMap)
+
+    /// The identity the local state records, if any.
+    var identity: ObjectIdentity? {
+        switch self {
+        case .fresh: nil
+        case .completed(let record): record.identity
+        case .resuming(let map): map.identity
+        }
+    }
+}
+
+/// The probe's decisions, as pure functions: which request to send, and what a response head
+/// means for the download. Nothing here does I/O; the ``Prober`` carries the decisions out.
+struct ProbeDecision {
+    /// The URL the probe asked (after any redirects so far).
+    var url: RemoteURL
+    /// The URL the download started from.
+    var originalURL: RemoteURL
+    var basis: ProbeBasis
+    /// Redirects followed so far, and the most allowed.
+    var redirects: Int
+    var maxRedirects: Int
+    /// The target path, for messages.
+    var target: String
+
+    /// What the probe does next, and what becomes of the response body.
+    enum Step {
+        /// Follow a redirect (a new probe asks `url`).
+        case redirect(RemoteURL)
+        /// The target already is this object: nothing to download.
+        case alreadyComplete
+        /// The partial download already holds every byte of this object: finalize it.
+        case finishResumed(RemoteObject)
+        /// The object is empty.
+        case empty(RemoteObject)
+        /// The server serves ranges: plan the object; this response carries `firstRange`.
+        case ranged(RemoteObject, firstRange: ByteRange)
+        /// The server ignores ranges: this response is the whole download. `discardsPartial`: a
+        /// partial download existed and cannot be continued.
+        case stream(RemoteObject, discardsPartial: Bool)
+        /// The local partial state is not this object's: discard it and start over.
+        case restart(String)
+        /// The download fails with `error` (a new probe may follow if it is transient).
+        case fail(DownloadError)
+
+        /// A step that does not need the (discarded) rest of the body to arrive intact.
+        var toleratesTransferFailure: Bool {
+            switch self {
+            case .redirect, .fail: false
+            case .alreadyComplete, .finishResumed, .empty, .ranged, .stream, .restart: true
+            }
+        }
+    }
+
+    /// How far the first request reaches when nothing else decides: about one MiB, so a small
+    /// object arrives in one response and a large one's first connection is busy from the start.
+    static func probeSize(minimumSegmentSize: Int64) -> Int64 { max(minimumSegmentSize, 1 << 20) }
+
+    /// The probe's range and precondition for `basis`: a completed file asks for the byte after
+    /// its end (a `416` confirms it); a partial download asks for its first missing bytes; a new
+    /// one for its first `probeSize` bytes. Known validators go in the precondition.
+    static func request(for basis: ProbeBasis, probeSize: Int64) -> (range: RequestedRange, precondition: (name: String, value: String)?) {
+        switch basis {
+        case .fresh:
+            return (.bounded(ByteRange(0, probeSize)), nil)
+        case .completed(let record):
+            return (.from(record.size), record.identity.precondition)
+        case .resuming(let map):
+            guard let first = map.missingRanges.first else { return (.from(map.objectSize), map.identity.precondition) }
+            let range = ByteRange(first.lowerBound, min(first.upperBound, first.lowerBound + probeSize))
+            return (.bounded(range), map.identity.precondition)
+        }
+    }
+
+    /// Decides what the response head to a probe of `requested` means.
+    func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
+        let result: ResponseValidator.ProbeResult
+        do {
+            result = try ResponseValidator.probe(head, requested: requested, url: url)
+        } catch {
+            return (.fail(error), .abort)
+        }
+        switch result {
+        case .redirect(let location):
+            guard redirects < maxRedirects else {
+                return (.fail(.invalidResponse("too many redirects (more than \(maxRedirects)) starting at \(originalURL)")), .abort)
+            }
+            do {
+                return (.redirect(try url.resolving(redirect: location)), .discard)
+            } catch {
+                return (.fail(error), .abort)
+            }
+        case .preconditionFailed:
+            switch basis {
+            case .completed:
+                return (.fail(targetDiffers("the object on the server has changed since")), .discard)
+            case .resuming:
+                return (.restart("the object changed on the server since the partial download (412 Precondition Failed)"), .discard)
+            case .fresh:
+                return (.fail(.httpStatus(412, url: url.redacted)), .discard)
+            }
+        case .unsatisfiable(let total, let etag):
+            return (nothingAt(requested, total: total, etag: etag, lastModified: head.lastModified), .discard)
+        case .partial(let found, let range):
+            switch basis {
+            case .completed(let record):
+                return (.fail(targetDiffers("the object on the server now has \(found.size ?? 0) bytes, not \(record.size)")), .abort)
+            case .resuming(let map):
+                if case .changed(let what) = map.identity.compare(found.identity) {
+                    return (.restart("the object changed on the server since the partial download: \(what)"), .abort)
+                }
+                return (.ranged(found, firstRange: range), .deliver)
+            case .fresh:
+                return (.ranged(found, firstRange: range), .deliver)
+            }
+        case .whole(let found):
+            if Self.looksLikeErrorPage(head, url: url) {
+                let message = "the server answered a range request with an HTML page (200 \(head.contentType ?? "text/html")) instead of \(url.lastPathComponent), likely an error or 'busy' page (\(url))"
+                return (.fail(.invalidResponse(message, httpStatus: 200)), .abort)
+            }
+            switch basis {
+            case .completed(let record):
+                // A 200 may not say its size (chunked); without it, nothing is confirmed.
+                if found.size == record.size, record.identity.compare(found.identity) == .same { return (.alreadyComplete, .abort) }
+                return (.fail(targetDiffers("differs from the object on the server")), .abort)
+            case .resuming:
+                return (.stream(found, discardsPartial: true), .deliver)
+            case .fresh:
+                return (.stream(found, discardsPartial: false), .deliver)
+            }
+        }
+    }
+
+    /// A `416`: the object has `total` bytes and none at the requested offset.
+    private func nothingAt(_ requested: RequestedRange, total: Int64, etag: String?, lastModified: String?) -> Step {
+        let observed = ObjectIdentity(size: total, etag: etag, lastModified: lastModified)
+        switch basis {
+        case .completed(let record):
+            if record.identity.compare(observed, observedIn: .unsatisfiedRange) == .same { return .alreadyComplete }
+            return .fail(targetDiffers("differs from the object on the server (\(total) bytes)"))
+        case .resuming(let map):
+            switch map.identity.compare(observed, observedIn: .unsatisfiedRange) {
+            case .same where map.chunks.isComplete:
+                return .finishResumed(RemoteObject(url: url, size: map.objectSize, etag: map.etag, lastModified: map.lastModified, acceptsRanges: true))
+            case .changed(let what):
+                return .restart("the object changed on the server since the partial download: \(what)")
+            default:
+                return .restart("the object on the server has \(total) bytes, the partial download expected \(map.objectSize)")
+            }
+        case .fresh:
+            if requested.lowerBound == 0 && total == 0 {
+                return .empty(RemoteObject(url: url, size: 0, etag: etag, lastModified: nil, acceptsRanges: true))
+            }
+            return .fail(.invalidResponse("the server answered 416 to \(requested.headerValue) for an object of \(total) bytes (\(url))", httpStatus: 416))
+        }
+    }
+
+    private func targetDiffers(_ why: String) -> DownloadError {
+        DownloadError(.targetExists, "\(target) already exists and \(why)", remedy: .replaceTarget)
+    }
+
+    /// A 200 `text/html` answer to a range request for a file whose name says it is something
+    /// else (`.iso`, `.bin`, `.tar.gz`): an error or "server busy" page, not the file.
+    static func looksLikeErrorPage(_ head: ResponseHead, url: RemoteURL) -> Bool {
+        guard head.status == 200, head.contentType?.lowercased().hasPrefix("text/html") == true else { return false }
+        let name = url.lastPathComponent.lowercased()
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return false }
+        let pageExtensions: Set<String> = ["html", "htm", "xhtml", "shtml", "php", "asp", "aspx", "jsp", "cgi", "pl"]
+        return !pageExtensions.contains(String(name[name.index(after: dot)...]))
+    }
+}

@@ -1,0 +1,146 @@
+import Logging
+
+/// Hears how the probe ends.
+protocol ProberDelegate: AnyObject {
+    /// The probe's response carries the object's first bytes (``ProbeDecision/Step/ranged(_:firstRange:)``
+    /// or ``ProbeDecision/Step/stream(_:discardsPartial:)``): start the transfer on `connection`
+    /// now, inside the head callback, so its body is stored. Throwing fails the probe.
+    func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError)
+    /// The probe ended without a transfer: already complete, nothing left to fetch, an empty
+    /// object, a restart, or a failure (after the retries it allows).
+    func prober(_ prober: Prober, didEndWith step: ProbeDecision.Step)
+}
+
+/// The probe stage: sends the first request, follows redirects, retries transient failures,
+/// and has ``ProbeDecision`` judge each response head. Transfer thread only.
+final class Prober: ConnectionDelegate {
+    private let loop: TransferLoop
+    private let options: TransferOptions
+    private let policy: TransferPolicy
+    private let maxTries: Int
+    private let probeSize: Int64
+    private let counters: DownloadCounters
+    private let logger: Logger
+    weak var delegate: (any ProberDelegate)?
+
+    /// The decision's inputs: the URL so far, redirects so far, what is on disk.
+    private(set) var decision: ProbeDecision
+    /// The headers to send, and whether a redirect left the original origin.
+    private(set) var headers: RequestHeaders
+    private var connection: Connection!
+    private var tries = 0
+    private var retryTimer: LoopTimer?
+    /// What the last head decided, acted on when its exchange ends.
+    private var pending: ProbeDecision.Step?
+    private var headRetryAfter: Int?
+    /// The connection went on to the transfer; the prober is done.
+    private var handedOver = false
+    private var stopped = false
+
+    init(
+        url: RemoteURL, basis: ProbeBasis, target: String, headers: RequestHeaders,
+        configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger
+    ) {
+        self.loop = loop
+        self.options = TransferOptions(configuration)
+        self.policy = TransferPolicy(configuration)
+        self.maxTries = configuration.retry.maxTries
+        self.probeSize = ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
+        self.counters = counters
+        self.logger = logger
+        self.headers = headers
+        self.decision = ProbeDecision(
+            url: url, originalURL: headers.originalURL, basis: basis, redirects: 0,
+            maxRedirects: configuration.redirect.maxRedirects, target: target)
+        self.connection = Connection(id: 0, loop: loop, delegate: self)
+    }
+
+    /// Sends a probe to the current URL (once a connection permit is free).
+    func start() {
+        guard !stopped else { return }
+        let (range, precondition) = ProbeDecision.request(for: decision.basis, probeSize: probeSize)
+        let url = decision.url
+        guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
+        pending = nil
+        headRetryAfter = nil
+        let request = ExchangeRequest(url: url.absoluteString, headerLines: headers.lines(for: url, precondition: precondition), range: range, options: options)
+        connection.begin(.probe(range), url: url, request: request)
+        counters.willSend(busy: 1)
+    }
+
+    /// Stops probing: cancels the probe in flight (unless it became the transfer) and any retry.
+    func stop() {
+        stopped = true
+        retryTimer?.cancel()
+        loop.budget.cancelWait(self)
+        if !handedOver { connection.cancel() }
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
+        headRetryAfter = head.retryAfterSeconds
+        let (step, body) = decision.decide(head, requested: requested)
+        switch step {
+        case .ranged, .stream:
+            do throws(DownloadError) {
+                try delegate?.prober(self, beginTransfer: step, on: connection)
+                handedOver = true
+                return body
+            } catch {
+                pending = .fail(error)
+                return .abort
+            }
+        default:
+            pending = step
+            return body
+        }
+    }
+
+    func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
+        guard !stopped, !handedOver else { return }
+        if let step = pending {
+            pending = nil
+            switch (step, outcome) {
+            case (.fail(let error), _):
+                failed(error, retryAfter: headRetryAfter)
+            case (.redirect, .failed(let error, _)):
+                failed(error, retryAfter: nil)
+            case (.redirect(let next), _):
+                decision.redirects += 1
+                headers.follow(to: next)
+                logger.debug("redirected", metadata: ["to": "\(next.redacted)"])
+                decision.url = next
+                start()
+            default:
+                delegate?.prober(self, didEndWith: step)
+            }
+            return
+        }
+        switch outcome {
+        case .failed(let error, let retryAfter):
+            failed(error, retryAfter: retryAfter)
+        case .completed, .stopped:
+            failed(.invalidResponse("the server's response ended without a complete header (\(decision.url))"), retryAfter: nil)
+        case .cancelled:
+            break
+        }
+    }
+
+    /// Retries a failed probe after a backoff, or gives up.
+    private func failed(_ error: DownloadError, retryAfter: Int?) {
+        if error.kind == .objectChanged {
+            delegate?.prober(self, didEndWith: .restart(error.message))
+            return
+        }
+        tries += 1
+        guard error.isTransient, tries < maxTries else {
+            delegate?.prober(self, didEndWith: .fail(tries > 1 ? error.adding(" (after \(tries) tries)") : error))
+            return
+        }
+        counters.retries += 1
+        let delay = policy.backoff(tries: tries, retryAfter: retryAfter)
+        logger.info("probe failed; retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
+        retryTimer = loop.schedule(after: delay) { [weak self] in self?.start() }
+    }
+}

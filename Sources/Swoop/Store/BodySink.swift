@@ -1,0 +1,53 @@
+/// Where a download's body bytes go.
+///
+/// Connections write each response's bytes at their offsets in the object through the
+/// ``DownloadStore``, which hands them to the sink; the engine never asks what kind of sink it
+/// is. Implementations: ``PartFileSink`` (`FILE.part`, its segment map, and the finished file)
+/// and ``DiscardSink`` (throughput measurements). A sink that delivers bytes in order (a pipe)
+/// buffers what arrives ahead of its position; the plan keeps connections near it.
+///
+/// Used on the transfer thread only. Anything that may block (fsync, rename) goes to the
+/// ``DiskQueue``, and its completion comes back on the transfer thread.
+protocol BodySink: AnyObject {
+    /// Whether the sink keeps a partial download across runs: a download inspects what an
+    /// earlier run left, checkpoints, and keeps its state when it stops, only when it does.
+    var keepsPartialState: Bool { get }
+
+    /// Gets ready for an object of `size` bytes (`nil`: unknown). `resuming` keeps the bytes an
+    /// earlier run wrote; otherwise whatever was there is discarded.
+    func open(size: Int64?, resuming: Bool) throws(DownloadError)
+
+    /// Takes `bytes` of the object at `offset`. Called for every piece of every response.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError)
+
+    /// Makes the bytes written so far durable, then records `map` (data first, map second), and
+    /// calls `then` on the transfer thread with the failure, if any.
+    func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void)
+
+    /// The object is complete at `size` bytes: deliver it (for a file: verify, make durable and
+    /// visible), then call `then` on the transfer thread with the failure, if any.
+    func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void)
+
+    /// Stops without finishing: releases what is open, deletes the partial state when
+    /// `discarding`, then calls `then` on the transfer thread (after any checkpoint in flight).
+    func close(discarding: Bool, then: @escaping () -> Void)
+}
+
+/// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.
+final class DiscardSink: BodySink {
+    private let loop: TransferLoop
+
+    init(loop: TransferLoop) {
+        self.loop = loop
+    }
+
+    var keepsPartialState: Bool { false }
+    func open(size: Int64?, resuming: Bool) {}
+    @inline(__always) func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
+    func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
+    func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) { then(nil) }
+
+    func close(discarding: Bool, then: @escaping () -> Void) {
+        loop.afterCallbacks(then)
+    }
+}

@@ -1,0 +1,47 @@
+/// Records a ranged download's progress in its segment map so a later run can resume: every
+/// ``interval`` while bytes arrive, and on demand (at the start, and when a download stops).
+///
+/// The sink makes the written chunks durable before the map says so, so a crash at any instant
+/// leaves a map that describes only bytes on disk. Transfer thread only.
+final class Checkpointer {
+    private let sink: BodySink
+    private let interval: Duration
+    /// The map without its chunks: what the object is and where it came from.
+    private let template: SegmentMap
+    /// The chunks the last completed checkpoint recorded.
+    private var recorded: ChunkSet?
+    private var inFlight = false
+    private var last = ContinuousClock.now
+    /// Called when a checkpoint fails (the download cannot keep its promise of resumability).
+    var onFailure: ((DownloadError) -> Void)?
+
+    init(sink: BodySink, interval: Duration, template: SegmentMap) {
+        self.sink = sink
+        self.interval = interval
+        self.template = template
+        self.recorded = template.chunks
+    }
+
+    /// Checkpoints `chunks` if ``interval`` has passed since the last one and they changed.
+    func checkpointIfDue(_ chunks: ChunkSet) {
+        guard ContinuousClock.now - last >= interval, !inFlight, chunks != recorded else { return }
+        checkpoint(chunks, then: nil)
+    }
+
+    /// Checkpoints `chunks` now, then runs `then` (on the transfer thread) whether or not it worked.
+    func checkpoint(_ chunks: ChunkSet, then: (() -> Void)?) {
+        inFlight = true
+        last = .now
+        var map = template
+        map.chunks = chunks
+        sink.checkpoint(map) { [self] failure in
+            inFlight = false
+            if let failure {
+                onFailure?(failure)
+            } else {
+                recorded = chunks
+            }
+            then?()
+        }
+    }
+}

@@ -1,0 +1,131 @@
+/// The store of one object being downloaded: the write path from connections to the sink, the
+/// record of what is written (the plan's chunks), and checkpoints.
+///
+/// Connections call ``write(_:for:requestEnd:)`` (or ``writeStream(_:)``) with each piece of a
+/// response: the plan says which bytes are new and where they go, the sink takes them, the plan
+/// advances. Nothing on the way passes through the session. Transfer thread only.
+final class DownloadStore {
+    let sink: BodySink
+    /// What is written and what is left; `nil` for a single stream (a server without ranges).
+    let plan: SegmentScheduler?
+    /// Bytes an earlier run had already written.
+    let bytesResumed: Int64
+    private let checkpointer: Checkpointer?
+    private let counters: DownloadCounters
+    /// Where a single stream's next byte goes.
+    private(set) var streamPosition: Int64 = 0
+
+    /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
+    /// when the sink keeps partial state.
+    init(sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
+         checkpointInterval: Duration?, counters: DownloadCounters) {
+        self.sink = sink
+        self.plan = plan
+        self.bytesResumed = bytesResumed
+        self.counters = counters
+        if let template, let checkpointInterval, sink.keepsPartialState {
+            checkpointer = Checkpointer(sink: sink, interval: checkpointInterval, template: template)
+        } else {
+            checkpointer = nil
+        }
+    }
+
+    /// A store for a single stream: bytes arrive in order, nothing can resume.
+    init(streamingTo sink: BodySink, counters: DownloadCounters) {
+        self.sink = sink
+        self.plan = nil
+        self.bytesResumed = 0
+        self.counters = counters
+        self.checkpointer = nil
+    }
+
+    /// Bytes of the object present, resumed ones included.
+    var bytesDone: Int64 {
+        guard let plan else { return streamPosition }
+        return bytesResumed + plan.bytesWritten
+    }
+
+    /// What a connection should do after a piece of its response was stored.
+    enum WriteVerdict {
+        /// Keep the bytes coming.
+        case more
+        /// This request's remaining bytes are not wanted (its segment's end moved below them).
+        case enough
+        /// Storing failed.
+        case failed(DownloadError)
+    }
+
+    /// Stores bytes arriving for `segment` at its position; the connection's request reaches
+    /// `requestEnd`. Bytes a hedge partner already wrote are skipped.
+    @inline(__always)
+    func write(_ body: UnsafeRawBufferPointer, for segment: Segment, requestEnd: Int64) -> WriteVerdict {
+        guard let plan else { return .enough }
+        let step = plan.plannedWrite(segment, count: body.count)
+        if !step.write.isEmpty {
+            do {
+                try sink.write(UnsafeRawBufferPointer(rebasing: body[step.write]), at: step.offset)
+            } catch {
+                return .failed(error)
+            }
+        }
+        plan.advance(segment, by: step.accepted)
+        counters.bytesReceived += Int64(body.count)
+        if step.accepted < body.count { return .enough }
+        if segment.isDone { return requestEnd <= segment.end ? .more : .enough }
+        return .more
+    }
+
+    /// Stores a single stream's next bytes.
+    @inline(__always)
+    func writeStream(_ body: UnsafeRawBufferPointer) -> WriteVerdict {
+        do {
+            try sink.write(body, at: streamPosition)
+        } catch {
+            return .failed(error)
+        }
+        streamPosition += Int64(body.count)
+        counters.bytesReceived += Int64(body.count)
+        return .more
+    }
+
+    // MARK: Checkpoints
+
+    /// Called when a checkpoint fails.
+    var onCheckpointFailure: ((DownloadError) -> Void)? {
+        get { checkpointer?.onFailure }
+        set { checkpointer?.onFailure = newValue }
+    }
+
+    /// Checkpoints if the interval has passed and something new was written.
+    func checkpointIfDue() {
+        guard let checkpointer, let plan else { return }
+        checkpointer.checkpointIfDue(plan.written)
+    }
+
+    /// Checkpoints now (if this store checkpoints at all), then runs `then`.
+    func checkpoint(then: (() -> Void)? = nil) {
+        guard let checkpointer, let plan else {
+            then?()
+            return
+        }
+        checkpointer.checkpoint(plan.written, then: then)
+    }
+}
+
+/// What a download counted, across restarts: for ``DownloadResult`` and progress.
+final class DownloadCounters {
+    /// Body bytes received (retries and hedged duplicates included).
+    var bytesReceived: Int64 = 0
+    /// HTTP requests sent, the probe and redirects included.
+    var requests = 0
+    /// Requests retried after a failure.
+    var retries = 0
+    /// The most connections busy at once.
+    var peakConnections = 0
+
+    /// Counts a request about to be sent while `busy` connections (this one included) are busy.
+    func willSend(busy: Int) {
+        requests += 1
+        peakConnections = max(peakConnections, busy)
+    }
+}

@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What is on disk for a download target before a run, read one way for the run itself and for
+/// ``Downloader/status(of:url:)``, so that "can resume" there means the next run resumes.
+enum PartialState {
+    /// Nothing usable and nothing to clear: the download starts fresh.
+    case absent
+    /// A file is at the target path. `record` is what Swoop stored about it when it completed it,
+    /// when that matches the file (`nil`: not known to be Swoop's, or changed since).
+    case complete(size: Int64, record: CompletedObject?)
+    /// The target path is a directory.
+    case directory
+    /// A partial download the next run continues from its segment map.
+    case resumable(SegmentMap)
+    /// Partial state the next run discards before starting over: why, and the map if it could be read.
+    case stale(String, SegmentMap?)
+    /// The segment map could not be read (an I/O error, not a bad map).
+    case unreadable(DownloadError)
+
+    /// Reads the state of `paths`.
+    ///
+    /// - Parameters:
+    ///   - url: The URL the next run fetches, redacted; `nil` assumes the one the map records.
+    ///     A map for another URL is trusted only with a strong ETag, which the probe then checks.
+    ///   - overwritesTarget: Whether an existing target is to be replaced; then it is ignored.
+    static func inspect(_ paths: DownloadPaths, url: String?, overwritesTarget: Bool = false) -> PartialState {
+        var info = CStat()
+        if stat(paths.target, &info) == 0 {
+            if info.st_mode & S_IFMT == S_IFDIR { return .directory }
+            if !overwritesTarget {
+                let size = Int64(info.st_size)
+                let record = CompletedObject.read(from: paths.target).flatMap { $0.size == size ? $0 : nil }
+                return .complete(size: size, record: record)
+            }
+        }
+        let partExists = stat(paths.part, &info) == 0
+        let partLength = partExists ? Int64(info.st_size) : nil
+        switch SegmentMapFile.read(at: paths.map) {
+        case .failure(.missing):
+            return partExists ? .stale("\(paths.part) has no segment map (\(paths.map))", nil) : .absent
+        case .failure(.io(let error)):
+            return .unreadable(error)
+        case .failure(.untrusted(let reason)):
+            return .stale("\(paths.map) cannot be used: \(reason)", nil)
+        case .success(let map):
+            guard let partLength else {
+                return .stale("\(paths.part) is missing although \(paths.map) describes it", map)
+            }
+            if partLength < map.objectSize {
+                return .stale("\(paths.part) is shorter (\(partLength) bytes) than the segment map says (\(map.objectSize))", map)
+            }
+            if let url, map.url != url, !map.identity.provesIdentityAcrossURLs {
+                return .stale("\(paths.map) is for \(map.url) and has no strong ETag to prove it is the same object", map)
+            }
+            return .resumable(map)
+        }
+    }
+}
+
+/// The paths one download uses: the target, `TARGET.part` and `TARGET.swoop`.
+struct DownloadPaths: Sendable, Equatable {
+    let target: String
+    var part: String { target + ".part" }
+    var map: String { target + ".swoop" }
+    /// The directory the target goes into.
+    var directory: String {
+        let parent = FilePath(target).removingLastComponent().string
+        return parent.isEmpty ? "." : parent
+    }
+
+    /// Checks, before any network traffic, that the target's directory exists: the file could not
+    /// be written otherwise.
+    func checkDirectory() throws(DownloadError) {
+        var info = CStat()
+        guard stat(directory, &info) == 0 else {
+            throw .localIO("cannot write into", path: directory, errno: errno)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw .localIO("cannot write into", path: directory, errno: ENOTDIR)
+        }
+    }
+
+    /// Deletes the part file and the segment map.
+    func discardPartialState() {
+        unlink(part)
+        SegmentMapFile.remove(at: map)
+    }
+}
+
+import SystemPackage

@@ -1,0 +1,273 @@
+/// Hears how a connection's exchanges go. Only events travel up: body bytes go to the store.
+protocol ConnectionDelegate: AnyObject {
+    /// The head of a probe's response arrived: decide what becomes of its body. The delegate may
+    /// give the connection a new job (``Connection/adopt(_:store:object:)``) before answering
+    /// ``BodyDisposition/deliver``.
+    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition
+    /// An exchange ended; `job` is what it was doing, `outcome` how it went.
+    func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome)
+}
+
+/// One connection slot of a download: runs one exchange at a time (the probe, a segment request
+/// or the single stream), checks each response head against its request, writes the body
+/// straight to the ``DownloadStore``, and reports one ``Outcome`` per exchange to its delegate.
+final class Connection: ExchangeDelegate {
+    /// What an exchange of this connection is for.
+    enum Job {
+        /// The download's first request.
+        case probe(RequestedRange)
+        /// Filling `segment`; this request asks for `request`.
+        case segment(Segment, request: ByteRange)
+        /// The whole object in one response (the server ignores ranges).
+        case stream
+    }
+
+    /// How an exchange ended, as the connection saw it.
+    enum Outcome {
+        /// The response arrived whole (for a segment: every byte it asked for was stored).
+        case completed
+        /// Stopped on purpose: the store wanted no more of this response, or the probe's head
+        /// decided to drop it.
+        case stopped
+        /// Cancelled (a replacement, a hedge partner that won, a download that stops).
+        case cancelled
+        /// The exchange failed: the transport, a response that does not match its request, or
+        /// storing its bytes. `retryAfter` is the server's `Retry-After`, if it sent one.
+        case failed(DownloadError, retryAfter: Int?)
+    }
+
+    let id: Int
+    private let loop: TransferLoop
+    weak var delegate: (any ConnectionDelegate)?
+    private(set) var exchange: HTTPExchange?
+    private(set) var job: Job?
+    /// Where the current job's bytes go, and the object they must belong to.
+    private var store: DownloadStore?
+    private var object: RemoteObject?
+    /// The URL of the current request, for messages.
+    private var url: RemoteURL?
+    /// Set by the head or body handlers when the exchange must fail.
+    private var failure: DownloadError?
+    private var retryAfter: Int?
+
+    // Throughput of this connection, sampled by the transfer and at each request's end.
+    private var bytesDelivered: Int64 = 0
+    private var sampledBytes: Int64 = 0
+    private var sampledAt: ContinuousClock.Instant?
+    private var requestBytes: Int64 = 0
+    /// Bytes per second, smoothed; 0 until measured.
+    private(set) var recentRate: Double = 0
+    /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.
+    private(set) var timeToFirstByte: Double = 0
+
+    /// Whether this slot has sent a request yet.
+    private var hasSentRequest = false
+    /// The next request opens a new connection (this one was too slow).
+    var wantsFreshConnection = false
+    /// How often this slot's connection was replaced for being slow.
+    var replacements = 0
+    /// The host whose connection permit this slot holds while its exchange runs.
+    private var permitHost: String?
+
+    init(id: Int, loop: TransferLoop, delegate: any ConnectionDelegate) {
+        self.id = id
+        self.loop = loop
+        self.delegate = delegate
+    }
+
+    var isBusy: Bool { exchange != nil }
+
+    /// Busy with a segment or the stream (not the probe).
+    var isTransferring: Bool {
+        guard exchange != nil, let job else { return false }
+        if case .probe = job { return false }
+        return true
+    }
+
+    /// The segment the current exchange fills.
+    var segment: Segment? {
+        if case .segment(let segment, _)? = job { return segment }
+        return nil
+    }
+
+    // MARK: Permits
+
+    /// Takes a permit for a connection to `url`'s host from the downloader's shared budget; without
+    /// one, registers `owner` to have `retry` run (outside callbacks) when a permit frees up.
+    func acquirePermit(for url: RemoteURL, owner: AnyObject, retry: @escaping () -> Void) -> Bool {
+        let key = "\(url.host):\(url.port)"
+        if loop.budget.acquire(host: key) {
+            permitHost = key
+            return true
+        }
+        let loop = self.loop
+        loop.budget.wait(owner) { loop.afterCallbacks(retry) }
+        return false
+    }
+
+    /// Returns the slot's connection permit, if it holds one, to the shared budget.
+    func releasePermit() {
+        if let host = permitHost {
+            permitHost = nil
+            loop.budget.release(host: host)
+        }
+    }
+
+    // MARK: Exchanges
+
+    /// Sends `request` to `url` for `job`. A slot's first request (other than the very first of
+    /// the download) opens its own connection, so N slots really are N connections; later ones
+    /// reuse pooled connections.
+    func begin(_ job: Job, url: RemoteURL, request: ExchangeRequest) {
+        precondition(exchange == nil, "connection \(id) is busy")
+        var request = request
+        if (!hasSentRequest && id > 0) || wantsFreshConnection {
+            request.freshConnection = true
+            if wantsFreshConnection { recentRate = 0 }  // a new connection, a new path: measure anew
+        }
+        wantsFreshConnection = false
+        hasSentRequest = true
+        self.job = job
+        self.url = url
+        failure = nil
+        retryAfter = nil
+        let exchange = HTTPExchange(request, delegate: self)
+        self.exchange = exchange
+        sampledAt = nil
+        requestBytes = 0
+        loop.start(exchange)
+    }
+
+    /// Gives the exchange under way (or the next one) a new job, whose bytes go to `store` and
+    /// must belong to `object`: the probe's response becomes the first segment or the stream.
+    func adopt(_ job: Job, store: DownloadStore, object: RemoteObject) {
+        self.job = job
+        self.store = store
+        self.object = object
+    }
+
+    /// Points the slot at the store and object its segment requests serve.
+    func attach(to store: DownloadStore, object: RemoteObject) {
+        self.store = store
+        self.object = object
+    }
+
+    func cancel() {
+        if let exchange { loop.cancel(exchange) }
+    }
+
+    // MARK: Measurements
+
+    /// Updates ``recentRate`` from the bytes delivered since the last sample.
+    func sampleRate(at now: ContinuousClock.Instant) {
+        defer {
+            sampledAt = now
+            sampledBytes = bytesDelivered
+        }
+        guard let exchange, let firstByte = exchange.firstByteAt, let previous = sampledAt else { return }
+        let elapsed = (now - max(previous, firstByte)).seconds
+        guard elapsed > 0.01 else { return }
+        blend(rate: Double(bytesDelivered - sampledBytes) / elapsed)
+    }
+
+    /// What the transfer policy needs to know about this connection.
+    func sample(at now: ContinuousClock.Instant) -> ConnectionSample {
+        ConnectionSample(
+            id: id, rate: recentRate, timeToFirstByte: timeToFirstByte, isTransferring: isTransferring,
+            secondsSinceFirstByte: exchange?.firstByteAt.map { (now - $0).seconds }, replacements: replacements,
+            segment: segment.map { SegmentSample(frontier: $0.frontier, end: $0.end, isHedged: $0.partner != nil) })
+    }
+
+    private func blend(rate: Double) {
+        recentRate = recentRate == 0 ? rate : 0.5 * recentRate + 0.5 * rate
+    }
+
+    /// Folds a finished request's throughput and first-byte time into the estimates.
+    private func measure(_ exchange: HTTPExchange) {
+        guard let started = exchange.startedAt, let first = exchange.firstByteAt else { return }
+        let ttfb = (first - started).seconds
+        timeToFirstByte = timeToFirstByte == 0 ? ttfb : 0.7 * timeToFirstByte + 0.3 * ttfb
+        let elapsed = (ContinuousClock.now - first).seconds
+        if elapsed > 0.002 && requestBytes >= 256 << 10 {
+            blend(rate: Double(requestBytes) / elapsed)
+        }
+    }
+
+    // MARK: ExchangeDelegate
+
+    func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
+        retryAfter = head.retryAfterSeconds
+        switch job {
+        case .probe(let requested):
+            return delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
+        case .segment(_, let requested):
+            guard let object else { return .abort }
+            do {
+                try ResponseValidator.segment(head, requested: requested, object: object)
+                return .deliver
+            } catch {
+                failure = error
+                return .abort
+            }
+        case .stream, nil:
+            return .abort
+        }
+    }
+
+    @inline(__always)
+    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool {
+        bytesDelivered += Int64(body.count)
+        requestBytes += Int64(body.count)
+        guard let store else { return false }
+        let verdict: DownloadStore.WriteVerdict
+        switch job {
+        case .segment(let segment, let request):
+            verdict = store.write(body, for: segment, requestEnd: request.upperBound)
+        case .stream:
+            verdict = store.writeStream(body)
+        case .probe, nil:
+            return false
+        }
+        switch verdict {
+        case .more:
+            return true
+        case .enough:
+            return false
+        case .failed(let error):
+            failure = error
+            return false
+        }
+    }
+
+    func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
+        guard exchange === self.exchange, let job else { return }
+        self.exchange = nil
+        self.job = nil
+        releasePermit()
+        measure(exchange)
+        delegate?.connection(self, didFinish: job, with: report(outcome, of: job))
+    }
+
+    /// The one outcome of an exchange: the transfer's end, judged against what the job asked for.
+    private func report(_ outcome: ExchangeOutcome, of job: Job) -> Outcome {
+        if case .cancelled = outcome { return .cancelled }
+        if let failure { return .failed(failure, retryAfter: retryAfter) }
+        let location = object?.url.redacted ?? url?.redacted ?? ""
+        switch outcome {
+        case .cancelled:
+            return .cancelled
+        case .aborted:
+            return .stopped
+        case .failed(let transport):
+            let isProbe = if case .probe = job { true } else { false }
+            return .failed(.transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: retryAfter)
+        case .completed:
+            if case .segment(let segment, let requested) = job,
+               !segment.isDone, segment.position < min(requested.upperBound, segment.end) {
+                let message = "the server closed the response after \(segment.position - requested.lowerBound) of \(requested.count) bytes (\(location))"
+                return .failed(.invalidResponse(message), retryAfter: retryAfter)
+            }
+            return .completed
+        }
+    }
+}

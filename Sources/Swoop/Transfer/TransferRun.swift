@@ -1,0 +1,327 @@
+import Logging
+
+/// Hears how the transfer stage ends.
+protocol TransferRunDelegate: AnyObject {
+    /// Every byte is stored and no connection is busy.
+    func transferDidComplete(_ run: TransferRun)
+    /// The object changed on the server mid-transfer.
+    func transfer(_ run: TransferRun, foundObjectChanged reason: String)
+    /// The transfer cannot go on.
+    func transfer(_ run: TransferRun, didFailWith error: DownloadError)
+}
+
+/// The transfer stage of one download: keeps its connections busy on the plan, retries failed
+/// requests, and applies the ``TransferPolicy`` (request sizes, cuts, hedges, replacements)
+/// and the adaptive ``ConnectionController``. Body bytes never pass through here: connections
+/// write them to the ``DownloadStore``; only outcomes arrive. Transfer thread only.
+final class TransferRun: ConnectionDelegate {
+    private let loop: TransferLoop
+    private let configuration: Downloader.Configuration
+    private let options: TransferOptions
+    private let policy: TransferPolicy
+    let object: RemoteObject
+    let store: DownloadStore
+    private let headers: RequestHeaders
+    private let counters: DownloadCounters
+    private let logger: Logger
+    weak var delegate: (any TransferRunDelegate)?
+
+    private var connections: [Connection] = []
+    private var targetConnections: Int
+    /// Adaptive mode: grows or shrinks `targetConnections` with measured throughput.
+    private var controller: ConnectionController?
+    /// Every 100 ms: connection rates, slow-connection replacement, adaptation.
+    private var housekeepingTimer: LoopTimer?
+    private var retryTimer: LoopTimer?
+    private var stopped = false
+
+    init(
+        object: RemoteObject, store: DownloadStore, headers: RequestHeaders, configuration: Downloader.Configuration,
+        loop: TransferLoop, counters: DownloadCounters, logger: Logger
+    ) {
+        self.loop = loop
+        self.configuration = configuration
+        self.options = TransferOptions(configuration)
+        self.policy = TransferPolicy(configuration)
+        self.object = object
+        self.store = store
+        self.headers = headers
+        self.counters = counters
+        self.logger = logger
+        self.targetConnections = max(1, configuration.connections.initial)
+    }
+
+    /// Connections transferring right now.
+    var activeConnections: Int { connections.count(where: \.isTransferring) }
+
+    // MARK: Start and stop
+
+    /// Takes over the probe's `connection`, whose response carries `firstRange`, plans the
+    /// other connections and starts them (after the current callbacks).
+    func start(from connection: Connection, firstRange: ByteRange) throws(DownloadError) {
+        guard let plan = store.plan else { return }
+        let layout = plan.layout
+        guard let segment = plan.reserve(ByteRange(firstRange.lowerBound, layout.alignUp(firstRange.upperBound)), ownerID: connection.id) else {
+            throw .invalidResponse("internal: the probe's range \(firstRange) is not missing")
+        }
+        adopt(connection)
+        connection.adopt(.segment(segment, request: firstRange), store: store, object: object)
+        plan.noteRequested(segment, upTo: firstRange.upperBound)
+        if case .adaptive(let maximum) = configuration.connections {
+            let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
+            targetConnections = ConnectionController.initialCount(probeTimeToFirstByte: headAfter, maximum: maximum)
+            controller = ConnectionController(initial: targetConnections, maximum: maximum)
+        }
+        scheduleHousekeeping()
+        plan.split(into: max(0, targetConnections - 1))
+        loop.afterCallbacks { [weak self] in self?.dispatchWork() }
+    }
+
+    /// Takes over the probe's `connection`, whose response is the whole object.
+    func startStream(from connection: Connection) {
+        adopt(connection)
+        connection.adopt(.stream, store: store, object: object)
+        logger.info("the server does not support ranges; downloading in one stream")
+    }
+
+    /// Cancels every exchange and timer; outcomes that arrive later are ignored.
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        loop.budget.cancelWait(self)
+        housekeepingTimer?.cancel()
+        retryTimer?.cancel()
+        for connection in connections where connection.isBusy { connection.cancel() }
+    }
+
+    private func adopt(_ connection: Connection) {
+        connection.delegate = self
+        precondition(connections.isEmpty && connection.id == 0, "the probe's connection is the first")
+        connections.append(connection)
+    }
+
+    private func makeConnection() -> Connection {
+        let connection = Connection(id: connections.count, loop: loop, delegate: self)
+        connection.attach(to: store, object: object)
+        connections.append(connection)
+        return connection
+    }
+
+    // MARK: Work
+
+    /// Gives idle connections work; reports completion when nothing is left.
+    private func dispatchWork() {
+        guard !stopped, let plan = store.plan else { return }
+        if plan.isComplete {
+            if !connections.contains(where: \.isBusy) { delegate?.transferDidComplete(self) }
+            return
+        }
+        let now = ContinuousClock.now
+        while connections.count < targetConnections { _ = makeConnection() }
+        let roundTrip = TransferPolicy.roundTrip(samples(at: now))
+        for connection in connections.prefix(targetConnections) where !connection.isBusy {
+            guard acquirePermit(connection) else { break }
+            guard let segment = plan.claim(now: now, ownerID: connection.id, cut: { [self] in cutPoint($0, roundTrip: roundTrip, now: now) }) else {
+                connection.releasePermit()
+                break
+            }
+            request(segment, on: connection)
+        }
+        if configuration.hedgesSlowTail { hedgeSlowTail(now: now) }
+        if !connections.contains(where: \.isBusy), let next = plan.nextRetryTime {
+            retryTimer?.cancel()
+            retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
+        }
+    }
+
+    private func acquirePermit(_ connection: Connection) -> Bool {
+        connection.acquirePermit(for: object.url, owner: self) { [weak self] in self?.dispatchWork() }
+    }
+
+    /// Sends `connection`'s next request for `segment`.
+    private func request(_ segment: Segment, on connection: Connection) {
+        guard let plan = store.plan else { return }
+        let size = policy.requestSize(rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte)
+        let range = policy.nextRequest(position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
+        plan.noteRequested(segment, upTo: range.upperBound)
+        let lines = headers.lines(for: object.url, precondition: object.precondition)
+        logger.trace("request", metadata: ["connection": "\(connection.id)", "range": "\(range)"])
+        connection.begin(
+            .segment(segment, request: range), url: object.url,
+            request: ExchangeRequest(url: object.url.absoluteString, headerLines: lines, range: .bounded(range), options: options))
+        counters.willSend(busy: connections.count(where: \.isBusy))
+    }
+
+    private func samples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+        connections.map { $0.sample(at: now) }
+    }
+
+    /// Where to cut `victim`'s request in flight for an idle connection (see
+    /// ``TransferPolicy/cutPoint(_:rate:others:roundTrip:minimumStealSize:layout:)``).
+    private func cutPoint(_ victim: Segment, roundTrip: Double, now: ContinuousClock.Instant) -> Int64? {
+        guard let plan = store.plan, let id = victim.ownerID, connections.indices.contains(id), connections[id].isTransferring else { return nil }
+        let others = connections.filter(\.isTransferring).map(\.recentRate)
+        return policy.cutPoint(
+            SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),
+            rate: connections[id].recentRate, others: others, roundTrip: roundTrip,
+            minimumStealSize: plan.minimumStealSize, layout: plan.layout)
+    }
+
+    /// When idle connections remain and a connection far behind the others holds the last work,
+    /// fetch its tail on an idle connection too.
+    private func hedgeSlowTail(now: ContinuousClock.Instant) {
+        guard let plan = store.plan, plan.segments.allSatisfy(\.isOwned) else { return }
+        let idle = connections.prefix(targetConnections).filter { !$0.isBusy }
+        let busy = connections.filter { $0.isBusy && $0.segment != nil }
+        var helpers = idle.makeIterator()
+        for id in policy.tailsToHedge(busy: busy.map { $0.sample(at: now) }, idle: idle.count) {
+            guard let victim = connections[id].segment, let helper = helpers.next(), acquirePermit(helper) else { return }
+            guard let hedge = plan.hedge(victim, ownerID: helper.id) else {
+                helper.releasePermit()
+                return
+            }
+            logger.debug("hedging a slow tail", metadata: ["segment": "\(victim)", "rate": "\(Int(connections[id].recentRate))"])
+            request(hedge, on: helper)
+        }
+    }
+
+    // MARK: Housekeeping
+
+    /// Every 100 ms: samples each connection's rate, replaces slow connections, and lets the
+    /// adaptive controller see the throughput.
+    private func scheduleHousekeeping() {
+        housekeepingTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
+            guard let self, !self.stopped else { return }
+            let now = ContinuousClock.now
+            for connection in connections { connection.sampleRate(at: now) }
+            replaceSlowConnections(at: now)
+            adaptConnections(at: now)
+            scheduleHousekeeping()
+        }
+    }
+
+    /// Closes connections far slower than the others; each slot reconnects. The request is
+    /// cancelled, the bytes it wrote are kept, and the rest of its segment goes back to the plan.
+    private func replaceSlowConnections(at now: ContinuousClock.Instant) {
+        guard configuration.replacesSlowConnections, let plan = store.plan else { return }
+        let slow = policy.connectionsToReplace(samples(at: now), minimumStealSize: plan.minimumStealSize)
+        for id in slow {
+            let connection = connections[id]
+            logger.debug("replacing a slow connection", metadata: ["connection": "\(id)", "rate": "\(Int(connection.recentRate))"])
+            connection.replacements += 1
+            connection.wantsFreshConnection = true
+            connection.cancel()
+        }
+    }
+
+    private func adaptConnections(at now: ContinuousClock.Instant) {
+        guard var controller, !controller.isSettled, let plan = store.plan else { return }
+        let roundTrip = TransferPolicy.roundTrip(samples(at: now))
+        if let count = controller.observe(totalBytes: counters.bytesReceived, remainingBytes: plan.remainingBytes, at: now, roundTrip: roundTrip) {
+            logger.debug("adapting connections", metadata: ["from": "\(targetConnections)", "to": "\(count)", "why": "\(controller.lastReason)"])
+            targetConnections = count
+            self.controller = controller
+            dispatchWork()
+            return
+        }
+        if controller.isSettled {
+            logger.debug("connections settled", metadata: ["count": "\(targetConnections)", "why": "\(controller.lastReason)"])
+        }
+        self.controller = controller
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
+        .abort  // probes belong to the prober
+    }
+
+    func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
+        guard !stopped else { return }
+        switch job {
+        case .segment(let segment, let requested):
+            segmentEnded(segment, requested: requested, on: connection, outcome: outcome)
+        case .stream:
+            streamEnded(outcome)
+        case .probe:
+            break
+        }
+    }
+
+    /// A segment request ended: continue, retry or fail.
+    private func segmentEnded(_ segment: Segment, requested: ByteRange, on connection: Connection, outcome: Connection.Outcome) {
+        guard let plan = store.plan else { return }
+        switch outcome {
+        case .cancelled where segment.isDone || segment.partner == nil:
+            // A hedge partner won, or the connection was replaced, or the download is stopping.
+            if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }
+            dispatchWork()
+            return
+        case .failed(let error, let retryAfter):
+            if error.kind == .objectChanged {
+                delegate?.transfer(self, foundObjectChanged: error.message)
+                return
+            }
+            guard error.isTransient else {
+                delegate?.transfer(self, didFailWith: error)
+                return
+            }
+            let delay = policy.backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
+            plan.release(segment, failed: true, retryAt: .now + delay)
+            if segment.failuresWithoutProgress >= configuration.retry.maxTries {
+                // The segment map keeps everything else; downloading again resumes.
+                let detail = " (gave up after \(configuration.retry.maxTries) tries; the partial download is kept)"
+                delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
+                return
+            }
+            counters.retries += 1
+            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
+        case .completed, .stopped, .cancelled:
+            if segment.isDone {
+                let partner = segment.partner
+                plan.finish(segment)
+                // The other half of a hedge pair has nothing left to fetch.
+                if let partner { connections.first { $0.segment === partner }?.cancel() }
+            } else if segment.isOwned && segment.partner == nil && connections.prefix(targetConnections).contains(where: { $0 === connection }),
+                      acquirePermit(connection) {
+                // The request ended inside the segment: the same connection asks for the next part.
+                store.checkpointIfDue()
+                request(segment, on: connection)
+                return
+            } else {
+                plan.release(segment, failed: false)
+            }
+        }
+        store.checkpointIfDue()
+        dispatchWork()
+    }
+
+    /// The single stream ended.
+    private func streamEnded(_ outcome: Connection.Outcome) {
+        switch outcome {
+        case .completed:
+            if let size = object.size, store.streamPosition != size {
+                let message = "the server closed the connection after \(store.streamPosition) of \(size) bytes and does not support ranges to resume; try again"
+                delegate?.transfer(self, didFailWith: .invalidResponse(message))
+                return
+            }
+            delegate?.transferDidComplete(self)
+        case .failed(let error, _) where error.kind == .localIO || error.kind == .diskFull:
+            delegate?.transfer(self, didFailWith: error)
+        case .failed(let error, _):
+            delegate?.transfer(self, didFailWith: error.adding("; the server does not support ranges, so the download cannot resume"))
+        case .stopped, .cancelled:
+            break
+        }
+    }
+}
+
+extension Downloader.Configuration.Connections {
+    /// Connections to start with.
+    var initial: Int {
+        switch self {
+        case .fixed(let count): count
+        case .adaptive(let maximum): min(maximum, 8)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Logging
+import Swoop
+
+/// Options shared by commands that download.
+struct DownloadOptions: ParsableArguments {
+    @Option(name: [.short, .long], help: "Connections per download (1-1024). Default: adaptive, up to --max-connections.")
+    var connections: Int?
+
+    @Option(name: .long, help: "The most connections the adaptive mode may open (1-1024).")
+    var maxConnections: Int = 64
+
+    @Option(name: [.customShort("H"), .long], help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
+    var header: [String] = []
+
+    @Option(name: .long, help: "Seconds allowed to connect.")
+    var connectTimeout: Double = 30
+
+    @Option(name: .long, help: "Seconds without data (or below --min-speed) before a connection is replaced.")
+    var stallTimeout: Double = 30
+
+    @Option(name: .long, help: ArgumentHelp("A connection slower than this for --stall-timeout is replaced (e.g. 100k, 1m).", valueName: "rate"))
+    var minSpeed: ByteCount = ByteCount(bytes: 1)
+
+    @Option(name: .long, help: "Tries per byte range without progress before giving up.")
+    var maxTries: Int = 8
+
+    @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
+    var insecure = false
+
+    @Flag(name: .long, help: "Keep connections that are far slower than the others instead of replacing them.")
+    var keepSlowConnections = false
+
+    @Flag(name: [.short, .long], help: "Log more (repeat for debug output).")
+    var verbose: Int
+
+    func validate() throws {
+        if let connections, !(1...1024).contains(connections) {
+            throw ValidationError("--connections must be between 1 and 1024 (got \(connections))")
+        }
+        guard (1...1024).contains(maxConnections) else {
+            throw ValidationError("--max-connections must be between 1 and 1024 (got \(maxConnections))")
+        }
+        guard connectTimeout > 0, connectTimeout.isFinite else { throw ValidationError("--connect-timeout must be a positive number of seconds") }
+        guard stallTimeout > 0, stallTimeout.isFinite else { throw ValidationError("--stall-timeout must be a positive number of seconds") }
+        guard maxTries >= 1 else { throw ValidationError("--max-tries must be at least 1 (got \(maxTries))") }
+        _ = try parsedHeaders()
+    }
+
+    /// `--header` values split into name and value; a bad one is a usage error naming it.
+    func parsedHeaders() throws -> [(name: String, value: String)] {
+        try header.map { line in
+            guard let colon = line.firstIndex(of: ":") else {
+                throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
+            }
+            let name = line[..<colon].trimmed
+            let value = line[line.index(after: colon)...].trimmed
+            guard !name.isEmpty, !name.contains(where: { $0.isWhitespace }) else {
+                throw ValidationError("invalid --header '\(line)': the name before ':' is empty or has spaces")
+            }
+            return (name, value)
+        }
+    }
+
+    func configuration() -> Downloader.Configuration {
+        var configuration = Downloader.Configuration()
+        configuration.connections = connections.map { .fixed($0) } ?? .adaptive(maximum: maxConnections)
+        configuration.timeout.connect = .milliseconds(Int64(connectTimeout * 1000))
+        configuration.timeout.stall = .milliseconds(Int64(stallTimeout * 1000))
+        configuration.retry.maxTries = maxTries
+        configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
+        configuration.verifiesTLSCertificates = !insecure
+        configuration.replacesSlowConnections = !keepSlowConnections
+        return configuration
+    }
+
+    func logger(quiet: Bool) -> Logger {
+        CLILogHandler.startClock()
+        let level: Logger.Level = quiet ? .error : (verbose >= 3 ? .trace : verbose == 2 ? .debug : verbose == 1 ? .info : .warning)
+        return Logger(label: "swoop") { _ in CLILogHandler(logLevel: level) }
+    }
+}
+
+extension Downloader.Configuration.ObjectChangePolicy: ExpressibleByArgument {
+    public init?(argument: String) {
+        switch argument {
+        case "restart": self = .restart
+        case "fail": self = .fail
+        default: return nil
+        }
+    }
+
+    public static var allValueStrings: [String] { ["restart", "fail"] }
+}

@@ -1,0 +1,26 @@
+import Swoop
+
+extension DownloadError {
+    /// The message with its fix in the command line's terms (its flags), not the library's.
+    var commandLineMessage: String {
+        guard let remedy else { return message }
+        return "\(reason); \(remedy.commandLineText)"
+    }
+}
+
+extension DownloadError.Remedy {
+    /// What the user of `swoop` does about it.
+    var commandLineText: String {
+        switch self {
+        case .replaceTarget: "use --force to replace it or -o to choose another name"
+        case .nameAFile: "name a file with -o"
+        case .chooseWritableLocation: "choose a writable location with -o or -d"
+        case .createDirectory: "create the directory first"
+        case .freeSpaceAndResume: "free some space and run the same command again to resume"
+        case .resume: "resume with the same command"
+        case .checkCertificate: "check the certificate, or pass --insecure to skip verification (unsafe)"
+        case .sendCredentials: "pass them with --header 'Authorization: ...'"
+        default: description
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import FoundationEssentials
+import Swoop
+
+/// The `--json` summary.
+struct Summary: Encodable {
+    var ok: Bool
+    var path: String
+    var bytes: Int64?
+    var seconds: Double?
+    var bytesPerSecond: Double?
+    var connections: Int?
+    var requests: Int?
+    var retries: Int?
+    var resumedBytes: Int64?
+    var alreadyComplete: Bool?
+    var etag: String?
+    var error: String?
+    var errorKind: String?
+    var exitCode: Int32?
+
+    init(_ result: DownloadResult, url: String) {
+        ok = true
+        path = result.path
+        bytes = result.bytes
+        seconds = Format.seconds(result.duration)
+        bytesPerSecond = result.bytesPerSecond
+        connections = result.connectionsUsed
+        requests = result.requests
+        retries = result.retries
+        resumedBytes = result.bytesResumed
+        alreadyComplete = result.alreadyComplete
+        etag = result.etag
+    }
+
+    init(error: DownloadError, path: String) {
+        ok = false
+        self.path = path
+        self.error = error.commandLineMessage
+        errorKind = error.kind.description
+        exitCode = ExitStatus(error).rawValue
+    }
+}
+
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    if let data = try? encoder.encode(value) {
+        print(String(decoding: data, as: UTF8.self))
+    }
+}
