@@ -291,6 +291,35 @@ struct ResumeTests {
         }
     }
 
+    @Test("status and the next run agree on whether a partial download resumes", arguments: [ETagStyle.strong, .weak, .none])
+    func statusAgreesWithTheNextRun(etag: ETagStyle) async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 25, etag: etag)
+                origin.addObject(object, at: "/bucket/s.bin")
+                origin.addObject(object, at: "/mirror/s.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("s.bin")
+                try await downloadPartially(origin.url("/bucket/s.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+                // The same URL always resumes; another one only with a strong ETag to prove it.
+                #expect(Downloader.status(of: path).canResume)
+                #expect(Downloader.status(of: path, url: origin.url("/bucket/s.bin")).canResume)
+                let predicted = Downloader.status(of: path, url: origin.url("/mirror/s.bin") + "?sig=2")
+                #expect(predicted.canResume == (etag == .strong), "\(predicted.state)")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await withDownloader(throttled()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/mirror/s.bin") + "?sig=2"), to: path)
+                }
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect((result.bytesResumed > 0) == predicted.canResume, "status said \(predicted.state); the run resumed \(result.bytesResumed) bytes")
+                #expect(result.bytesResumed == (predicted.canResume ? predicted.bytesDone : 0))
+            }
+        }
+    }
+
     @Test("running the same command on a completed target exits 0 without downloading")
     func completedTargetRerun() async throws {
         let scratch = try Scratch()
