@@ -104,7 +104,7 @@ enum Finalizer {
                 throw appeared
             } catch {
                 // No hard links either (some FUSE and network file systems): check, then rename.
-                if access(target, F_OK) == 0 { throw appeared }
+                if (try? fileInfo(target)) != nil { throw appeared }
                 do { try systemCall { rename(source, target) } } catch { throw renameFailed(error) }
             }
         default:

@@ -79,6 +79,18 @@ func systemCall(_ call: () -> Int32) throws(Errno) {
     try retryingOnInterrupt(call)
 }
 
+/// `stat(path)`, retried on `EINTR`.
+func fileInfo(_ path: String) throws(Errno) -> CStat {
+    var info = CStat()
+    try systemCall { stat(path, &info) }
+    return info
+}
+
+/// Deletes the file at `path` if it is there (`unlink`, retried on `EINTR`).
+func removeFile(_ path: String) {
+    try? systemCall { unlink(path) }
+}
+
 /// Flushes a directory entry change (a create, rename or unlink) to stable storage.
 func syncDirectory(containing path: String) throws(Errno) {
     let directory = FilePath(path).removingLastComponent()

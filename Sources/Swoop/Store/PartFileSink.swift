@@ -40,7 +40,7 @@ final class PartFileSink: BodySink {
                 try file.preallocate(size)
             } catch {
                 file.close()
-                unlink(paths.part)  // nothing was downloaded; leave nothing behind
+                removeFile(paths.part)  // nothing was downloaded; leave nothing behind
                 throw error
             }
         }

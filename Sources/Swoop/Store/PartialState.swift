@@ -28,8 +28,7 @@ enum PartialState {
     ///     A map for another URL is trusted only with a strong ETag, which the probe then checks.
     ///   - overwritesTarget: Whether an existing target is to be replaced; then it is ignored.
     static func inspect(_ paths: DownloadPaths, url: String?, overwritesTarget: Bool = false) -> PartialState {
-        var info = CStat()
-        if stat(paths.target, &info) == 0 {
+        if let info = try? fileInfo(paths.target) {
             if info.st_mode & S_IFMT == S_IFDIR { return .directory }
             if !overwritesTarget {
                 let size = Int64(info.st_size)
@@ -37,8 +36,8 @@ enum PartialState {
                 return .complete(size: size, record: record)
             }
         }
-        let partExists = stat(paths.part, &info) == 0
-        let partLength = partExists ? Int64(info.st_size) : nil
+        let partLength = (try? fileInfo(paths.part)).map { Int64($0.st_size) }
+        let partExists = partLength != nil
         switch SegmentMapFile.read(at: paths.map) {
         case .failure(.missing):
             return partExists ? .stale("\(paths.part) has no segment map (\(paths.map))", nil) : .absent
@@ -75,9 +74,11 @@ struct DownloadPaths: Sendable, Equatable {
     /// Checks, before any network traffic, that the target's directory exists: the file could not
     /// be written otherwise.
     func checkDirectory() throws(DownloadError) {
-        var info = CStat()
-        guard stat(directory, &info) == 0 else {
-            throw .localIO("cannot write into", path: directory, errno: errno)
+        let info: CStat
+        do {
+            info = try fileInfo(directory)
+        } catch {
+            throw .localIO("cannot write into", path: directory, errno: error.rawValue)
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw .localIO("cannot write into", path: directory, errno: ENOTDIR)
@@ -86,7 +87,7 @@ struct DownloadPaths: Sendable, Equatable {
 
     /// Deletes the part file and the segment map.
     func discardPartialState() {
-        unlink(part)
+        removeFile(part)
         SegmentMapFile.remove(at: map)
     }
 }

@@ -51,18 +51,18 @@ enum SegmentMapFile {
             try systemCall { rename(temporary, path) }
             try syncDirectory(containing: path)
         } catch let error as Errno {
-            unlink(temporary)
+            removeFile(temporary)
             throw .localIO("cannot write the segment map", path: path, errno: error.rawValue)
         } catch {
-            unlink(temporary)
+            removeFile(temporary)
             throw DownloadError(.localIO, "cannot write the segment map \(path): \(error)")
         }
     }
 
     /// Deletes the map (and a leftover temporary), ignoring absence.
     static func remove(at path: String) {
-        unlink(path)
-        unlink(path + ".tmp")
+        removeFile(path)
+        removeFile(path + ".tmp")
     }
 
     private static func readAll(_ path: String) -> Result<[UInt8], Errno> {
