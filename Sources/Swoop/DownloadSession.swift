@@ -149,7 +149,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
         let store = DownloadStore(
             sink: sink, plan: plan, bytesResumed: map?.completedBytes ?? 0, checkpoint: template,
-            checkpointInterval: configuration.checkpointInterval, counters: counters)
+            checkpointInterval: configuration.checkpointInterval, counters: counters, startedAt: startedAt)
         store.onCheckpointFailure = { [weak self] in self?.stop(with: .failure($0)) }
         if let map { logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"]) }
         let transfer = makeTransfer(found, store: store, headers: headers)

@@ -11,15 +11,20 @@ final class Checkpointer {
     /// The chunks the last completed checkpoint recorded.
     private var recorded: ChunkSet?
     private var inFlight = false
-    private var last = ContinuousClock.now
+    private var last: ContinuousClock.Instant
     /// Called when a checkpoint fails (the download cannot keep its promise of resumability).
     var onFailure: ((DownloadError) -> Void)?
 
-    init(sink: BodySink, interval: Duration, template: SegmentMap) {
+    /// `since`: when the download started. The interval counts from there, not from when the
+    /// transfer began a few milliseconds later: progress ticks come every interval too, and the
+    /// first would otherwise fall just short and put the first checkpoint a whole tick later
+    /// (a run killed in between kept nothing).
+    init(sink: BodySink, interval: Duration, template: SegmentMap, since: ContinuousClock.Instant) {
         self.sink = sink
         self.interval = interval
         self.template = template
         self.recorded = template.chunks
+        self.last = since
     }
 
     /// Checkpoints `chunks` if ``interval`` has passed since the last one and they changed.

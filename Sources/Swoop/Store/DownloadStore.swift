@@ -18,13 +18,13 @@ final class DownloadStore {
     /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
     /// when the sink keeps partial state.
     init(sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
-         checkpointInterval: Duration?, counters: DownloadCounters) {
+         checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant) {
         self.sink = sink
         self.plan = plan
         self.bytesResumed = bytesResumed
         self.counters = counters
         if let template, let checkpointInterval, sink.keepsPartialState {
-            checkpointer = Checkpointer(sink: sink, interval: checkpointInterval, template: template)
+            checkpointer = Checkpointer(sink: sink, interval: checkpointInterval, template: template, since: startedAt)
         } else {
             checkpointer = nil
         }
