@@ -42,19 +42,18 @@ struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
         self.host = host.lowercased()
         self.port = url.port ?? (scheme == "https" ? 443 : 80)
         self.path = url.path(percentEncoded: false)
+        self.redacted = Self.redact(url, scheme: scheme, host: self.host, port: self.port)
     }
 
     /// The URL without credentials, query or fragment: safe for logs and the segment map.
-    var redacted: String {
+    let redacted: String
+
+    private static func redact(_ url: URL, scheme: String, host: String, port: Int) -> String {
         let defaultPort = scheme == "https" ? 443 : 80
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let portPart = port == defaultPort ? "" : ":\(port)"
-        var encodedPath = "/"
-        if let url = URL(string: absoluteString) {
-            let path = url.path(percentEncoded: true)
-            encodedPath = path.isEmpty ? "/" : path
-        }
-        return "\(scheme)://\(hostPart)\(portPart)\(encodedPath)"
+        let path = url.path(percentEncoded: true)
+        return "\(scheme)://\(hostPart)\(portPart)\(path.isEmpty ? "/" : path)"
     }
 
     var description: String { redacted }

@@ -37,7 +37,7 @@ final class TransferLoop: @unchecked Sendable {
     private var pendingAdds: [HTTPExchange] = []
     private var pendingRemoves: [HTTPExchange] = []
     private var afterCallbackWork: [() -> Void] = []
-    private var timers: [LoopTimer] = []
+    private var timers = TimerHeap()
     private var idleHandles: [CurlEasy] = []
 
     /// Starts the thread.
@@ -74,12 +74,13 @@ final class TransferLoop: @unchecked Sendable {
     /// Runs `work` on the loop thread. Returns `false` (and drops `work`) once the loop is stopping.
     @discardableResult
     func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
-        let accepted = inbox.withLock { inbox -> Bool in
-            guard !inbox.stopRequested else { return false }
+        let (accepted, wake) = inbox.withLock { inbox -> (Bool, Bool) in
+            guard !inbox.stopRequested else { return (false, false) }
             inbox.commands.append(work)
-            return true
+            // The loop takes every queued command when it wakes: one wake-up per batch.
+            return (true, inbox.commands.count == 1)
         }
-        if accepted { curl_multi_wakeup(multi) }
+        if wake { curl_multi_wakeup(multi) }
         return accepted
     }
 
@@ -124,8 +125,7 @@ final class TransferLoop: @unchecked Sendable {
     func schedule(after delay: Duration, _ action: @escaping () -> Void) -> LoopTimer {
         assertOnLoopThread()
         let timer = LoopTimer(deadline: .now + delay, action: action)
-        let index = timers.firstIndex { $0.deadline > timer.deadline } ?? timers.endIndex
-        timers.insert(timer, at: index)
+        timers.insert(timer)
         return timer
     }
 
@@ -177,7 +177,7 @@ final class TransferLoop: @unchecked Sendable {
             var timeout = 1000
             if !pendingAdds.isEmpty || !pendingRemoves.isEmpty || !afterCallbackWork.isEmpty {
                 timeout = 0
-            } else if let next = timers.first {
+            } else if let next = timers.earliest {
                 let remaining = next.deadline - .now
                 timeout = max(0, min(timeout, Int(remaining.milliseconds.rounded(.up))))
             }
@@ -241,8 +241,8 @@ final class TransferLoop: @unchecked Sendable {
 
     private func fireDueTimers() {
         let now = ContinuousClock.now
-        while let first = timers.first, first.deadline <= now {
-            timers.removeFirst()
+        while let first = timers.earliest, first.deadline <= now {
+            timers.removeEarliest()
             first.fire()
         }
     }
@@ -259,25 +259,6 @@ final class TransferLoop: @unchecked Sendable {
         runAfterCallbackWork()
         timers.removeAll()
         idleHandles.removeAll()
-    }
-}
-
-/// A one-shot timer on the transfer thread.
-final class LoopTimer {
-    let deadline: ContinuousClock.Instant
-    private var action: (() -> Void)?
-
-    init(deadline: ContinuousClock.Instant, action: @escaping () -> Void) {
-        self.deadline = deadline
-        self.action = action
-    }
-
-    func cancel() { action = nil }
-
-    fileprivate func fire() {
-        let action = self.action
-        self.action = nil
-        action?()
     }
 }
 
