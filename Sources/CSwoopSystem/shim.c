@@ -23,6 +23,29 @@ int swoop_setxattr(const char *path, const char *name, const void *value, size_t
     return setxattr(path, name, value, size, 0);
 }
 
+int swoop_fsetxattr(int fd, const char *name, const void *value, size_t size) {
+    return fsetxattr(fd, name, value, size, 0);
+}
+
+int swoop_syncfs(int fd) {
+    return syncfs(fd);
+}
+
+int swoop_open_unnamed(const char *directory) {
+#ifdef O_TMPFILE
+    return open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+#else
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+
+int swoop_link_unnamed(int fd, const char *target) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, path, AT_FDCWD, target, AT_SYMLINK_FOLLOW);
+}
+
 int swoop_start_writeback(int fd, int64_t offset, int64_t length) {
     return sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE);
 }

@@ -17,6 +17,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private let sink: BodySink
     private let logger: Logger
     private let onProgress: (@Sendable (DownloadProgress) -> Void)?
+    /// Called once when no more bytes will be fetched (the download finalizes or stops).
+    private var onTransferEnd: (() -> Void)?
     private var completion: ((Result<DownloadResult, DownloadError>) -> Void)?
     private var keepAlive: DownloadSession?
 
@@ -43,6 +45,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
         paths: DownloadPaths, sink: BodySink, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
+        transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
     ) {
         self.loop = loop
@@ -55,6 +58,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         logger[metadataKey: "url"] = "\(url.redacted)"
         self.logger = logger
         self.onProgress = progress
+        self.onTransferEnd = transferEnded
         self.completion = completion
     }
 
@@ -90,6 +94,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .unreadable(let error):
             throw error
         case .absent:
+            return .fresh
+        case .orphanedPart(let reason):
+            // Small files and streams keep no map: an interrupted one leaves this, expectedly.
+            logger.info("\(reason); starting over")
+            paths.discardPartialState()
             return .fresh
         case .stale(let reason, _):
             if configuration.resumes {
@@ -144,7 +153,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if case .resuming(let resumed) = basis { map = resumed }
         try sink.open(size: size, resuming: map != nil)
         let plan = SegmentScheduler(objectSize: size, resuming: map, minimumSegmentSize: configuration.minimumSegmentSize)
-        let template = SegmentMap(
+        // An object that arrives whole in this first response needs no segment map: a crash
+        // loses at most this one response, and the file is published with others in a group.
+        let arrivesWhole = map == nil && firstRange == ByteRange(0, size)
+        let template = arrivesWhole ? nil : SegmentMap(
             objectSize: size, chunkSize: plan.layout.chunkSize, etag: found.etag, lastModified: found.lastModified,
             url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
         let store = DownloadStore(
@@ -157,7 +169,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         object = found
         self.store = store
         // A map from the start, so a crash at any moment leaves something to resume from.
-        if map == nil { store.checkpoint() }
+        if map == nil && !arrivesWhole { store.checkpoint() }
         return transfer
     }
 
@@ -165,6 +177,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func beginStream(_ found: RemoteObject, discardsPartial: Bool, on connection: Connection, headers: RequestHeaders) throws(DownloadError) -> TransferRun {
         if discardsPartial {
             logger.warning("the server no longer answers range requests; starting over in a single stream")
+            paths.discardPartialState()
             basis = .fresh
         }
         try sink.open(size: found.size, resuming: false)
@@ -266,7 +279,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         guard phase != .finalizing && phase != .stopped else { return }
         phase = .finalizing
         transfer?.stop()
-        let record = CompletedObject(size: size, etag: object?.etag, lastModified: object?.lastModified, url: url.redacted)
+        transferEnded()
+        let record = CompletedObject(size: size, etag: object?.etag, lastModified: object?.lastModified)
         sink.finish(size: size, record: record) { [self] failure in
             if let failure {
                 stop(with: .failure(failure))
@@ -289,7 +303,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// Pauses: stops every transfer, checkpoints, and reports ``DownloadError/Kind/interrupted``.
     func pause() {
         guard phase == .probing || phase == .transferring || phase == .starting else { return }
-        stop(with: .failure(DownloadError(.interrupted, "download paused; \(bytesDone) bytes are kept in \(paths.part)", remedy: .resume)))
+        let kept = store?.keepsPartialState == true ? "; \(bytesDone) bytes are kept in \(paths.part)" : ""
+        stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
     }
 
     /// Cancels: stops every transfer and deletes the partial state.
@@ -305,9 +320,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         guard phase != .stopped else { return }
         let wasTransferring = phase == .transferring
         phase = .stopped
+        // Without a segment map (a small file, a stream) nothing can resume: keep nothing.
+        if case .failure = result, let store, !store.keepsPartialState { discardOnStop = true }
         progressTimer?.cancel()
         prober?.stop()
         transfer?.stop()
+        transferEnded()
         if case .success = result { onProgress?(progressSnapshot()) }
         let report = { [self] in
             sink.close(discarding: discardOnStop) { [self] in
@@ -323,6 +341,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         } else {
             report()
         }
+    }
+
+    private func transferEnded() {
+        let hook = onTransferEnd
+        onTransferEnd = nil
+        hook?()
     }
 
     // MARK: Progress

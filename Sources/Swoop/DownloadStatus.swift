@@ -66,6 +66,8 @@ extension Downloader {
         case .stale(let reason, let map):
             if let map { status.describe(map) }
             status.state = .untrusted(reason)
+        case .orphanedPart(let reason):
+            status.state = .untrusted(reason)
         case .unreadable(let error):
             status.state = .untrusted(error.message)
         }

@@ -55,6 +55,24 @@ public final class DownloadTask: Sendable {
         progressHandlers.withLock { $0.append(handler) }
     }
 
+    /// What ``Downloader/downloadAll(_:maxConcurrentFiles:)`` hears about each run: when it
+    /// stops fetching (its slot is free, before the file is made durable), and how it ended.
+    struct RunObserver: Sendable {
+        var transferEnded: @Sendable () -> Void
+        var runEnded: @Sendable (Result<DownloadResult, DownloadError>) -> Void
+    }
+
+    private let observer = Mutex<RunObserver?>(nil)
+
+    /// Sets the observer; call before ``begin()``.
+    func observe(_ observer: RunObserver) {
+        self.observer.withLock { $0 = observer }
+    }
+
+    func reportTransferEnd() {
+        observer.withLock { $0 }?.transferEnded()
+    }
+
     /// Hands `progress` to every handler (on the transfer thread).
     func reportProgress(_ progress: DownloadProgress) {
         let handlers = progressHandlers.withLock { $0 }
@@ -165,6 +183,7 @@ public final class DownloadTask: Sendable {
             return true
         }
         guard current else { return }
+        defer { observer.withLock { $0 }?.runEnded(outcome) }
         if case .failure(let error) = outcome, error.kind == .interrupted {
             let interrupted = inner.withLock { inner -> [Waiter] in
                 if inner.state == .running { inner.state = .paused }

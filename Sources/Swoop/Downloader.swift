@@ -24,6 +24,8 @@ public final class Downloader: Sendable {
     private let loop: TransferLoop
     /// Blocking file work (fsync, the segment map, rename), off the transfer thread.
     private let disk: DiskQueue
+    /// Group commit for files finished without a segment map.
+    private let publisher: PublishQueue
     private let logger: Logger
     private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
@@ -44,6 +46,7 @@ public final class Downloader: Sendable {
         self.configuration = configuration
         self.loop = loop
         self.disk = DiskQueue(queue: DispatchQueue(label: "swoop.disk"), loop: loop)
+        self.publisher = PublishQueue(disk: DiskQueue(queue: DispatchQueue(label: "swoop.publish"), loop: loop))
         self.logger = logger ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
@@ -96,6 +99,7 @@ public final class Downloader: Sendable {
     /// and its `progress` handler receives that download's progress too.
     func start(
         _ request: DownloadRequest, to path: String, configuration: Configuration, sink: SinkKind,
+        observer: DownloadTask.RunObserver? = nil,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         let url = try RemoteURL(request.url)
@@ -121,6 +125,7 @@ public final class Downloader: Sendable {
                     }
                 })
             task.addProgressHandler(progress)
+            if let observer { task.observe(observer) }
             if coalescing { running[key] = task }
             return (task, true)
         }
@@ -128,6 +133,15 @@ public final class Downloader: Sendable {
             task.begin()
         } else {
             task.resume()
+            if let observer {
+                // Joined another caller's download: hear its end through its result.
+                Task {
+                    let outcome: Result<DownloadResult, DownloadError>
+                    do throws(DownloadError) { outcome = .success(try await task.result()) } catch { outcome = .failure(error) }
+                    observer.transferEnded()
+                    observer.runEnded(outcome)
+                }
+            }
         }
         return task
     }
@@ -150,16 +164,19 @@ public final class Downloader: Sendable {
             _ = active.withLock { $0.removeValue(forKey: id) }
             task.runEnded(outcome, run: run)
         }
-        let accepted = loop.execute { [loop, disk, logger] in
+        let accepted = loop.execute { [loop, disk, publisher, logger] in
             let sink: BodySink = switch kind {
             case .partFile:
-                PartFileSink(paths: paths, disk: disk, checksum: request.expectedChecksum, overwritesTarget: configuration.overwritesExistingFile)
+                PartFileSink(
+                    paths: paths, disk: disk, publisher: publisher, checksum: request.expectedChecksum,
+                    overwritesTarget: configuration.overwritesExistingFile)
             case .discard:
                 DiscardSink(loop: loop)
             }
             let session = DownloadSession(
                 loop: loop, configuration: configuration, request: request, url: url, paths: paths, sink: sink,
-                logger: logger, progress: { task.reportProgress($0) }, completion: finished)
+                logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
+                completion: finished)
             control.attach(session)
             session.start()
         }

@@ -11,36 +11,30 @@ import Musl
 
 extension Get {
     /// `swoop get -i FILE`: every URL of a list, `--jobs` at a time, sharing one connection pool.
+    /// The list is read twice and never held whole: once to check it and count its entries,
+    /// then line by line as files start.
     func runList() async throws {
         guard let inputFile else { return }
-        let manifest: Manifest
+        let source = try ManifestSource(path: inputFile)
+        let shard = self.shard
+        let counts: (entries: Int, included: Int, ignored: [String])
         do {
-            manifest = try Manifest.parse(try readList(inputFile))
+            counts = try source.check { shard?.contains($0.url) ?? true }
         } catch let error as Manifest.ParseError {
             throw CommandFailure(status: .usage, message: "\(inputFile): \(error)")
         }
-        for note in manifest.ignored { printError("warning: \(inputFile) \(note): option not supported, ignored") }
-        let entries = manifest.entries.filter { shard?.contains($0.url) ?? true }
-
-        // Resolve every entry to a request and a destination; a bad entry fails alone.
-        var items: [BulkItem] = []
-        var rejected: [(entry: Manifest.Entry, message: String)] = []
-        let defaultHeaders = try transfer.parsedHeaders()
-        for entry in entries {
-            switch item(for: entry, defaultHeaders: defaultHeaders) {
-            case .success(let item): items.append(item)
-            case .failure(let error): rejected.append((entry, error.message))
-            }
-        }
+        for note in counts.ignored { printError("warning: \(inputFile) \(note): option not supported, ignored") }
+        let rejections = Rejections()
+        let items = ListItems(source: source, shard: shard, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
 
         var configuration = downloaderConfiguration()
         configuration.progressInterval = .milliseconds(500)
         warnIfInsecure()
         let downloader = Downloader(configuration: configuration, logger: transfer.logger(quiet: quiet))
-        let board = BulkBoard(total: items.count, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
+        let board = BulkBoard(total: counts.included, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
         if !quiet && !json {
-            let share = shard.map { " (shard \($0.index)/\($0.count): \(entries.count) of \(manifest.entries.count) entries)" } ?? ""
-            writeStderr("downloading \(items.count) files, \(jobs) at a time\(share)\n")
+            let share = shard.map { " (shard \($0.index)/\($0.count): \(counts.included) of \(counts.entries) entries)" } ?? ""
+            writeStderr("downloading \(counts.included) files, \(jobs) at a time\(share)\n")
         }
         let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs)
         let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
@@ -58,61 +52,14 @@ extension Get {
         await downloader.shutdown()
         board.clear()
         guard let summary else { throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume") }
-        report(summary, items: items, rejected: rejected)
+        let rejected = rejections.all
+        report(summary, rejected: rejected)
         if let first = firstFailure(summary, rejected: rejected) {
             throw CommandFailure(status: first, message: "")
         }
     }
 
-    private func readList(_ path: String) throws -> String {
-        if path == "-" {
-            var text = ""
-            while let line = readLine(strippingNewline: false) { text += line }
-            return text
-        }
-        do {
-            return try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw CommandFailure(status: .usage, message: "cannot read the list \(path): \(error)")
-        }
-    }
-
-    /// The request and destination for one entry: `dir=` (else `-d`, else here) plus `out=`
-    /// (else the URL's file name). `out=` may name subdirectories but never leave the directory.
-    private func item(for entry: Manifest.Entry, defaultHeaders: [(name: String, value: String)]) -> Result<BulkItem, ListEntryError> {
-        var headers = defaultHeaders
-        for line in entry.headers {
-            guard let colon = line.firstIndex(of: ":"), !line[..<colon].trimmed.isEmpty else {
-                return .failure(ListEntryError("invalid header= '\(line)': expected 'Name: value'"))
-            }
-            headers.append((line[..<colon].trimmed, line[line.index(after: colon)...].trimmed))
-        }
-        var expected: Checksum?
-        if let text = entry.checksum {
-            guard let parsed = Checksum(text) else { return .failure(ListEntryError("invalid checksum= '\(text)': expected sha-256=<64 hex digits>")) }
-            expected = parsed
-        }
-        let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash
-        var name = Downloader.suggestedFileName(for: entry.url)
-        if let out = entry.out {
-            let parts = out.split(separator: "/", omittingEmptySubsequences: true)
-            guard !out.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }),
-                  !out.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-            else { return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory")) }
-            name = parts.joined(separator: "/")
-            if parts.count > 1 {
-                let folder = base + "/" + parts.dropLast().joined(separator: "/")
-                do {
-                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                } catch {
-                    return .failure(ListEntryError("cannot create the directory \(folder): \(error)"))
-                }
-            }
-        }
-        return .success(BulkItem(DownloadRequest(url: entry.url, headers: headers, expectedChecksum: expected), to: base + "/" + name))
-    }
-
-    private func report(_ summary: BulkSummary, items: [BulkItem], rejected: [(entry: Manifest.Entry, message: String)]) {
+    private func report(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) {
         if json {
             printJSON(ListSummary(summary, rejected: rejected))
             return
@@ -270,4 +217,84 @@ extension String {
 struct ListEntryError: Error {
     var message: String
     init(_ message: String) { self.message = message }
+}
+
+/// The entries of a list that a run fetches, as ``BulkItem``s, made one at a time as the
+/// downloader asks for the next: this shard's entries, with their headers, checksum and
+/// destination. An entry that cannot be fetched as written is set aside in ``Rejections``.
+struct ListItems: Sequence, Sendable {
+    let source: ManifestSource
+    let shard: Shard?
+    let defaultHeaders: [(name: String, value: String)]
+    let directory: String?
+    let rejections: Rejections
+
+    func makeIterator() -> Iterator {
+        Iterator(list: self, entries: source.makeIterator())
+    }
+
+    struct Iterator: IteratorProtocol {
+        let list: ListItems
+        let entries: ManifestSource.Iterator
+
+        mutating func next() -> BulkItem? {
+            while let entry = entries.next() {
+                guard list.shard?.contains(entry.url) ?? true else { continue }
+                switch list.item(for: entry) {
+                case .success(let item): return item
+                case .failure(let error): list.rejections.add(entry, error.message)
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The request and destination for one entry: `dir=` (else `-d`, else here) plus `out=`
+    /// (else the URL's file name). `out=` may name subdirectories but never leave the directory.
+    func item(for entry: Manifest.Entry) -> Result<BulkItem, ListEntryError> {
+        var headers = defaultHeaders
+        for line in entry.headers {
+            guard let colon = line.firstIndex(of: ":"), !line[..<colon].trimmed.isEmpty else {
+                return .failure(ListEntryError("invalid header= '\(line)': expected 'Name: value'"))
+            }
+            headers.append((line[..<colon].trimmed, line[line.index(after: colon)...].trimmed))
+        }
+        var expected: Checksum?
+        if let text = entry.checksum {
+            guard let parsed = Checksum(text) else { return .failure(ListEntryError("invalid checksum= '\(text)': expected sha-256=<64 hex digits>")) }
+            expected = parsed
+        }
+        let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash
+        var name = Downloader.suggestedFileName(for: entry.url)
+        if let out = entry.out {
+            let parts = out.split(separator: "/", omittingEmptySubsequences: true)
+            guard !out.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }),
+                  !out.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else { return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory")) }
+            name = parts.joined(separator: "/")
+            if parts.count > 1 {
+                let folder = base + "/" + parts.dropLast().joined(separator: "/")
+                do {
+                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                } catch {
+                    return .failure(ListEntryError("cannot create the directory \(folder): \(error)"))
+                }
+            }
+        }
+        return .success(BulkItem(DownloadRequest(url: entry.url, headers: headers, expectedChecksum: expected), to: base + "/" + name))
+    }
+}
+
+/// List entries that could not be fetched as written, collected while the list streams by.
+final class Rejections: Sendable {
+    private let entries = Mutex<[(entry: Manifest.Entry, message: String)]>([])
+
+    func add(_ entry: Manifest.Entry, _ message: String) {
+        entries.withLock { $0.append((entry, message)) }
+    }
+
+    /// In list order.
+    var all: [(entry: Manifest.Entry, message: String)] {
+        entries.withLock { $0 }.sorted { $0.entry.line < $1.entry.line }
+    }
 }

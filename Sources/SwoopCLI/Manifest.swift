@@ -1,5 +1,11 @@
 import Swoop
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A download list in aria2's input-file format:
 ///
 /// ```
@@ -15,7 +21,7 @@ import Swoop
 /// A line that starts with a non-blank character holds a URL (aria2's tab-separated mirror URLs
 /// are accepted; the first is used). Indented `key=value` lines apply to the URL above them.
 struct Manifest {
-    struct Entry: Equatable {
+    struct Entry: Equatable, Sendable {
         var url: String
         var line: Int
         var out: String?
@@ -28,7 +34,7 @@ struct Manifest {
     /// Options Swoop does not use, as "line N: key" (reported, not fatal).
     var ignored: [String] = []
 
-    struct ParseError: Error, CustomStringConvertible {
+    struct ParseError: Error, CustomStringConvertible, Sendable {
         var line: Int
         var message: String
         var description: String { "manifest line \(line): \(message)" }
@@ -36,14 +42,30 @@ struct Manifest {
 
     static func parse(_ text: String) throws -> Manifest {
         var manifest = Manifest()
+        var parser = Parser()
         for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let number = offset + 1
-            var line = Substring(raw)
+            if let entry = try parser.feed(raw, number: offset + 1) { manifest.entries.append(entry) }
+        }
+        if let entry = parser.finish() { manifest.entries.append(entry) }
+        manifest.ignored = parser.ignored
+        return manifest
+    }
+
+    /// Parses a list one line at a time, so a long list is never held in memory: an entry is
+    /// complete when the next URL line (or the end) arrives.
+    struct Parser {
+        private var pending: Entry?
+        /// Options Swoop does not use, as "line N: key".
+        private(set) var ignored: [String] = []
+
+        /// Feeds line `number`; returns the entry it completes, if any.
+        mutating func feed(_ raw: Substring, number: Int) throws(ParseError) -> Entry? {
+            var line = raw
             if line.hasSuffix("\r") { line = line.dropLast() }
             let content = line.trimmed
-            if content.isEmpty || content.hasPrefix("#") { continue }
+            if content.isEmpty || content.hasPrefix("#") { return nil }
             if line.first == " " || line.first == "\t" {
-                guard !manifest.entries.isEmpty else {
+                guard pending != nil else {
                     throw ParseError(line: number, message: "option '\(content)' comes before any URL")
                 }
                 guard let equals = content.firstIndex(of: "=") else {
@@ -52,18 +74,130 @@ struct Manifest {
                 let key = content[..<equals].trimmed.lowercased()
                 let value = String(content[content.index(after: equals)...])
                 switch key {
-                case "out": manifest.entries[manifest.entries.count - 1].out = value
-                case "dir": manifest.entries[manifest.entries.count - 1].dir = value
-                case "header": manifest.entries[manifest.entries.count - 1].headers.append(value)
-                case "checksum": manifest.entries[manifest.entries.count - 1].checksum = value
-                default: manifest.ignored.append("line \(number): \(key)")
+                case "out": pending?.out = value
+                case "dir": pending?.dir = value
+                case "header": pending?.headers.append(value)
+                case "checksum": pending?.checksum = value
+                default: ignored.append("line \(number): \(key)")
                 }
-            } else {
-                let first = content.split(separator: "\t").first.map(String.init) ?? content
-                manifest.entries.append(Entry(url: first.trimmed, line: number))
+                return nil
             }
+            let first = content.split(separator: "\t").first.map(String.init) ?? content
+            defer { pending = Entry(url: first.trimmed, line: number) }
+            return pending
         }
-        return manifest
+
+        /// The last entry, at the end of the list.
+        mutating func finish() -> Entry? {
+            defer { pending = nil }
+            return pending
+        }
+    }
+}
+
+/// A download list read from a file (or standard input) as a sequence of entries, one line at a
+/// time: a list of 100,000 URLs costs a line buffer, not 100,000 entries. Standard input, which
+/// cannot be read twice, is kept as text.
+struct ManifestSource: Sequence, Sendable {
+    private enum Origin: Sendable {
+        case file(String)
+        case text(String)
+    }
+
+    private let origin: Origin
+
+    /// `path`, or `-` for standard input (read now).
+    init(path: String) throws {
+        if path == "-" {
+            var text = ""
+            while let line = readLine(strippingNewline: false) { text += line }
+            origin = .text(text)
+        } else {
+            guard let file = fopen(path, "r") else {
+                throw CommandFailure(status: .usage, message: "cannot read the list \(path): \(String(cString: strerror(errno)))")
+            }
+            fclose(file)
+            origin = .file(path)
+        }
+    }
+
+    /// Reads the whole list once without keeping it: the number of entries, the options it
+    /// ignores, or the first syntax error.
+    func check(counting include: (Manifest.Entry) -> Bool) throws -> (entries: Int, included: Int, ignored: [String]) {
+        let iterator = makeIterator()
+        var entries = 0
+        var included = 0
+        while let entry = try iterator.nextEntry() {
+            entries += 1
+            if include(entry) { included += 1 }
+        }
+        return (entries, included, iterator.ignored)
+    }
+
+    func makeIterator() -> Iterator {
+        switch origin {
+        case .file(let path): Iterator(file: fopen(path, "r"))
+        case .text(let text): Iterator(lines: text.split(separator: "\n", omittingEmptySubsequences: false))
+        }
+    }
+
+    final class Iterator: IteratorProtocol {
+        private var file: UnsafeMutablePointer<FILE>?
+        private var lines: [Substring]
+        private var position = 0
+        private var number = 0
+        private var parser = Manifest.Parser()
+        private var ended = false
+        private var buffer: UnsafeMutablePointer<CChar>?
+        private var capacity = 0
+
+        fileprivate init(file: UnsafeMutablePointer<FILE>?) {
+            self.file = file
+            self.lines = []
+        }
+
+        fileprivate init(lines: [Substring]) {
+            self.file = nil
+            self.lines = lines
+        }
+
+        deinit {
+            if let file { fclose(file) }
+            free(buffer)
+        }
+
+        var ignored: [String] { parser.ignored }
+
+        /// The next entry; throws on a syntax error (``ManifestSource/check(counting:)`` finds
+        /// those before a run, so iteration during a run stops at one instead).
+        func nextEntry() throws -> Manifest.Entry? {
+            while !ended {
+                guard let line = readLine() else {
+                    ended = true
+                    return parser.finish()
+                }
+                number += 1
+                if let entry = try parser.feed(line, number: number) { return entry }
+            }
+            return nil
+        }
+
+        func next() -> Manifest.Entry? {
+            (try? nextEntry()) ?? nil
+        }
+
+        private func readLine() -> Substring? {
+            if file == nil {
+                guard position < lines.count else { return nil }
+                defer { position += 1 }
+                return lines[position]
+            }
+            let count = getline(&buffer, &capacity, file)
+            guard count >= 0, let buffer else { return nil }
+            var line = Substring(String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self))
+            if line.hasSuffix("\n") { line = line.dropLast() }
+            return line
+        }
     }
 }
 

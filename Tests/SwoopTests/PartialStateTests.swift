@@ -55,8 +55,11 @@ struct PartialStateTests {
 
     @Test func staleStateSaysWhy() throws {
         defer { cleanUp() }
+        try writeFile(paths.part, size: 0)
+        guard case .absent = PartialState.inspect(paths, url: url) else { Issue.record("an empty part without a map is nothing"); return }
         try writeFile(paths.part, size: 10)
-        #expect(staleReason()?.contains("has no segment map") == true)
+        guard case .orphanedPart(let orphan) = PartialState.inspect(paths, url: url) else { Issue.record("a part without a map"); return }
+        #expect(orphan.contains("has no segment map"))
         try writeMap()
         #expect(staleReason()?.contains("is shorter") == true)
         unlink(paths.part)

@@ -19,6 +19,22 @@ int swoop_rename_noreplace(const char *from, const char *to);
 /// setxattr(path, name, value, size, 0).
 int swoop_setxattr(const char *path, const char *name, const void *value, size_t size);
 
+/// fsetxattr(fd, name, value, size, 0).
+int swoop_fsetxattr(int fd, const char *name, const void *value, size_t size);
+
+/// syncfs(fd): writes back every dirty page and pending metadata change of the file system that
+/// holds `fd`, and waits. One call makes many newly written files durable at once.
+int swoop_syncfs(int fd);
+
+/// open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666): a new file with no name in `directory`,
+/// freed if the process dies before it is linked. -1/EOPNOTSUPP (or EISDIR, EINVAL) where the file
+/// system or kernel lacks O_TMPFILE.
+int swoop_open_unnamed(const char *directory);
+
+/// linkat(AT_FDCWD, "/proc/self/fd/FD", AT_FDCWD, target, AT_SYMLINK_FOLLOW): gives the unnamed
+/// file `fd` the name `target`, atomically; -1/EEXIST if `target` exists (nothing is replaced).
+int swoop_link_unnamed(int fd, const char *target);
+
 /// getxattr(path, name, value, size).
 ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t size);
 

@@ -67,7 +67,13 @@ extension Downloader {
     /// ```
     ///
     /// Stopping the iteration (or cancelling its task) pauses the downloads in flight.
-    public func downloadAll(_ items: [BulkItem], maxConcurrentFiles: Int = 8) -> AsyncStream<BulkEvent> {
+    ///
+    /// `items` is read lazily, as files finish fetching, so a long list (a generated sequence, a
+    /// file read line by line) is never held in memory at once: the downloader keeps about 60
+    /// bytes per distinct file it has seen.
+    public func downloadAll<Items: Sequence & Sendable>(
+        _ items: Items, maxConcurrentFiles: Int = 8
+    ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
         let (stream, continuation) = AsyncStream.makeStream(of: BulkEvent.self, bufferingPolicy: .unbounded)
         let producer = Task {
             let summary = await runAll(items, limit: max(1, maxConcurrentFiles), continuation: continuation)
@@ -78,69 +84,252 @@ extension Downloader {
         return stream
     }
 
-    private func runAll(_ items: [BulkItem], limit: Int, continuation: AsyncStream<BulkEvent>.Continuation) async -> BulkSummary {
+    private func runAll<Items: Sequence>(
+        _ items: Items, limit: Int, continuation: AsyncStream<BulkEvent>.Continuation
+    ) async -> BulkSummary where Items.Element == BulkItem {
         let started = ContinuousClock.now
-        var summary = BulkSummary(files: items.count, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
-        // A duplicate item shares its twin's download and result: count the bytes once.
-        var counted = Set<String>()
-        // An item repeating an earlier one's URL and destination shares its download.
-        var leaders: [String: Int] = [:]
-        var followers: [Int: [Int]] = [:]
-        for (index, item) in items.enumerated() {
-            // The URL as the downloader keys it (parsed: no fragment, no surrounding spaces).
-            let url = (try? RemoteURL(item.request.url))?.absoluteString ?? item.request.url
-            let key = Self.downloadKey(url: url, path: item.destination)
-            if let leader = leaders[key] {
-                followers[leader, default: []].append(index)
-            } else {
-                leaders[key] = index
+        var summary = BulkSummary(files: 0, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
+        var ledger = BulkLedger()
+        var iterator = items.makeIterator()
+        var input = 0
+        // Downloads report to the mailbox from the transfer thread; this loop reads it until every
+        // download it started has ended, even after its task is cancelled (they are paused then).
+        let mailbox = BulkMailbox()
+        let active = Mutex<[Int: DownloadTask]>([:])
+
+        func report(_ index: Int, _ item: BulkItem, _ outcome: Result<DownloadResult, DownloadError>, leader keys: BulkLedger.Keys?) {
+            switch outcome {
+            case .success(let result):
+                summary.succeeded += 1
+                if result.alreadyComplete { summary.alreadyComplete += 1 }
+                if let keys, ledger.countOnce(keys) {
+                    summary.bytes += result.bytes
+                    summary.bytesReceived += result.bytesReceived
+                }
+                continuation.yield(.finished(index: index, result))
+            case .failure(let error):
+                let url = (try? RemoteURL(item.request.url))?.redacted ?? RemoteURL.strippingQuery(item.request.url)
+                summary.failures.append(.init(index: index, url: url, destination: item.destination, error: error))
+                continuation.yield(.failed(index: index, error))
             }
         }
-        let following = Set(followers.values.joined())
-        let runs = items.indices.filter { !following.contains($0) }
-        await withTaskGroup(of: (Int, Result<DownloadResult, DownloadError>).self) { group in
-            var cursor = 0
-            func startNext() {
-                guard cursor < runs.count, !Task.isCancelled else { return }
-                let index = runs[cursor]
-                let item = items[index]
-                cursor += 1
+
+        // A file holds one of the `limit` slots while it fetches; publishing it (a group commit of
+        // small files) does not hold a slot, so the connections stay busy with the next files.
+        var fetching = Set<Int>()
+        var unfinished = 0
+        /// Reads items until one starts a download; repeats of earlier ones join their leader.
+        func startNext() -> Bool {
+            while !Task.isCancelled, let item = iterator.next() {
+                let index = input
+                input += 1
+                summary.files += 1
                 continuation.yield(.started(index: index))
-                for follower in followers[index, default: []] { continuation.yield(.started(index: follower)) }
-                group.addTask {
-                    do throws(DownloadError) {
-                        let result = try await self.download(item.request, to: item.destination) { progress in
-                            continuation.yield(.progress(index: index, progress))
-                        }
-                        return (index, .success(result))
-                    } catch {
-                        return (index, .failure(error))
+                let (keys, admission) = ledger.admit(item, index: index)
+                switch admission {
+                case .follows:
+                    continue
+                case .repeats(let outcome):
+                    report(index, item, outcome.result(for: item, failures: summary.failures), leader: nil)
+                    continue
+                case .leads:
+                    break
+                }
+                fetching.insert(index)
+                unfinished += 1
+                let observer = DownloadTask.RunObserver(
+                    transferEnded: { mailbox.post(.fetched(index)) },
+                    runEnded: { mailbox.post(.ended(index, item, keys, $0)) })
+                do throws(DownloadError) {
+                    let task = try start(item.request, to: item.destination, configuration: configuration, sink: .partFile, observer: observer) { progress in
+                        continuation.yield(.progress(index: index, progress))
+                    }
+                    active.withLock { $0[index] = task }
+                } catch {
+                    mailbox.post(.ended(index, item, keys, .failure(error)))
+                }
+                return true
+            }
+            return false
+        }
+
+        await withTaskCancellationHandler {
+            while fetching.count < limit, startNext() {}
+            while unfinished > 0 {
+                switch await mailbox.next() {
+                case .fetched(let index):
+                    fetching.remove(index)
+                case .ended(let leader, let item, let keys, let outcome):
+                    fetching.remove(leader)
+                    unfinished -= 1
+                    active.withLock { _ = $0.removeValue(forKey: leader) }
+                    report(leader, item, outcome, leader: keys)
+                    for (index, follower) in ledger.finish(keys, index: leader, outcome: outcome, failureIndex: summary.failures.count - 1) {
+                        report(index, follower, outcome, leader: nil)
                     }
                 }
+                while fetching.count < limit, startNext() {}
             }
-            for _ in 0..<min(limit, runs.count) { startNext() }
-            while let (leader, outcome) = await group.next() {
-                for index in [leader] + followers[leader, default: []] {
-                    switch outcome {
-                    case .success(let result):
-                        summary.succeeded += 1
-                        if result.alreadyComplete { summary.alreadyComplete += 1 }
-                        if counted.insert(FileName.absolute(result.path)).inserted {
-                            summary.bytes += result.bytes
-                            summary.bytesReceived += result.bytesReceived
-                        }
-                        continuation.yield(.finished(index: index, result))
-                    case .failure(let error):
-                        let url = (try? RemoteURL(items[index].request.url))?.redacted ?? RemoteURL.strippingQuery(items[index].request.url)
-                        summary.failures.append(.init(index: index, url: url, destination: items[index].destination, error: error))
-                        continuation.yield(.failed(index: index, error))
-                    }
-                }
-                startNext()
-            }
+        } onCancel: {
+            // Stop: pause what runs (each keeps its state); their ends still arrive above.
+            for task in active.withLock({ Array($0.values) }) { task.pause() }
         }
         summary.failures.sort { $0.index < $1.index }
         summary.duration = .now - started
         return summary
+    }
+}
+
+/// What a bulk download's files report to the loop that schedules them.
+private enum BulkSignal: Sendable {
+    /// The file fetches nothing more: its slot is free.
+    case fetched(Int)
+    /// A run of the file's download ended.
+    case ended(Int, BulkItem, BulkLedger.Keys, Result<DownloadResult, DownloadError>)
+}
+
+/// A queue of signals with one reader. Waiting is not cancellation-aware on purpose: after the
+/// reader's task is cancelled it still waits for the downloads it paused to report their end.
+private final class BulkMailbox: Sendable {
+    private struct State {
+        var queue: [BulkSignal] = []
+        var head = 0
+        var waiter: CheckedContinuation<BulkSignal, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func post(_ signal: BulkSignal) {
+        let waiter = state.withLock { state -> CheckedContinuation<BulkSignal, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.queue.append(signal)
+            return nil
+        }
+        waiter?.resume(returning: signal)
+    }
+
+    func next() async -> BulkSignal {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> BulkSignal? in
+                guard state.head < state.queue.count else {
+                    state.waiter = continuation
+                    return nil
+                }
+                let signal = state.queue[state.head]
+                state.head += 1
+                if state.head == state.queue.count {
+                    state.queue.removeAll(keepingCapacity: true)
+                    state.head = 0
+                }
+                return signal
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// Which items of a bulk download share a download, kept small: a 16-byte digest per distinct
+/// URL and destination, and per destination whose bytes were counted; the items that repeat a
+/// running download wait beside it.
+struct BulkLedger {
+    /// 128 bits: two of Swift's seeded hashes of the text with different prefixes. A collision
+    /// among a few million keys is astronomically unlikely.
+    struct Key: Hashable {
+        let first: Int
+        let second: Int
+
+        init(_ text: String) {
+            var one = Hasher()
+            one.combine(0x5357_4F4F)
+            one.combine(text)
+            var two = Hasher()
+            two.combine(0x4C45_4447)
+            two.combine(text)
+            first = one.finalize()
+            second = two.finalize()
+        }
+    }
+
+    /// How a finished download ended, kept so a later repeat of it shares the outcome.
+    enum Outcome {
+        case succeeded(bytes: Int64, alreadyComplete: Bool)
+        /// Its failure is `failures[index]` of the summary.
+        case failed(failureIndex: Int)
+
+        func result(for item: BulkItem, failures: [BulkSummary.Failure]) -> Result<DownloadResult, DownloadError> {
+            switch self {
+            case .succeeded(let bytes, let alreadyComplete):
+                // The repeat received nothing itself; it shares the leader's file.
+                return .success(DownloadResult(
+                    path: item.destination, bytes: bytes, bytesReceived: 0, bytesResumed: 0, duration: .zero,
+                    connectionsUsed: 0, requests: 0, retries: 0, etag: nil, alreadyComplete: alreadyComplete))
+            case .failed(let index):
+                return .failure(failures[index].error)
+            }
+        }
+    }
+
+    private enum Entry {
+        case running(leader: Int, followers: [(Int, BulkItem)])
+        case finished(leader: Int, Outcome)
+    }
+
+    private var entries: [Key: Entry] = [:]
+    private var counted: Set<Key> = []
+
+    enum Admission {
+        /// Download it.
+        case leads
+        /// An earlier item with the same URL and destination is downloading: it waits for that.
+        case follows
+        /// An earlier item with the same URL and destination has ended: share its outcome.
+        case repeats(Outcome)
+    }
+
+    /// What identifies an item: the URL as the downloader keys it (no fragment, no surrounding
+    /// spaces: what parsing it keeps) with the absolute destination, and the destination alone.
+    struct Keys: Sendable {
+        let download: Key
+        let destination: Key
+    }
+
+    /// Admits `item` (the `index`th): its keys, and whether it leads a download or shares one.
+    mutating func admit(_ item: BulkItem, index: Int) -> (Keys, Admission) {
+        var url = Substring(item.request.url.trimmingWhitespace)
+        if let hash = url.firstIndex(of: "#") { url = url[..<hash] }
+        let absolute = FileName.absolute(item.destination)
+        let keys = Keys(download: Key(String(url) + "\n" + absolute), destination: Key(absolute))
+        let key = keys.download
+        switch entries[key] {
+        case nil:
+            entries[key] = .running(leader: index, followers: [])
+            return (keys, .leads)
+        case .running(let leader, var followers)?:
+            followers.append((index, item))
+            entries[key] = .running(leader: leader, followers: followers)
+            return (keys, .follows)
+        case .finished(_, let outcome)?:
+            return (keys, .repeats(outcome))
+        }
+    }
+
+    /// Records how the download led by `index` ended; returns the items that waited for it.
+    mutating func finish(_ keys: Keys, index: Int, outcome: Result<DownloadResult, DownloadError>, failureIndex: Int) -> [(Int, BulkItem)] {
+        let key = keys.download
+        guard case .running(_, let followers)? = entries[key] else { return [] }
+        switch outcome {
+        case .success(let result): entries[key] = .finished(leader: index, .succeeded(bytes: result.bytes, alreadyComplete: result.alreadyComplete))
+        case .failure: entries[key] = .finished(leader: index, .failed(failureIndex: failureIndex))
+        }
+        return followers
+    }
+
+    /// Whether the destination's bytes are counted for the first time (two items with different
+    /// URLs may share a destination).
+    mutating func countOnce(_ keys: Keys) -> Bool {
+        counted.insert(keys.destination).inserted
     }
 }

@@ -7,34 +7,201 @@ import Glibc
 import Musl
 #endif
 
-/// Finalize: make `FILE.part` durable, check its size, move it to the target without replacing
-/// anything unless asked, then drop the map. Runs off the transfer thread (it fsyncs).
+/// Finalize: check a finished `FILE.part`, make it durable, move it to the target without
+/// replacing anything unless asked, and drop its segment map. Runs off the transfer thread.
+///
+/// A target appears only once its bytes (and its ``CompletedObject`` record) are durable, so a
+/// crash at any moment leaves every target absent or complete.
 enum Finalizer {
-    static func finalize(
-        part descriptor: FileDescriptor, paths: DownloadPaths, size: Int64,
-        record: CompletedObject?, checksum: Checksum?, overwrite: Bool
-    ) throws(DownloadError) {
-        do {
-            let length = try descriptor.size()
-            if length != size {
-                // A stream of unknown size ends where it ends; a planned object must fill its file.
-                try systemCall { ftruncate(descriptor.rawValue, off_t(size)) }
-            }
-            try descriptor.sync()
-        } catch {
-            try? descriptor.close()
-            throw .localIO("cannot flush", path: paths.part, errno: error.rawValue)
+    /// One finished download to publish.
+    struct Item: Sendable {
+        /// Where its bytes are.
+        enum Body: Sendable {
+            /// In `FILE.part`, open here.
+            case written(FileDescriptor)
+            /// In memory (a small object): the part file is created when it is published, off
+            /// the transfer thread.
+            case held([UInt8])
         }
-        if let checksum {
+
+        var body: Body
+        var paths: DownloadPaths
+        /// The object's size: the file is cut to it (a stream of unknown size ends where it ends).
+        var size: Int64
+        var record: CompletedObject
+        var checksum: Checksum?
+        var overwrite: Bool
+        /// Whether a segment map may exist for it (a checkpointed or resumed download).
+        var removesMap: Bool
+
+        /// The file holding the bytes: the part file written, or for bytes held in memory a new
+        /// file, unnamed (`O_TMPFILE`, linked into place once durable) where the file system
+        /// allows and nothing is to be replaced, else a new part file.
+        fileprivate func open() throws(DownloadError) -> Opened {
+            switch body {
+            case .written(let descriptor):
+                return Opened(descriptor: descriptor, unnamed: false)
+            case .held(let bytes):
+                var opened: Opened
+                let raw = overwrite || !Finalizer.canLinkUnnamed ? -1 : swoop_open_unnamed(paths.directory)
+                if raw >= 0 {
+                    opened = Opened(descriptor: FileDescriptor(rawValue: raw), unnamed: true)
+                } else {
+                    do {
+                        let descriptor = try FileDescriptor.open(
+                            FilePath(paths.part), .readWrite, options: [.create, .truncate, .closeOnExec],
+                            permissions: [.ownerReadWrite, .groupReadWrite, .otherReadWrite])
+                        opened = Opened(descriptor: descriptor, unnamed: false)
+                    } catch {
+                        throw .localIO("cannot create", path: paths.part, errno: (error as? Errno)?.rawValue ?? EIO)
+                    }
+                }
+                do {
+                    try opened.descriptor.writeAll(toAbsoluteOffset: 0, bytes)
+                } catch {
+                    opened.discard(paths)
+                    throw .localIO("cannot write to", path: opened.unnamed ? paths.directory : paths.part, errno: (error as? Errno)?.rawValue ?? EIO)
+                }
+                return opened
+            }
+        }
+    }
+
+    /// A finished file, open for publishing.
+    fileprivate struct Opened {
+        let descriptor: FileDescriptor
+        /// It has no name yet (O_TMPFILE): publishing links it; closing it first frees it.
+        let unnamed: Bool
+
+        /// Gives up on it: closes it, and deletes it if it has a name.
+        func discard(_ paths: DownloadPaths) {
+            try? descriptor.close()
+            if !unnamed { removeFile(paths.part) }
+        }
+
+        /// Puts it at the target without replacing anything (unless `overwrite`), then closes it.
+        func publish(_ item: Item) throws(DownloadError) {
+            guard unnamed else {
+                try? descriptor.close()
+                try Finalizer.publish(item.paths.part, as: item.paths.target, overwrite: item.overwrite)
+                return
+            }
+            defer { try? descriptor.close() }
+            do { try systemCall { swoop_link_unnamed(descriptor.rawValue, item.paths.target) } } catch {
+                if error == .fileExists {
+                    throw DownloadError(.targetExists, "\(item.paths.target) appeared while downloading; it was left as it is")
+                }
+                throw .localIO("cannot create", path: item.paths.target, errno: error.rawValue)
+            }
+        }
+    }
+
+    /// Whether unnamed files can be linked by their `/proc/self/fd` path here.
+    fileprivate static let canLinkUnnamed: Bool = (try? fileInfo("/proc/self/fd")) != nil
+
+    /// Publishes one file: check, `fsync`, rename (or link), drop the map, `fsync` the directory.
+    static func finalize(_ item: Item) throws(DownloadError) {
+        let file = try item.open()
+        // On a failure, a file made here from bytes held in memory goes; a part file stays.
+        func abandon() {
+            if case .held = item.body { file.discard(item.paths) } else { try? file.descriptor.close() }
+        }
+        do throws(DownloadError) { try prepare(item, file.descriptor) } catch {
+            abandon()
+            throw error
+        }
+        do { try file.descriptor.sync() } catch {
+            abandon()
+            throw .localIO("cannot flush", path: item.paths.part, errno: error.rawValue)
+        }
+        try file.publish(item)
+        if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
+        do { try syncDirectory(containing: item.paths.target) } catch {
+            throw .localIO("cannot flush the directory of", path: item.paths.target, errno: error.rawValue)
+        }
+    }
+
+    /// Publishes many files with a few syncs for all of them (a group commit): checks each, makes
+    /// them durable together (`syncfs` per directory's file system, or `fsync` each where that
+    /// fails, so a failure is pinned on its file), puts each into place, then `fsync`s every
+    /// directory touched, once. Returns each item's failure, in order; one fails only its file.
+    static func finalize(batch items: [Item]) -> [DownloadError?] {
+        if items.count == 1 {
+            do throws(DownloadError) { try finalize(items[0]) } catch { return [error] }
+            return [nil]
+        }
+        var failures = [DownloadError?](repeating: nil, count: items.count)
+        var files = [Opened?](repeating: nil, count: items.count)
+        for (index, item) in items.enumerated() {
+            do throws(DownloadError) {
+                let file = try item.open()
+                files[index] = file
+                try prepare(item, file.descriptor)
+            } catch {
+                failures[index] = error
+            }
+        }
+        // Durable: one syncfs per directory (one file system each, usually one in all); if it
+        // reports an error, find whose it is.
+        var byDirectory: [String: [Int]] = [:]
+        for index in items.indices where failures[index] == nil {
+            byDirectory[items[index].paths.directory, default: []].append(index)
+        }
+        for indices in byDirectory.values {
+            if (try? files[indices[0]]!.descriptor.syncFileSystem()) != nil { continue }
+            for index in indices {
+                do { try files[index]!.descriptor.sync() } catch {
+                    failures[index] = .localIO("cannot flush", path: items[index].paths.part, errno: error.rawValue)
+                }
+            }
+        }
+        var directories: [String: [Int]] = [:]
+        for (index, item) in items.enumerated() {
+            guard let file = files[index] else { continue }
+            guard failures[index] == nil else {
+                // A file made here from bytes held in memory is of no use to anyone.
+                if case .held = item.body { file.discard(item.paths) } else { try? file.descriptor.close() }
+                continue
+            }
+            do throws(DownloadError) {
+                try file.publish(item)
+                if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
+                directories[item.paths.directory, default: []].append(index)
+            } catch {
+                failures[index] = error
+            }
+        }
+        for (directory, indices) in directories {
+            do { try syncDirectory(containing: directory + "/.") } catch {
+                for index in indices {
+                    failures[index] = .localIO("cannot flush the directory of", path: items[index].paths.target, errno: error.rawValue)
+                }
+            }
+        }
+        return failures
+    }
+
+    /// Cuts the file to its size, verifies the expected checksum (a mismatch deletes it), and
+    /// records its source on it. The caller closes the descriptor.
+    private static func prepare(_ item: Item, _ descriptor: FileDescriptor) throws(DownloadError) {
+        let paths = item.paths
+        do {
+            // Held bytes were written out at their size; a written part may differ (a stream of
+            // unknown size, preallocation).
+            if case .written = item.body, try descriptor.size() != item.size {
+                try systemCall { ftruncate(descriptor.rawValue, off_t(item.size)) }
+            }
+        } catch {
+            throw .localIO("cannot truncate", path: paths.part, errno: error.rawValue)
+        }
+        if let checksum = item.checksum {
             let actual: [UInt8]
             do {
-                actual = try digest(of: descriptor, size: size, using: checksum.makeHasher())
+                actual = try digest(of: descriptor, size: item.size, using: checksum.makeHasher())
             } catch {
-                try? descriptor.close()
                 throw .localIO("cannot read back", path: paths.part, errno: error.rawValue)
             }
             guard actual == checksum.digest else {
-                try? descriptor.close()
                 paths.discardPartialState()
                 let got = Checksum(algorithm: checksum.algorithm, digest: actual)
                 throw DownloadError(
@@ -42,13 +209,7 @@ enum Finalizer {
                     "checksum mismatch for \(paths.target): expected \(checksum), got \(got); nothing was kept")
             }
         }
-        try? descriptor.close()
-        try publish(paths.part, as: paths.target, overwrite: overwrite)
-        record?.write(to: paths.target)
-        SegmentMapFile.remove(at: paths.map)
-        do { try syncDirectory(containing: paths.target) } catch {
-            throw .localIO("cannot flush the directory of", path: paths.target, errno: error.rawValue)
-        }
+        item.record.write(to: descriptor)
     }
 
     /// The digest of the first `size` bytes, read in 1 MiB pieces.

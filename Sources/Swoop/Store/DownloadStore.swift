@@ -39,6 +39,9 @@ final class DownloadStore {
         self.checkpointer = nil
     }
 
+    /// Whether what this store wrote can be resumed by a later run (it has a segment map).
+    var keepsPartialState: Bool { checkpointer != nil }
+
     /// Bytes of the object present, resumed ones included.
     var bytesDone: Int64 {
         guard let plan else { return streamPosition }

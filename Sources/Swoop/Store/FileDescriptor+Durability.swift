@@ -26,6 +26,16 @@ extension FileDescriptor {
         #endif
     }
 
+    /// Flushes every dirty page and metadata change of the file system holding this file
+    /// (`syncfs`): one call for many files written since the last.
+    func syncFileSystem() throws(Errno) {
+        #if canImport(Darwin)
+        try sync()
+        #else
+        try retryingOnInterrupt { swoop_syncfs(rawValue) }
+        #endif
+    }
+
     /// Reserves disk blocks for `length` bytes so a full disk is found now, not mid-download.
     /// Falls back to `ftruncate` where the file system cannot reserve space.
     func preallocate(length: Int64) throws(Errno) {

@@ -18,6 +18,9 @@ enum PartialState {
     case resumable(SegmentMap)
     /// Partial state the next run discards before starting over: why, and the map if it could be read.
     case stale(String, SegmentMap?)
+    /// A part file without a segment map: what a small file or a stream (which keep no map)
+    /// leaves when interrupted. Nothing in it can be trusted; the next run starts over.
+    case orphanedPart(String)
     /// The segment map could not be read (an I/O error, not a bad map).
     case unreadable(DownloadError)
 
@@ -37,10 +40,10 @@ enum PartialState {
             }
         }
         let partLength = (try? fileInfo(paths.part)).map { Int64($0.st_size) }
-        let partExists = partLength != nil
         switch SegmentMapFile.read(at: paths.map) {
         case .failure(.missing):
-            return partExists ? .stale("\(paths.part) has no segment map (\(paths.map))", nil) : .absent
+            guard let partLength, partLength > 0 else { return .absent }
+            return .orphanedPart("\(paths.part) has no segment map (\(paths.map))")
         case .failure(.io(let error)):
             return .unreadable(error)
         case .failure(.untrusted(let reason)):
@@ -72,8 +75,21 @@ struct DownloadPaths: Sendable, Equatable {
     }
 
     /// Checks, before any network traffic, that the target's directory exists: the file could not
-    /// be written otherwise.
+    /// be written otherwise. A directory seen in the last second is not checked again (a list of
+    /// thousands of files into one directory asks once); if it vanished since, creating the part
+    /// file fails with the same error.
     func checkDirectory() throws(DownloadError) {
+        let now = ContinuousClock.now
+        if DownloadPaths.recentDirectory.withLock({ $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false }) {
+            return
+        }
+        try checkDirectoryNow()
+        DownloadPaths.recentDirectory.withLock { $0 = (directory, now) }
+    }
+
+    private static let recentDirectory = Mutex<(path: String, at: ContinuousClock.Instant)?>(nil)
+
+    private func checkDirectoryNow() throws(DownloadError) {
         let info: CStat
         do {
             info = try fileInfo(directory)
@@ -93,3 +109,4 @@ struct DownloadPaths: Sendable, Equatable {
 }
 
 import SystemPackage
+import Synchronization

@@ -67,6 +67,8 @@ final class TransferRun: ConnectionDelegate {
         adopt(connection)
         connection.adopt(.segment(segment, request: firstRange), store: store, object: object)
         plan.noteRequested(segment, upTo: firstRange.upperBound)
+        // Too little to split, steal, hedge or replace (a small file): no measuring needed.
+        guard plan.remainingBytes >= 2 * plan.minimumStealSize else { return }
         if case .adaptive(let maximum) = configuration.connections {
             let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
             targetConnections = ConnectionController.initialCount(probeTimeToFirstByte: headAfter, maximum: maximum)
@@ -117,9 +119,11 @@ final class TransferRun: ConnectionDelegate {
             return
         }
         let now = ContinuousClock.now
-        while connections.count < targetConnections { _ = makeConnection() }
         let roundTrip = TransferPolicy.roundTrip(samples(at: now))
-        for connection in connections.prefix(targetConnections) where !connection.isBusy {
+        for slot in 0..<targetConnections {
+            // Slots open as work appears: an object that arrives whole never opens a second one.
+            if slot < connections.count && connections[slot].isBusy { continue }
+            let connection = slot < connections.count ? connections[slot] : makeConnection()
             guard acquirePermit(connection) else { break }
             guard let segment = plan.claim(now: now, ownerID: connection.id, cut: { [self] in cutPoint($0, roundTrip: roundTrip, now: now) }) else {
                 connection.releasePermit()
@@ -171,10 +175,13 @@ final class TransferRun: ConnectionDelegate {
     /// fetch its tail on an idle connection too.
     private func hedgeSlowTail(now: ContinuousClock.Instant) {
         guard let plan = store.plan, plan.segments.allSatisfy(\.isOwned) else { return }
-        let idle = connections.prefix(targetConnections).filter { !$0.isBusy }
         let busy = connections.filter { $0.isBusy && $0.segment != nil }
-        var helpers = idle.makeIterator()
-        for id in policy.tailsToHedge(busy: busy.map { $0.sample(at: now) }, idle: idle.count) {
+        let idleSlots = targetConnections - connections.prefix(targetConnections).count(where: \.isBusy)
+        let victims = policy.tailsToHedge(busy: busy.map { $0.sample(at: now) }, idle: idleSlots)
+        guard !victims.isEmpty else { return }
+        while connections.count < targetConnections { _ = makeConnection() }
+        var helpers = connections.prefix(targetConnections).filter { !$0.isBusy }.makeIterator()
+        for id in victims {
             guard let victim = connections[id].segment, let helper = helpers.next(), acquirePermit(helper) else { return }
             guard let hedge = plan.hedge(victim, ownerID: helper.id) else {
                 helper.releasePermit()
