@@ -20,6 +20,12 @@ final class DownloadControl: @unchecked Sendable {
         if pauseRequested { loop.afterCallbacks { session.pause() } }
     }
 
+    /// The session reported its end: let it go. (It holds the task's progress handler, and the
+    /// task holds this control: kept, every finished download would stay in memory.)
+    func sessionEnded() {
+        session = nil
+    }
+
     func pause() {
         loop.execute { [self] in
             pauseRequested = true
@@ -32,6 +38,7 @@ final class DownloadControl: @unchecked Sendable {
     func cancel(discarded: @escaping @Sendable () -> Void) {
         let accepted = loop.execute { [self] in
             if let session, session.phase != .stopped {
+                // Still running: it deletes its state as it stops.
                 session.cancel()
                 return
             }

@@ -161,6 +161,7 @@ public final class Downloader: Sendable {
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }
         let finished: @Sendable (Result<DownloadResult, DownloadError>) -> Void = { [self] outcome in
+            control.sessionEnded()  // on the transfer thread, like every use of the session
             _ = active.withLock { $0.removeValue(forKey: id) }
             task.runEnded(outcome, run: run)
         }
