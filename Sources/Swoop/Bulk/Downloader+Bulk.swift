@@ -42,7 +42,8 @@ public struct BulkSummary: Sendable {
     /// Succeeded without downloading: the file was already complete.
     public var alreadyComplete: Int
     public var failures: [Failure]
-    /// Bytes of the files that succeeded.
+    /// Bytes of the files that succeeded, once per distinct URL and destination (two items with
+    /// different URLs written to one path count twice).
     public var bytes: Int64
     /// Bytes received over the network.
     public var bytesReceived: Int64
@@ -89,7 +90,7 @@ extension Downloader {
     ) async -> BulkSummary where Items.Element == BulkItem {
         let started = ContinuousClock.now
         var summary = BulkSummary(files: 0, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
-        var ledger = BulkLedger()
+        var ledger = BulkLedger(expected: items.underestimatedCount)
         var iterator = items.makeIterator()
         var input = 0
         // Downloads report to the mailbox from the transfer thread; this loop reads it until every
@@ -102,7 +103,7 @@ extension Downloader {
             case .success(let result):
                 summary.succeeded += 1
                 if result.alreadyComplete { summary.alreadyComplete += 1 }
-                if let keys, ledger.countOnce(keys) {
+                if keys != nil {
                     summary.bytes += result.bytes
                     summary.bytesReceived += result.bytesReceived
                 }
@@ -116,8 +117,12 @@ extension Downloader {
 
         // A file holds one of the `limit` slots while it fetches; publishing it (a group commit of
         // small files) does not hold a slot, so the connections stay busy with the next files.
+        // But no more than `backlog` files may wait to be published: where creating files is slow,
+        // fetching would otherwise run ahead and hold them all in memory.
         var fetching = Set<Int>()
         var unfinished = 0
+        let backlog = max(limit, 128)
+        func mayStart() -> Bool { fetching.count < limit && unfinished - fetching.count < backlog }
         /// Reads items until one starts a download; repeats of earlier ones join their leader.
         func startNext() -> Bool {
             while !Task.isCancelled, let item = iterator.next() {
@@ -154,7 +159,7 @@ extension Downloader {
         }
 
         await withTaskCancellationHandler {
-            while fetching.count < limit, startNext() {}
+            while mayStart(), startNext() {}
             while unfinished > 0 {
                 switch await mailbox.next() {
                 case .fetched(let index):
@@ -168,7 +173,7 @@ extension Downloader {
                         report(index, follower, outcome, leader: nil)
                     }
                 }
-                while fetching.count < limit, startNext() {}
+                while mayStart(), startNext() {}
             }
         } onCancel: {
             // Stop: pause what runs (each keeps its state); their ends still arrive above.
@@ -231,13 +236,15 @@ private final class BulkMailbox: Sendable {
     }
 }
 
-/// Which items of a bulk download share a download, kept small: a 16-byte digest per distinct
-/// URL and destination, and per destination whose bytes were counted; the items that repeat a
-/// running download wait beside it.
+/// Which items of a bulk download share a download, kept small: a 16-byte key per distinct URL
+/// and destination that succeeded; the items that repeat a running download wait beside it (a
+/// handful at a time).
 struct BulkLedger {
     /// 128 bits: two of Swift's seeded hashes of the text with different prefixes. A collision
     /// among a few million keys is astronomically unlikely.
-    struct Key: Hashable {
+    /// The lowest bit is always clear: a finished download's entry uses it to say whether it
+    /// was already complete (127 bits of hash are as unlikely to collide).
+    struct Key: Hashable, Sendable {
         let first: Int
         let second: Int
 
@@ -249,36 +256,54 @@ struct BulkLedger {
             two.combine(0x4C45_4447)
             two.combine(text)
             first = one.finalize()
-            second = two.finalize()
+            second = two.finalize() & ~1
         }
+
+        private init(first: Int, second: Int) {
+            self.first = first
+            self.second = second
+        }
+
+        /// This key, marked as a download that found its file already complete.
+        var markedAlreadyComplete: Key { Key(first: first, second: second | 1) }
     }
 
-    /// How a finished download ended, kept so a later repeat of it shares the outcome.
+    /// How a finished download ended, so a later repeat of it shares the outcome.
     enum Outcome {
-        case succeeded(bytes: Int64, alreadyComplete: Bool)
+        case succeeded(alreadyComplete: Bool)
         /// Its failure is `failures[index]` of the summary.
         case failed(failureIndex: Int)
 
         func result(for item: BulkItem, failures: [BulkSummary.Failure]) -> Result<DownloadResult, DownloadError> {
             switch self {
-            case .succeeded(let bytes, let alreadyComplete):
-                // The repeat received nothing itself; it shares the leader's file.
-                return .success(DownloadResult(
-                    path: item.destination, bytes: bytes, bytesReceived: 0, bytesResumed: 0, duration: .zero,
-                    connectionsUsed: 0, requests: 0, retries: 0, etag: nil, alreadyComplete: alreadyComplete))
             case .failed(let index):
                 return .failure(failures[index].error)
+            case .succeeded(let alreadyComplete):
+                // The repeat received nothing itself; it shares the leader's file.
+                let size = (try? fileInfo(item.destination)).map { Int64($0.st_size) } ?? 0
+                return .success(DownloadResult(
+                    path: item.destination, bytes: size, bytesReceived: 0, bytesResumed: alreadyComplete ? size : 0,
+                    duration: .zero, connectionsUsed: 0, requests: 0, retries: 0, etag: nil, alreadyComplete: alreadyComplete))
             }
         }
     }
 
-    private enum Entry {
-        case running(leader: Int, followers: [(Int, BulkItem)])
-        case finished(leader: Int, Outcome)
+    /// What identifies an item: the URL as the downloader keys it (no fragment, no surrounding
+    /// spaces: what parsing it keeps) with the absolute destination.
+    struct Keys: Sendable {
+        let download: Key
     }
 
-    private var entries: [Key: Entry] = [:]
-    private var counted: Set<Key> = []
+    private var running: [Key: (leader: Int, followers: [(Int, BulkItem)])] = [:]
+    /// Downloads that succeeded (16 bytes each), and the few that failed.
+    private var succeeded: Set<Key> = []
+    private var failed: [Key: Int] = [:]
+
+    /// Tables sized for `expected` items up front: growing one copies it, and a list of 100,000
+    /// would briefly hold two.
+    init(expected: Int) {
+        succeeded.reserveCapacity(expected)
+    }
 
     enum Admission {
         /// Download it.
@@ -289,47 +314,30 @@ struct BulkLedger {
         case repeats(Outcome)
     }
 
-    /// What identifies an item: the URL as the downloader keys it (no fragment, no surrounding
-    /// spaces: what parsing it keeps) with the absolute destination, and the destination alone.
-    struct Keys: Sendable {
-        let download: Key
-        let destination: Key
-    }
-
     /// Admits `item` (the `index`th): its keys, and whether it leads a download or shares one.
     mutating func admit(_ item: BulkItem, index: Int) -> (Keys, Admission) {
         var url = Substring(item.request.url.trimmingWhitespace)
         if let hash = url.firstIndex(of: "#") { url = url[..<hash] }
-        let absolute = FileName.absolute(item.destination)
-        let keys = Keys(download: Key(String(url) + "\n" + absolute), destination: Key(absolute))
-        let key = keys.download
-        switch entries[key] {
-        case nil:
-            entries[key] = .running(leader: index, followers: [])
-            return (keys, .leads)
-        case .running(let leader, var followers)?:
-            followers.append((index, item))
-            entries[key] = .running(leader: leader, followers: followers)
+        let keys = Keys(download: Key(String(url) + "\n" + FileName.absolute(item.destination)))
+        if succeeded.contains(keys.download) { return (keys, .repeats(.succeeded(alreadyComplete: false))) }
+        if succeeded.contains(keys.download.markedAlreadyComplete) { return (keys, .repeats(.succeeded(alreadyComplete: true))) }
+        if let failure = failed[keys.download] { return (keys, .repeats(.failed(failureIndex: failure))) }
+        if running[keys.download] != nil {
+            running[keys.download]!.followers.append((index, item))
             return (keys, .follows)
-        case .finished(_, let outcome)?:
-            return (keys, .repeats(outcome))
         }
+        running[keys.download] = (index, [])
+        return (keys, .leads)
     }
 
     /// Records how the download led by `index` ended; returns the items that waited for it.
     mutating func finish(_ keys: Keys, index: Int, outcome: Result<DownloadResult, DownloadError>, failureIndex: Int) -> [(Int, BulkItem)] {
-        let key = keys.download
-        guard case .running(_, let followers)? = entries[key] else { return [] }
+        guard let entry = running.removeValue(forKey: keys.download) else { return [] }
         switch outcome {
-        case .success(let result): entries[key] = .finished(leader: index, .succeeded(bytes: result.bytes, alreadyComplete: result.alreadyComplete))
-        case .failure: entries[key] = .finished(leader: index, .failed(failureIndex: failureIndex))
+        case .success(let result): succeeded.insert(result.alreadyComplete ? keys.download.markedAlreadyComplete : keys.download)
+        case .failure: failed[keys.download] = failureIndex
         }
-        return followers
+        return entry.followers
     }
 
-    /// Whether the destination's bytes are counted for the first time (two items with different
-    /// URLs may share a destination).
-    mutating func countOnce(_ keys: Keys) -> Bool {
-        counted.insert(keys.destination).inserted
-    }
 }

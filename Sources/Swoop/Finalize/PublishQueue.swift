@@ -12,6 +12,8 @@ final class PublishQueue: @unchecked Sendable {
     private let disk: DiskQueue
     private var waiting: [(item: Finalizer.Item, then: (DownloadError?) -> Void)] = []
     private var busy = false
+    /// Files per batch at most.
+    static let batchLimit = 256
 
     init(disk: DiskQueue) {
         self.disk = disk
@@ -30,8 +32,9 @@ final class PublishQueue: @unchecked Sendable {
             return
         }
         busy = true
-        let batch = waiting
-        waiting.removeAll()
+        // Bounded, so a backlog becomes visible (and its memory freed) in steps.
+        let batch = Array(waiting.prefix(Self.batchLimit))
+        waiting.removeFirst(batch.count)
         let items = batch.map(\.item)
         disk.run({ Finalizer.finalize(batch: items) }, then: { [self] failures in
             for (entry, failure) in zip(batch, failures) { entry.then(failure) }
