@@ -15,6 +15,7 @@ directory (every file is checked; the directory is fresh for each run and delete
 """
 
 import json
+import ctypes
 import os
 import select
 import shutil
@@ -199,17 +200,18 @@ def _finish_logs(record, out_log, err_log):
                 pass
 
 
-def _sync_and_check(path, expected_size, expected_sha):
+def _sync_and_check(path, expected_size, expected_sha, fsync=True):
     """fsyncs an output (timed: the write-back a tool left behind) and checks its size and SHA-256.
     Returns (seconds the fsync took, None or what is wrong)."""
     size = os.path.getsize(path)
     sync_start = time.perf_counter()
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    seconds = time.perf_counter() - sync_start
+    if fsync:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    seconds = time.perf_counter() - sync_start if fsync else 0.0
     if size != expected_size:
         return seconds, "wrong size: %d bytes, expected %d" % (size, expected_size)
     digest = sha256_file(path)
@@ -243,11 +245,26 @@ def _fresh_dir(path):
     os.makedirs(path)
 
 
-def run_once_files(cmd, out_dir, files, timeout, log_stem, parse_swoop_json=False):
+def _syncfs(path):
+    """syncfs(2) on the file system holding `path` (what `sync -f PATH` does); returns the seconds it took."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    start = time.perf_counter()
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if libc.syncfs(fd) != 0:
+            raise OSError(ctypes.get_errno(), "syncfs failed")
+    finally:
+        os.close(fd)
+    return time.perf_counter() - start
+
+
+def run_once_files(cmd, out_dir, files, timeout, log_stem, parse_swoop_json=False, sync="each"):
     """Runs `cmd`, a tool that downloads a set of files into `out_dir`, once. `files` is a list of
     {"name", "size", "sha256"} (names relative to out_dir). `out_dir` is emptied before the run (a tool
-    would otherwise skip what an earlier run finished) and deleted after it. Every file is fsync'ed
-    (sync_s is the total), checked by size and SHA-256; one missing or wrong file fails the run.
+    would otherwise skip what an earlier run finished) and deleted after it. Every file is made durable
+    (sync_s is the time: `sync="each"` fsyncs file by file, `sync="filesystem"` makes one syncfs of the
+    output's file system, as `tool && sync -f DIR` would), then checked by size and SHA-256; one missing
+    or wrong file fails the run.
     Files the tool left that are not in the set (control files, temporaries) are listed in
     `extra_files` but do not fail the run."""
     _fresh_dir(out_dir)
@@ -261,13 +278,13 @@ def run_once_files(cmd, out_dir, files, timeout, log_stem, parse_swoop_json=Fals
                                "not a full download" % done_before)
     if record["error"] is None:
         bad = []
-        sync_s = 0.0
+        sync_s = _syncfs(out_dir) if sync == "filesystem" else 0.0
         for f in files:
             path = os.path.join(out_dir, f["name"])
             if not os.path.isfile(path):
                 bad.append("%s missing" % f["name"])
                 continue
-            seconds, problem = _sync_and_check(path, f["size"], f["sha256"])
+            seconds, problem = _sync_and_check(path, f["size"], f["sha256"], fsync=sync == "each")
             sync_s += seconds
             if problem:
                 bad.append("%s: %s" % (f["name"], problem))

@@ -18,7 +18,7 @@ from . import origins, sources
 from .runner import run_once, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S9", "S9n", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -39,7 +39,8 @@ class Entry:
 
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
-                 nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=()):
+                 nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
+                 sync="each"):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -51,6 +52,7 @@ class Scenario:
         self.notes = list(notes)
         self.targets = targets          # fn(summaries by id) -> [(text, met or None)]
         self.skipped = list(skipped)    # [(label, why)]
+        self.sync = sync                # file sets: "each" (fsync per file) or "filesystem" (one syncfs)
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -276,6 +278,42 @@ def build(name, quick, cfg):
              Entry("curl-parallel16", "curl", "curl --parallel --parallel-max 16", ["--parallel", "--parallel-max", "16"])],
             "nginx", nginx_rate="4m", timeout=300, targets=targets)
 
+    if name in ("S9", "S9n"):
+        lossy = name == "S9n"
+        sets = [("tiny", 400 if q else 2000, 4 * KiB), ("small", 40 if q else 200, 256 * KiB)]
+
+        def targets(s):
+            out = []
+            for group, count, size in sets:
+                w, c = _by_tool(s, "swoop-jobs64-" + group), _by_tool(s, "curl-parallel64-" + group)
+                if w and c:
+                    r = w["median_wall_sync_s"] / c["median_wall_sync_s"]
+                    out.append(("%d x %s: swoop durable wall <= curl's: %.2f s vs %.2f s (%.2fx)" % (
+                        count, human_size(size), w["median_wall_sync_s"], c["median_wall_sync_s"], r), r <= 1.0))
+                if w:
+                    out.append(("%d x %s: swoop peak RSS <= 32 MiB: %.1f MiB (max of runs)" % (
+                        count, human_size(size), w["max_rss_mib"]), w["max_rss_mib"] <= 32.0))
+            return out
+
+        entries = []
+        for group, count, size in sets:
+            shape = "%d × %s" % (count, human_size(size))
+            entries += [
+                swoop("swoop-jobs64-" + group, "swoop -i --jobs 64, " + shape, ["--jobs", "64"], obj=group, group=group),
+                Entry("curl-parallel64-" + group, "curl", "curl --parallel --parallel-max 64, " + shape,
+                      ["--parallel", "--parallel-max", "64"], obj=group, group=group),
+                Entry("aria2c-j64-" + group, "aria2c", "aria2c -i -j64, " + shape, ["-j64"], obj=group, group=group)]
+        where = "the netlab link (40 ms round trip, 0.1% loss)" if lossy else "loopback nginx"
+        return Scenario(
+            name, "Many small files on %s: %s" % (where, " and ".join("%d × %s" % (n, human_size(z)) for _, n, z in sets)),
+            "Lists of small files from %s, 64 at a time, each tool into a fresh, empty directory: per-file costs "
+            "(requests, file creation, durability) decide, not bandwidth. Times include making the files durable: "
+            "Swoop syncs before it exits; for the peers the harness makes one syncfs of the output's file system "
+            "after they exit (as `tool && sync -f DIR` would), counted in +fsync." % where,
+            {group: ("files", "s9-%s" % group, [(count, size)]) for group, count, size in sets},
+            entries, "netlab-nginx" if lossy else "nginx", netlab=(20, 0.1) if lossy else None, timeout=600,
+            targets=targets, sync="filesystem")
+
     if name == "MEM":
         small = 64 * MiB if q else GiB
         big = 256 * MiB if q else 8 * GiB
@@ -357,7 +395,7 @@ def _write_lists(sc, entry, obj, dir_url, out_dir):
     curl, a -K config with a `url` / `output` pair per file. Returns (url_list, curl_config or None)."""
     os.makedirs(LIST_DIR, exist_ok=True)
     order = _list_order(obj["files"])
-    url_list = os.path.join(LIST_DIR, "%s-urls.txt" % sc.name)
+    url_list = os.path.join(LIST_DIR, "%s-%s-urls.txt" % (sc.name, entry.obj))
     with open(url_list, "w") as f:
         f.writelines("%s/%s\n" % (dir_url, x["name"]) for x in order)
     curl_config = None
@@ -408,9 +446,11 @@ def _origins(sc, objs, bins, lab_name):
                                                    host=lab.server_ip, port=8080, netns=lab.server_ns))
             prefix = ["ip", "netns", "exec", lab.client_ns]
             info["tcp_metrics_namespaces"] = [lab.server_ns, lab.client_ns]
-            urls = {("main", k): "%s/%s" % (ng.base_url, o["name"]) for k, o in objs.items()}
+            urls = {("main", k): "%s/%s" % (ng.base_url, o["dir"] if o["kind"] == "files" else o["name"])
+                    for k, o in objs.items()}
             # The path works before anything is measured: a HEAD request from the client side.
-            probe_url = next(iter(urls.values()))
+            first = next(iter(objs.values()))
+            probe_url = next(iter(urls.values())) + ("/" + first["files"][0]["name"] if first["kind"] == "files" else "")
             probe = subprocess.run(prefix + ["curl", "-sS", "-I", "--max-time", "10", probe_url],
                                    capture_output=True, text=True, stdin=subprocess.DEVNULL)
             if probe.returncode != 0 or " 200 " not in probe.stdout:
@@ -509,7 +549,7 @@ def run_scenario(sc, cfg, bins):
                     _flush_tcp_metrics(ns)
                 if o["kind"] == "files":
                     rec = run_once_files(er["command"], os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id)), o["files"],
-                                         sc.timeout, stem, parse_swoop_json=e.is_swoop)
+                                         sc.timeout, stem, parse_swoop_json=e.is_swoop, sync=sc.sync)
                 else:
                     output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
                     rec = run_once(er["command"], output, o["size"], o["sha256"], sc.timeout, stem,
