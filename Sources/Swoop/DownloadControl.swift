@@ -44,7 +44,8 @@ final class DownloadControl: @unchecked Sendable {
             }
             // Queued behind the stopped session's last checkpoint on the same serial queue.
             disk.run { [paths] in
-                paths.discardPartialState()
+                // Not if another download took the target over meanwhile: it is its state now.
+                TargetLock.discardUnlessInUse(paths)
                 discarded()
             }
         }

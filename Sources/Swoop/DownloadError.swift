@@ -12,6 +12,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         fileprivate enum Code: Hashable, Sendable {
             case invalidRequest
             case targetExists
+            case targetInUse
             case httpStatus
             case network
             case unreachable
@@ -31,6 +32,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let invalidRequest = Kind(code: .invalidRequest)
         /// The target file already exists and overwriting was not allowed.
         public static let targetExists = Kind(code: .targetExists)
+        /// Another download (in this process or another) is writing the same target; it holds
+        /// the target's lock until it ends.
+        public static let targetInUse = Kind(code: .targetInUse)
         /// The server answered with an HTTP error status (see ``DownloadError/httpStatus``).
         public static let httpStatus = Kind(code: .httpStatus)
         /// A network failure: reset, timeout, a broken response (see ``DownloadError/curlCode``).
@@ -58,6 +62,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             switch code {
             case .invalidRequest: "invalid request"
             case .targetExists: "target exists"
+            case .targetInUse: "target in use"
             case .httpStatus: "HTTP error"
             case .network: "network error"
             case .unreachable: "host unreachable"
@@ -87,6 +92,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case resume
             case checkCertificate
             case sendCredentials
+            case waitForOtherDownload
         }
 
         fileprivate let code: Code
@@ -109,6 +115,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let checkCertificate = Remedy(code: .checkCertificate)
         /// The server wants credentials: send them in ``DownloadRequest/headers``.
         public static let sendCredentials = Remedy(code: .sendCredentials)
+        /// Another download is writing the target: wait for it, or stop it and start this one
+        /// again (it resumes what the other one fetched).
+        public static let waitForOtherDownload = Remedy(code: .waitForOtherDownload)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -121,6 +130,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .resume: "start the same download again to resume"
             case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
+            case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
             }
         }
     }
@@ -218,13 +228,24 @@ extension DownloadError {
             return DownloadError(.localIO, "\(operation) \(path): \(cause)", remedy: .chooseWritableLocation, errno: code)
         case EISDIR:
             return DownloadError(.localIO, "\(operation) \(path): it is a directory", remedy: .nameAFile, errno: code)
-        case ENOENT, ENOTDIR:
-            return DownloadError(.localIO, "\(operation) \(path): \(cause)", remedy: .createDirectory, errno: code)
+        case ENOTDIR:
+            return DownloadError(.localIO, "\(operation) \(path): a part of the path is a file, not a directory", remedy: .chooseWritableLocation, errno: code)
+        case ENOENT:
+            // Set up before the download, the directory existed: something removed it, or the
+            // file, meanwhile. Say which; "create the directory" would be wrong for a file.
+            let parent = FilePath(path).removingLastComponent()
+            let directory = parent.isEmpty ? "." : parent.string
+            if let info = try? fileInfo(directory), info.st_mode & S_IFMT == S_IFDIR {
+                return DownloadError(.localIO, "\(operation) \(path): it no longer exists (something else removed it)", errno: code)
+            }
+            return DownloadError(.localIO, "\(operation) \(path): the directory \(directory) no longer exists (something else removed it)", errno: code)
         default:
             return DownloadError(.localIO, "\(operation) \(path): \(cause)", errno: code)
         }
     }
 }
+
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc

@@ -83,13 +83,23 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// continue, or nothing (stale state is cleared). An existing file that is not this download's
     /// is an error unless overwriting is allowed.
     private func inspectLocalState() throws(DownloadError) -> ProbeBasis {
-        try paths.checkDirectory()
-        switch PartialState.inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile) {
+        try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
+        var state = PartialState.inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+        if state.isPartial {
+            // Another run's partial download: take the target before trusting or changing it,
+            // then read it again (its holder may have changed or finished it meanwhile).
+            try sink.claim()
+            state = PartialState.inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+        }
+        switch state {
         case .directory:
+            sink.releaseClaim()
             throw DownloadError(.localIO, "\(paths.target) is a directory", remedy: .nameAFile, errno: EISDIR)
         case .complete(_, let record?):
+            sink.releaseClaim()
             return .completed(record)
         case .complete:
+            sink.releaseClaim()
             throw DownloadError(.targetExists, "\(paths.target) already exists", remedy: .replaceTarget)
         case .unreadable(let error):
             throw error
@@ -98,7 +108,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .orphanedPart(let reason):
             // Small files and streams keep no map: an interrupted one leaves this, expectedly.
             logger.info("\(reason); starting over")
-            paths.discardPartialState()
+            try sink.discardPartialState()
             return .fresh
         case .stale(let reason, _):
             if configuration.resumes {
@@ -106,12 +116,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             } else {
                 logger.info("starting over (resuming is turned off): discarding \(paths.part)")
             }
-            paths.discardPartialState()
+            try sink.discardPartialState()
             return .fresh
         case .resumable(let map):
             guard configuration.resumes else {
                 logger.info("starting over (resuming is turned off): discarding \(paths.part)")
-                paths.discardPartialState()
+                try sink.discardPartialState()
                 return .fresh
             }
             return .resuming(map)
@@ -177,7 +187,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func beginStream(_ found: RemoteObject, discardsPartial: Bool, on connection: Connection, headers: RequestHeaders) throws(DownloadError) -> TransferRun {
         if discardsPartial {
             logger.warning("the server no longer answers range requests; starting over in a single stream")
-            paths.discardPartialState()
+            try sink.discardPartialState()
             basis = .fresh
         }
         try sink.open(size: found.size, resuming: false)

@@ -24,6 +24,9 @@ public struct DownloadStatus: Sendable, Equatable {
     public var chunkCount: Int
     /// Runs of complete chunks, by chunk index.
     public var completedChunks: [Range<Int>]
+    /// Another download (this process or another) is writing this target right now: it holds the
+    /// target's lock, and a download started now stops with ``DownloadError/Kind/targetInUse``.
+    public var isInUse = false
 
     /// Whether running the same download again continues from here.
     public var canResume: Bool { state == .partial }
@@ -48,7 +51,9 @@ extension Downloader {
         let paths = DownloadPaths(target: path)
         let redacted = url.map { (try? RemoteURL($0))?.redacted ?? RemoteURL.strippingQuery($0) }
         var status = DownloadStatus(path: path, state: .absent, bytesDone: 0, chunkCount: 0, completedChunks: [])
-        switch PartialState.inspect(paths, url: redacted) {
+        let state = PartialState.inspect(paths, url: redacted)
+        status.isInUse = state.isPartial && TargetLock.isHeld(paths.part)
+        switch state {
         case .absent:
             break
         case .complete(let size, let record):

@@ -30,6 +30,9 @@ extension Downloader {
         public var resumes = true
         /// Replace an existing file at the target path instead of failing.
         public var overwritesExistingFile = false
+        /// Create the target's directory and its missing parents (mode 0755 less the umask)
+        /// instead of failing with ``DownloadError/Remedy/createDirectory``.
+        public var createsMissingDirectories = true
         /// What to do when the object changes on the server mid-download.
         public var onObjectChange: ObjectChangePolicy = .restart
         /// How often progress is reported.

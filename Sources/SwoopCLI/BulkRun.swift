@@ -271,15 +271,8 @@ struct ListItems: Sequence, Sendable {
             guard !out.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }),
                   !out.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
             else { return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory")) }
+            // Subdirectories are created by the download (Configuration.createsMissingDirectories).
             name = parts.joined(separator: "/")
-            if parts.count > 1 {
-                let folder = base + "/" + parts.dropLast().joined(separator: "/")
-                do {
-                    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-                } catch {
-                    return .failure(ListEntryError("cannot create the directory \(folder): \(error)"))
-                }
-            }
         }
         return .success(BulkItem(DownloadRequest(url: entry.url, headers: headers, expectedChecksum: expected), to: base + "/" + name))
     }

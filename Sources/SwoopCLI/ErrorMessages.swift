@@ -15,11 +15,12 @@ extension DownloadError.Remedy {
         case .replaceTarget: "use --force to replace it or -o to choose another name"
         case .nameAFile: "name a file with -o"
         case .chooseWritableLocation: "choose a writable location with -o or -d"
-        case .createDirectory: "create the directory first"
         case .freeSpaceAndResume: "free some space and run the same command again to resume"
         case .resume: "resume with the same command"
         case .checkCertificate: "check the certificate, or pass --insecure to skip verification (unsafe)"
         case .sendCredentials: "pass them with --header 'Authorization: ...'"
+        case .waitForOtherDownload: "wait for it to finish, or stop it and run this command again (it resumes)"
+        case .createDirectory: "create the directory first"
         default: description
         }
     }

@@ -47,6 +47,7 @@ struct Status: ParsableCommand {
         case .untrusted(let reason):
             lines.append("\(status.path): cannot resume: \(reason); the next run starts over")
         }
+        if status.isInUse { lines.append("  in use         another swoop process is downloading it now") }
         if let url = status.url { lines.append("  source         \(url)") }
         if let size = status.size { lines.append("  size           \(size) bytes") }
         if let etag = status.etag { lines.append("  ETag           \(etag)") }
@@ -79,6 +80,7 @@ struct StatusSummary: Encodable {
     var state: String
     var reason: String?
     var canResume: Bool
+    var inUse: Bool
     var url: String?
     var size: Int64?
     var etag: String?
@@ -100,6 +102,7 @@ struct StatusSummary: Encodable {
             reason = why
         }
         canResume = status.canResume
+        inUse = status.isInUse
         url = status.url
         size = status.size
         etag = status.etag

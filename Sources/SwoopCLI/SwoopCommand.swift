@@ -16,8 +16,8 @@ struct SwoopCommand: AsyncParsableCommand {
         discussion: """
             Exit status: 0 success; 1 network or HTTP failure (the partial download is kept); \
             2 usage error; 3 local file error (disk full, permissions); 4 the object changed on \
-            the server (--on-change fail); 5 the target exists; 130 interrupted (resume with the \
-            same command).
+            the server (--on-change fail); 5 the target exists, or another process is downloading \
+            it; 130 interrupted (resume with the same command).
             """,
         version: Swoop.version,
         subcommands: [Get.self, Bench.self, Status.self],
@@ -69,7 +69,7 @@ enum ExitStatus: Int32 {
         case .invalidRequest: self = .usage
         case .localIO, .diskFull: self = .localIO
         case .objectChanged: self = .objectChanged
-        case .targetExists: self = .targetExists
+        case .targetExists, .targetInUse: self = .targetExists
         case .interrupted, .cancelled: self = .interrupted
         default: self = .network
         }

@@ -47,13 +47,12 @@ enum Finalizer {
                 if raw >= 0 {
                     opened = Opened(descriptor: FileDescriptor(rawValue: raw), unnamed: true)
                 } else {
-                    do {
-                        let descriptor = try FileDescriptor.open(
-                            FilePath(paths.part), .readWrite, options: [.create, .truncate, .closeOnExec],
-                            permissions: [.ownerReadWrite, .groupReadWrite, .otherReadWrite])
-                        opened = Opened(descriptor: descriptor, unnamed: false)
-                    } catch {
-                        throw .localIO("cannot create", path: paths.part, errno: (error as? Errno)?.rawValue ?? EIO)
+                    // A named part file: under the target's lock like any other.
+                    let descriptor = try TargetLock.claim(paths.part, target: paths.target)
+                    opened = Opened(descriptor: descriptor, unnamed: false)
+                    do { try systemCall { ftruncate(descriptor.rawValue, 0) } } catch {
+                        try? descriptor.close()
+                        throw .localIO("cannot truncate", path: paths.part, errno: error.rawValue)
                     }
                 }
                 do {
@@ -79,14 +78,15 @@ enum Finalizer {
             if !unnamed { removeFile(paths.part) }
         }
 
-        /// Puts it at the target without replacing anything (unless `overwrite`), then closes it.
+        /// Puts it at the target without replacing anything (unless `overwrite`), and drops its
+        /// segment map, then closes it: a part file is renamed while its lock is held.
         func publish(_ item: Item) throws(DownloadError) {
+            defer { try? descriptor.close() }
             guard unnamed else {
-                try? descriptor.close()
                 try Finalizer.publish(item.paths.part, as: item.paths.target, overwrite: item.overwrite)
+                if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
                 return
             }
-            defer { try? descriptor.close() }
             do { try systemCall { swoop_link_unnamed(descriptor.rawValue, item.paths.target) } } catch {
                 if error == .fileExists {
                     throw DownloadError(.targetExists, "\(item.paths.target) appeared while downloading; it was left as it is")
@@ -115,7 +115,6 @@ enum Finalizer {
             throw .localIO("cannot flush", path: item.paths.part, errno: error.rawValue)
         }
         try file.publish(item)
-        if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
         do { try syncDirectory(containing: item.paths.target) } catch {
             throw .localIO("cannot flush the directory of", path: item.paths.target, errno: error.rawValue)
         }
@@ -165,7 +164,6 @@ enum Finalizer {
             }
             do throws(DownloadError) {
                 try file.publish(item)
-                if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
                 directories[item.paths.directory, default: []].append(index)
             } catch {
                 failures[index] = error
@@ -239,7 +237,12 @@ enum Finalizer {
     static func publish(_ source: String, as target: String, overwrite: Bool) throws(DownloadError) {
         let appeared = DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
         func renameFailed(_ error: Errno) -> DownloadError {
-            .localIO("cannot rename \(source) to", path: target, errno: error.rawValue)
+            if error == .noSuchFileOrDirectory, (try? fileInfo(source)) == nil {
+                return DownloadError(
+                    .localIO, "cannot rename \(source) to \(target): \(source) no longer exists (something else removed it during the download)",
+                    errno: error.rawValue)
+            }
+            return .localIO("cannot rename \(source) to", path: target, errno: error.rawValue)
         }
         if overwrite {
             do { try systemCall { rename(source, target) } } catch { throw renameFailed(error) }

@@ -13,6 +13,18 @@ protocol BodySink: AnyObject {
     /// earlier run left, checkpoints, and keeps its state when it stops, only when it does.
     var keepsPartialState: Bool { get }
 
+    /// Takes the target for this download before its partial state is read or changed: from now
+    /// until the sink closes, no other download (in any process) can write it. Throws
+    /// ``DownloadError/Kind/targetInUse`` when another holds it. ``open(size:resuming:)`` claims
+    /// too, if this was not called.
+    func claim() throws(DownloadError)
+
+    /// Deletes what an earlier run left (claimed first), so the download starts over.
+    func discardPartialState() throws(DownloadError)
+
+    /// Gives the claim up without having written anything (the target turned out complete).
+    func releaseClaim()
+
     /// Gets ready for an object of `size` bytes (`nil`: unknown). `resuming` keeps the bytes an
     /// earlier run wrote; otherwise whatever was there is discarded.
     func open(size: Int64?, resuming: Bool) throws(DownloadError)
@@ -42,6 +54,9 @@ final class DiscardSink: BodySink {
     }
 
     var keepsPartialState: Bool { false }
+    func claim() {}
+    func discardPartialState() {}
+    func releaseClaim() {}
     func open(size: Int64?, resuming: Bool) {}
     @inline(__always) func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
     func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }

@@ -116,3 +116,43 @@ func syncDirectory(containing path: String) throws(Errno) {
     defer { try? descriptor.close() }
     try descriptor.sync()
 }
+
+/// Creates the directory `path` and its missing parents (`mkdir -p`, mode 0755 less the umask),
+/// and makes each new entry durable (`fsync` of its parent), so a file published inside is not
+/// lost with its directory in a crash. A directory another process creates meanwhile is fine.
+func createDirectories(_ path: String) throws(DownloadError) {
+    var missing: [FilePath] = []
+    var current = FilePath(path)
+    while !current.isEmpty {
+        let info: CStat
+        do {
+            info = try fileInfo(current.string)
+        } catch let error where error == .noSuchFileOrDirectory || error == .notDirectory {
+            missing.append(current)
+            let parent = current.removingLastComponent()
+            if parent == current { break }
+            current = parent
+            continue
+        } catch {
+            throw .localIO("cannot create the directory \(path): cannot read", path: current.string, errno: error.rawValue)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw DownloadError(
+                .localIO, "cannot create the directory \(path): \(current) is a file, not a directory",
+                remedy: .chooseWritableLocation, errno: ENOTDIR)
+        }
+        break
+    }
+    for directory in missing.reversed() {
+        do {
+            try systemCall { mkdir(directory.string, 0o755) }
+        } catch .fileExists {
+            continue
+        } catch {
+            throw .localIO("cannot create the directory", path: directory.string, errno: error.rawValue)
+        }
+        do { try syncDirectory(containing: directory.string) } catch {
+            throw .localIO("cannot flush the directory holding", path: directory.string, errno: error.rawValue)
+        }
+    }
+}

@@ -1,5 +1,11 @@
 import SystemPackage
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// `FILE.part`: the object's bytes, written at their absolute offsets as they arrive.
 ///
 /// Used on the transfer thread only. Writes go straight from curl's buffer to `pwrite`.
@@ -21,19 +27,18 @@ final class PartFile {
         if !isClosed { try? descriptor.close() }
     }
 
-    /// Opens (creating if needed) the part file. `truncate` discards what it held.
+    /// Opens (creating if needed) the part file and takes the target's lock (``TargetLock``):
+    /// held until the descriptor is closed. Nothing in the file is changed.
     /// The file is created with mode 0666 minus the process umask.
-    static func open(path: String, truncate: Bool) throws(DownloadError) -> PartFile {
-        var options: FileDescriptor.OpenOptions = [.create, .closeOnExec]
-        if truncate { options.insert(.truncate) }
-        do {
-            let descriptor = try FileDescriptor.open(
-                FilePath(path), .readWrite, options: options, permissions: [.ownerReadWrite, .groupReadWrite, .otherReadWrite])
-            return PartFile(path: path, descriptor: descriptor)
-        } catch let error as Errno {
-            throw DownloadError.localIO("cannot create", path: path, errno: error.rawValue)
-        } catch {
-            throw DownloadError(.localIO, "cannot create \(path): \(error)")
+    static func claim(_ paths: DownloadPaths) throws(DownloadError) -> PartFile {
+        PartFile(path: paths.part, descriptor: try TargetLock.claim(paths.part, target: paths.target))
+    }
+
+    /// Discards what the file held (under the lock: the file keeps its name, so nobody else can
+    /// take the target over meanwhile).
+    func truncate() throws(DownloadError) {
+        do { try systemCall { ftruncate(descriptor.rawValue, 0) } } catch {
+            throw .localIO("cannot truncate", path: path, errno: error.rawValue)
         }
     }
 

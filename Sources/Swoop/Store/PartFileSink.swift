@@ -48,26 +48,52 @@ final class PartFileSink: BodySink {
 
     var keepsPartialState: Bool { true }
 
+    func claim() throws(DownloadError) {
+        if part == nil { part = try PartFile.claim(paths) }
+    }
+
+    func discardPartialState() throws(DownloadError) {
+        guard let part else { return }
+        // The map first: never a map that describes bytes no longer there.
+        SegmentMapFile.remove(at: paths.map)
+        mapMayExist = false
+        try part.truncate()
+    }
+
+    func releaseClaim() {
+        guard let part else { return }
+        self.part = nil
+        // Claiming created it when nothing was there: then it goes (before the lock does).
+        if (try? part.descriptor.size()) == 0, (try? fileInfo(paths.map)) == nil { removeFile(paths.part) }
+        part.close()
+    }
+
     func open(size: Int64?, resuming: Bool) throws(DownloadError) {
-        if !resuming, let size, size <= Self.holdLimit {
+        if !resuming, part == nil, let size, size <= Self.holdLimit {
             held = [UInt8](repeating: 0, count: Int(size))
             mapMayExist = false
             return
         }
         held = nil
-        let file = try PartFile.open(path: paths.part, truncate: !resuming)
+        let file: PartFile
+        if let part { file = part } else { file = try PartFile.claim(paths) }
+        part = file
         mapMayExist = resuming
-        if !resuming, let size, size > Self.preallocationThreshold {
+        bytesSinceWriteback = 0
+        guard !resuming else { return }
+        // Whatever a process that held the target before left goes, the map first.
+        SegmentMapFile.remove(at: paths.map)
+        try file.truncate()
+        if let size, size > Self.preallocationThreshold {
             do {
                 try file.preallocate(size)
             } catch {
+                part = nil
+                removeFile(paths.part)  // nothing was downloaded; leave nothing behind (lock held until the close)
                 file.close()
-                removeFile(paths.part)  // nothing was downloaded; leave nothing behind
                 throw error
             }
         }
-        part = file
-        bytesSinceWriteback = 0
     }
 
     @inline(__always)
@@ -156,15 +182,17 @@ final class PartFileSink: BodySink {
         let descriptor = part?.takeDescriptorForClosing()
         part = nil
         held = nil
-        if descriptor == nil && !discarding {
+        if descriptor == nil {
             // Nothing to close (finished, or never opened): no trip to the disk queue.
             disk.loop.afterCallbacks(then)
             return
         }
         let paths = self.paths
         disk.run({
+            // Only what this download holds: the files are deleted under its lock, then it goes.
+            // (Without a descriptor it never claimed the target: what is there is not its own.)
+            if discarding, descriptor != nil { paths.discardPartialState() }
             try? descriptor?.close()
-            if discarding { paths.discardPartialState() }
         }, then: then)
     }
 }

@@ -24,6 +24,15 @@ enum PartialState {
     /// The segment map could not be read (an I/O error, not a bad map).
     case unreadable(DownloadError)
 
+    /// Whether this is a partial download (another run's, or a running one's): reading it for
+    /// real, or changing it, needs the target's lock.
+    var isPartial: Bool {
+        switch self {
+        case .resumable, .stale, .orphanedPart, .unreadable: true
+        case .absent, .complete, .directory: false
+        }
+    }
+
     /// Reads the state of `paths`.
     ///
     /// - Parameters:
@@ -74,32 +83,36 @@ struct DownloadPaths: Sendable, Equatable {
         return parent.isEmpty ? "." : parent
     }
 
-    /// Checks, before any network traffic, that the target's directory exists: the file could not
-    /// be written otherwise. A directory seen in the last second is not checked again (a list of
-    /// thousands of files into one directory asks once); if it vanished since, creating the part
-    /// file fails with the same error.
-    func checkDirectory() throws(DownloadError) {
+    /// Checks, before any network traffic, that the target's directory exists (creating it and
+    /// its missing parents when `creatingMissing`): the file could not be written otherwise. A
+    /// directory seen in the last second is not checked again (a list of thousands of files into
+    /// one directory asks once); if it vanished since, creating the part file fails.
+    func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
         let now = ContinuousClock.now
         if DownloadPaths.recentDirectory.withLock({ $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false }) {
             return
         }
-        try checkDirectoryNow()
+        do {
+            let info = try fileInfo(directory)
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                throw DownloadError(.localIO, "cannot write into \(directory): it is not a directory", remedy: .chooseWritableLocation, errno: ENOTDIR)
+            }
+        } catch let error as Errno where error == .noSuchFileOrDirectory || error == .notDirectory {
+            // Missing, or a file where a directory should be (which creating names).
+            if creatingMissing { try createDirectories(directory) } else {
+                throw DownloadError(.localIO, "cannot write into \(directory): the directory does not exist", remedy: .createDirectory, errno: error.rawValue)
+            }
+        } catch let error as Errno {
+            throw .localIO("cannot write into", path: directory, errno: error.rawValue)
+        } catch let error as DownloadError {
+            throw error
+        } catch {
+            throw DownloadError(.localIO, "cannot write into \(directory): \(error)")
+        }
         DownloadPaths.recentDirectory.withLock { $0 = (directory, now) }
     }
 
     private static let recentDirectory = Mutex<(path: String, at: ContinuousClock.Instant)?>(nil)
-
-    private func checkDirectoryNow() throws(DownloadError) {
-        let info: CStat
-        do {
-            info = try fileInfo(directory)
-        } catch {
-            throw .localIO("cannot write into", path: directory, errno: error.rawValue)
-        }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw .localIO("cannot write into", path: directory, errno: ENOTDIR)
-        }
-    }
 
     /// Deletes the part file and the segment map.
     func discardPartialState() {

@@ -1,0 +1,221 @@
+import Foundation
+import Swoop
+import Testing
+
+/// Where a download writes: missing directories are created, one process per target (the
+/// target's lock), and errors about files that vanished say so.
+@Suite("Targets: directories and the one-writer lock")
+struct TargetTests {
+    // MARK: Directories
+
+    @Test("-d creates the directory and its parents (mode 0755 less the umask)")
+    func dashDCreatesParents() async throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        let small = try nginx.addFile("small.bin", size: 3000, seed: 1)
+        let large = try nginx.addFile("large.bin", size: 5 << 20, seed: 2)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let one = try await CLI.run(["get", nginx.url("/small.bin"), "-d", "new/a/b", "-q"], in: scratch.url)
+        #expect(one.status == 0, "stderr: \(one.stderr)")
+        #expect(try TestData.sha256(of: scratch.path("new/a/b/small.bin")) == small)
+        let two = try await CLI.run(["get", nginx.url("/large.bin"), "-d", "new/c", "-q"], in: scratch.url)
+        #expect(two.status == 0, "stderr: \(two.stderr)")
+        #expect(try TestData.sha256(of: scratch.path("new/c/large.bin")) == large)
+        let mask = umask(0)
+        umask(mask)
+        let mode = try FileManager.default.attributesOfItem(atPath: scratch.path("new/a"))[.posixPermissions] as? Int
+        #expect(mode == 0o755 & ~Int(mask))
+    }
+
+    @Test("-d through a regular file: a clear error, exit 3")
+    func dashDThroughAFile() async throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        _ = try nginx.addFile("f.bin", size: 1000, seed: 3)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        FileManager.default.createFile(atPath: scratch.path("plain"), contents: Data("x".utf8))
+        let result = try await CLI.run(["get", nginx.url("/f.bin"), "-d", "plain/sub", "-q"], in: scratch.url)
+        #expect(result.status == 3, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("plain is a file, not a directory"), "stderr: \(result.stderr)")
+    }
+
+    @Test("the library creates missing parents for download(to:) and downloadAll, unless turned off")
+    func libraryCreatesParents() async throws {
+        let nginx = try Nginx.start()
+        defer { nginx.stop() }
+        var sums: [String] = []
+        for index in 0..<20 { sums.append(try nginx.addFile("f\(index).bin", size: 2000 + index * 70_000, seed: UInt64(index))) }
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withDownloader { downloader in
+            _ = try await downloader.download(DownloadRequest(url: nginx.url("/f0.bin")), to: scratch.path("one/two/f0.bin"))
+            #expect(try TestData.sha256(of: scratch.path("one/two/f0.bin")) == sums[0])
+            let items = (0..<20).map { BulkItem(DownloadRequest(url: nginx.url("/f\($0).bin")), to: scratch.path("many/x\($0 % 3)/f\($0).bin")) }
+            var summary: BulkSummary?
+            for await event in downloader.downloadAll(items) {
+                if case .completed(let done) = event { summary = done }
+            }
+            #expect(summary?.succeeded == 20 && summary?.failed == 0, "\(String(describing: summary?.failures))")
+            for index in 0..<20 {
+                #expect(try TestData.sha256(of: scratch.path("many/x\(index % 3)/f\(index).bin")) == sums[index])
+            }
+        }
+        var off = Downloader.Configuration()
+        off.createsMissingDirectories = false
+        try await withDownloader(off) { downloader in
+            do {
+                _ = try await downloader.download(DownloadRequest(url: nginx.url("/f1.bin")), to: scratch.path("absent/f1.bin"))
+                Issue.record("expected a failure")
+            } catch let error as DownloadError {
+                #expect(error.kind == .localIO && error.remedy == .createDirectory, "\(error)")
+                #expect(error.message.contains("does not exist"), "\(error)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: scratch.path("absent")))
+        }
+    }
+
+    // MARK: One process per target
+
+    /// Starts `swoop get` of a 16 MiB file at 4 MiB/s and waits until it holds the target.
+    private func startHolder(_ nginx: Nginx, in scratch: Scratch) async throws -> CLI.Running {
+        let holder = try CLI.start(["get", nginx.url("/slow.bin"), "-c", "4", "-q"], in: scratch.url)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while Downloader.status(of: scratch.path("slow.bin")).bytesDone == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(Downloader.status(of: scratch.path("slow.bin")).isInUse, "the first process holds the target")
+        return holder
+    }
+
+    @Test("a second process for the same target stops at once with exit 5 naming the first; the first finishes")
+    func secondProcessStops() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "1m")
+            defer { nginx.stop() }
+            let expected = try nginx.addFile("slow.bin", size: 16 << 20, seed: 7)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let holder = try await startHolder(nginx, in: scratch)
+            let started = ContinuousClock.now
+            let second = try await CLI.run(["get", nginx.url("/slow.bin"), "-c", "4"], in: scratch.url, timeout: .seconds(60))
+            let took = ContinuousClock.now - started
+            #expect(second.status == 5, "stderr: \(second.stderr)")
+            #expect(second.stderr.contains("pid \(holder.pid)"), "stderr: \(second.stderr)")
+            #expect(second.stderr.contains("being downloaded by another process"), "stderr: \(second.stderr)")
+            // No request, no waiting: it is a start-up and a lock attempt (bound loose for CI).
+            #expect(took < .seconds(3), "the second process took \(took)")
+            let first = try await holder.wait(timeout: .seconds(60))
+            #expect(first.status == 0, "stderr: \(first.stderr)")
+            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == expected)
+            #expect(!scratch.exists("slow.bin.part") && !scratch.exists("slow.bin.swoop"))
+        }
+    }
+
+    @Test("a holder killed with SIGKILL does not block the next run, which resumes")
+    func killedHolderDoesNotBlock() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "1m")
+            defer { nginx.stop() }
+            let expected = try nginx.addFile("slow.bin", size: 16 << 20, seed: 8)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let holder = try await startHolder(nginx, in: scratch)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while Downloader.status(of: scratch.path("slow.bin")).bytesDone < 2 << 20, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            holder.signal(SIGKILL)
+            _ = try? await holder.wait(timeout: .seconds(20))
+            let kept = Downloader.status(of: scratch.path("slow.bin"))
+            #expect(kept.state == .partial && !kept.isInUse)
+            let next = try await CLI.run(["get", nginx.url("/slow.bin"), "-c", "16", "-q"], in: scratch.url, timeout: .seconds(60))
+            #expect(next.status == 0, "stderr: \(next.stderr)")
+            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == expected)
+        }
+    }
+
+    @Test("with -i, a line whose target another process holds fails; the other lines are fetched")
+    func listLineLocked() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "1m")
+            defer { nginx.stop() }
+            _ = try nginx.addFile("slow.bin", size: 16 << 20, seed: 9)
+            let other = try nginx.addFile("other.bin", size: 100_000, seed: 10)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let holder = try await startHolder(nginx, in: scratch)
+            let list = scratch.path("list.txt")
+            try "\(nginx.url("/slow.bin"))\n\(nginx.url("/other.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+            let run = try await CLI.run(["get", "-i", list, "-q"], in: scratch.url, timeout: .seconds(60))
+            #expect(run.status == 5, "stderr: \(run.stderr)")
+            #expect(run.stderr.contains("pid \(holder.pid)"), "stderr: \(run.stderr)")
+            #expect(try TestData.sha256(of: scratch.path("other.bin")) == other)
+            holder.signal(SIGKILL)
+            _ = try? await holder.wait(timeout: .seconds(20))
+        }
+    }
+
+    @Test("two Downloaders in one process: the second gets targetInUse")
+    func twoDownloadersOneProcess() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "1m")
+            defer { nginx.stop() }
+            let expected = try nginx.addFile("slow.bin", size: 8 << 20, seed: 11)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            var configuration = Downloader.Configuration()
+            configuration.connections = .fixed(4)
+            let first = Downloader(configuration: configuration)
+            let second = Downloader(configuration: configuration)
+            let task = try first.start(DownloadRequest(url: nginx.url("/slow.bin")), to: scratch.path("slow.bin"))
+            let deadline = ContinuousClock.now + .seconds(30)
+            while Downloader.status(of: scratch.path("slow.bin")).bytesDone == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            do {
+                _ = try await second.download(DownloadRequest(url: nginx.url("/slow.bin")), to: scratch.path("slow.bin"))
+                Issue.record("the second download should not run")
+            } catch let error as DownloadError {
+                #expect(error.kind == .targetInUse, "\(error)")
+                #expect(error.message.contains("another download in this process"), "\(error)")
+            }
+            _ = try await task.result()
+            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == expected)
+            await first.shutdown()
+            await second.shutdown()
+        }
+    }
+
+    // MARK: True messages
+
+    @Test("a part file removed mid-download: the error says so, not 'create the directory'")
+    func partFileRemoved() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start(limitRate: "2m")
+            defer { nginx.stop() }
+            _ = try nginx.addFile("gone.bin", size: 8 << 20, seed: 12)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            var configuration = Downloader.Configuration()
+            configuration.connections = .fixed(4)
+            try await withDownloader(configuration) { downloader in
+                let task = try downloader.start(DownloadRequest(url: nginx.url("/gone.bin")), to: scratch.path("gone.bin"))
+                let deadline = ContinuousClock.now + .seconds(30)
+                while Downloader.status(of: scratch.path("gone.bin")).bytesDone == 0, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                try FileManager.default.removeItem(atPath: scratch.path("gone.bin.part"))
+                do {
+                    _ = try await task.result()
+                    Issue.record("expected a failure")
+                } catch let error as DownloadError {
+                    #expect(error.message.contains("no longer exists (something else removed it"), "\(error)")
+                    #expect(error.remedy != .createDirectory, "\(error)")
+                }
+                #expect(!scratch.exists("gone.bin"))
+            }
+        }
+    }
+}
