@@ -367,11 +367,49 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             meter.record(totalBytes: counters.bytesReceived, at: .now)
             onProgress?(progressSnapshot())
             if phase == .transferring { store?.checkpointIfDue() }
+            watchQuiet(now: .now)
             scheduleProgress()
         }
     }
 
     var bytesDone: Int64 { store?.bytesDone ?? bytesResumed }
+
+    // MARK: Watchdog
+
+    /// Since when the download has had no request in flight and no new byte (`nil`: it has).
+    private var quietSince: ContinuousClock.Instant?
+    private var bytesAtLastLook: Int64 = 0
+
+    /// Ends a download that has gone longer than any legitimate wait with no request in flight
+    /// and no new byte, naming what it waited for, rather than let it wait forever. Waiting for
+    /// a connection that other downloads hold is not quiet: they are the ones progressing.
+    private func watchQuiet(now: ContinuousClock.Instant) {
+        let idle: IdleWait? = switch phase {
+        case .probing: prober?.idle
+        case .transferring: transfer?.idle
+        default: nil
+        }
+        let bytes = counters.bytesReceived
+        defer { bytesAtLastLook = bytes }
+        guard let idle, bytes == bytesAtLastLook, !(idle == .permit && loop.budget.active > 0) else {
+            quietSince = nil
+            return
+        }
+        guard let since = quietSince else {
+            quietSince = now
+            return
+        }
+        let limit = TransferPolicy(configuration).longestQuietPeriod(
+            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
+            maxTries: configuration.retry.maxTries)
+        guard now - since > limit else { return }
+        let seconds = Int((now - since).seconds.rounded())
+        logger.error("no request in flight and no progress; stopping", metadata: ["waiting for": "\(idle.description)"])
+        stop(with: .failure(DownloadError(
+            .network,
+            "no request in flight and no progress for \(seconds) s while waiting for \(idle.description); stopped rather than wait forever (a bug: please report it); the partial download is kept",
+            remedy: .resume)))
+    }
 
     private func progressSnapshot() -> DownloadProgress {
         DownloadProgress(

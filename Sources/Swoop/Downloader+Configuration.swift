@@ -47,7 +47,16 @@ extension Downloader {
         /// and open a new one in its place.
         public var replacesSlowConnections = true
 
+        /// Faults that tests inject to reach states nothing else reaches on demand.
+        var faults = Faults()
+
         public init() {}
+
+        struct Faults: Sendable {
+            /// After the probe, the transfer sends no request and sets no timer: a download stuck
+            /// with nothing in flight, for the watchdog to end.
+            var transferSendsNothing = false
+        }
 
         /// The connection count for one download.
         public enum Connections: Sendable, Equatable {

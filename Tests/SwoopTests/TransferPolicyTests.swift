@@ -17,6 +17,13 @@ struct TransferPolicyTests {
             replacements: replacements, segment: segment)
     }
 
+    @Test func longestQuietPeriodIsTimeoutsPlusEveryBackoff() {
+        // 0.25 + 0.5 + 1 + 2 + 4 + 8 + 16 + 30 (capped) = 61.75 s of backoff for 8 tries.
+        let quiet = policy.longestQuietPeriod(connectTimeout: .seconds(30), stallTimeout: .seconds(30), maxTries: 8)
+        #expect(quiet == .milliseconds(121_750))
+        #expect(policy.longestQuietPeriod(connectTimeout: .seconds(1), stallTimeout: .seconds(2), maxTries: 1) == .milliseconds(3250))
+    }
+
     @Test func roundTripIsTheQuickestFirstByte() {
         #expect(TransferPolicy.roundTrip([connection(0, rate: 1, ttfb: 0.08), connection(1, rate: 1, ttfb: 0.03), connection(2, rate: 1, ttfb: 0)]) == 0.03)
         #expect(TransferPolicy.roundTrip([]) == 0.05)

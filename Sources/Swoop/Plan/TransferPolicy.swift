@@ -148,6 +148,17 @@ struct TransferPolicy {
         return .milliseconds(Int64(delay * 1000))
     }
 
+    /// The longest a download can legitimately go without a request in flight and without a
+    /// byte: a connect timeout, a stall timeout, and every retry's longest backoff. Past it, the
+    /// session's watchdog ends the download rather than let it wait forever.
+    func longestQuietPeriod(connectTimeout: Duration, stallTimeout: Duration, maxTries: Int) -> Duration {
+        var backoffs = Duration.zero
+        for tries in 1...max(1, maxTries) {
+            backoffs += min(maxDelay, baseDelay * Double(1 << min(tries - 1, 20)))
+        }
+        return connectTimeout + stallTimeout + backoffs
+    }
+
     func backoff(tries: Int, retryAfter: Int?) -> Duration {
         var random = SystemRandomNumberGenerator()
         return backoff(tries: tries, retryAfter: retryAfter, using: &random)

@@ -68,6 +68,14 @@ final class Prober: ConnectionDelegate {
         counters.willSend(busy: 1)
     }
 
+    /// What the probe waits for while no request is in flight (`nil`: one is).
+    var idle: IdleWait? {
+        guard !connection.isBusy, !handedOver else { return nil }
+        if let retryTimer, !retryTimer.isCancelled { return .retry }
+        if loop.budget.isWaiting(self) { return .permit }
+        return .nothing
+    }
+
     /// Stops probing: cancels the probe in flight (unless it became the transfer) and any retry.
     func stop() {
         stopped = true

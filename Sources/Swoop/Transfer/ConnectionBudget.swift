@@ -1,3 +1,21 @@
+/// What a stage waits for while it has no request in flight.
+enum IdleWait: Equatable {
+    /// A retry's backoff timer.
+    case retry
+    /// A connection permit (the downloader's connection caps are reached).
+    case permit
+    /// Nothing: no request and no timer will come (a bug, which the watchdog ends).
+    case nothing
+
+    var description: String {
+        switch self {
+        case .retry: "the next retry"
+        case .permit: "a free connection (the connection limits are reached)"
+        case .nothing: "nothing: no request was pending and no retry was scheduled"
+        }
+    }
+}
+
 /// The connections all downloads of one ``Downloader`` may have open: a total and a per-host cap.
 ///
 /// Every exchange holds a permit from ``acquire(host:)`` until it ends. A session that finds no
@@ -42,6 +60,11 @@ final class ConnectionBudget {
         } else {
             waiting.append((id, wake))
         }
+    }
+
+    /// Whether `owner` waits for a permit.
+    func isWaiting(_ owner: AnyObject) -> Bool {
+        waiting.contains { $0.id == ObjectIdentifier(owner) }
     }
 
     /// Forgets `owner`'s wait (it finished or stopped).

@@ -54,6 +54,15 @@ final class TransferRun: ConnectionDelegate {
     /// Connections transferring right now.
     var activeConnections: Int { connections.count(where: \.isTransferring) }
 
+    /// What the transfer waits for while no request is in flight (`nil`: one is), for the
+    /// session's watchdog: a retry's backoff, a connection permit, or nothing at all.
+    var idle: IdleWait? {
+        guard !connections.contains(where: \.isBusy) else { return nil }
+        if let retryTimer, !retryTimer.isCancelled { return .retry }
+        if loop.budget.isWaiting(self) { return .permit }
+        return .nothing
+    }
+
     // MARK: Start and stop
 
     /// Takes over the probe's `connection`, whose response carries `firstRange`, plans the
@@ -113,7 +122,7 @@ final class TransferRun: ConnectionDelegate {
 
     /// Gives idle connections work; reports completion when nothing is left.
     private func dispatchWork() {
-        guard !stopped, let plan = store.plan else { return }
+        guard !stopped, !configuration.faults.transferSendsNothing, let plan = store.plan else { return }
         if plan.isComplete {
             if !connections.contains(where: \.isBusy) { delegate?.transferDidComplete(self) }
             return
