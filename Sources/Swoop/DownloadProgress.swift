@@ -10,6 +10,8 @@ public struct DownloadProgress: Sendable, Equatable {
     public var activeConnections: Int
     /// Time since this run of the download started.
     public var elapsed: Duration
+    /// With several URLs: each source's bytes and state so far (see ``DownloadResult/sources``).
+    public var sources: [DownloadResult.Source] = []
 
     /// `bytesDone / totalBytes`, or `nil` when the size is unknown.
     public var fractionCompleted: Double? {

@@ -1,12 +1,20 @@
-/// What to download: a URL and the headers to send with it.
+/// What to download: a URL (or several sources of the same file) and the headers to send.
 ///
 /// ```swift
 /// var request = DownloadRequest(url: "https://example.com/big.iso")
 /// request.headers.append(("Authorization", "Bearer ..."))
+///
+/// // One file from several servers at once:
+/// let mirrored = DownloadRequest(urls: ["https://eu.example.com/big.iso", "https://us.example.com/big.iso"])
 /// ```
 public struct DownloadRequest: Sendable {
-    /// An absolute `http` or `https` URL.
+    /// An absolute `http` or `https` URL: the first source, which names the file and whose
+    /// bytes every other source is checked against.
     public var url: String
+    /// More sources of the same file (mirrors). Each must report the same size, gets its own
+    /// precondition from its own `ETag` or `Last-Modified`, and contributes only after one range
+    /// it serves matched the same range from ``url``; one that disagrees is never used.
+    public var mirrors: [String] = []
     /// Extra request headers. They go to the URL's host only: after a redirect to another host,
     /// only ``DownloadRequest/headersSafeAcrossHosts`` are kept.
     public var headers: [(name: String, value: String)]
@@ -18,6 +26,15 @@ public struct DownloadRequest: Sendable {
         self.headers = headers
         self.expectedChecksum = expectedChecksum
     }
+
+    /// A request for one file from several sources: the first URL and its ``mirrors``.
+    public init(urls: [String], headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil) {
+        self.init(url: urls.first ?? "", headers: headers, expectedChecksum: expectedChecksum)
+        self.mirrors = Array(urls.dropFirst())
+    }
+
+    /// Every source: ``url``, then the ``mirrors``.
+    public var urls: [String] { [url] + mirrors }
 
     /// Header names that carry no credentials and so are still sent after a redirect to another host.
     public static let headersSafeAcrossHosts: Set<String> = [

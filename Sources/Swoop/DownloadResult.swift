@@ -20,6 +20,22 @@ public struct DownloadResult: Sendable, Equatable {
     public var etag: String?
     /// `true` when the target was already complete and nothing was downloaded.
     public var alreadyComplete: Bool
+    /// With several URLs (``DownloadRequest/urls``): what each source delivered, and which were
+    /// dropped and why. Empty for a download from one URL.
+    public var sources: [Source] = []
+
+    /// One source of a download from several URLs.
+    public struct Source: Sendable, Equatable {
+        /// The URL, without credentials or query.
+        public var url: String
+        /// Body bytes it delivered.
+        public var bytes: Int64
+        /// Why it was not used, or stopped being used (a failed check, another size, different
+        /// bytes, failures); `nil` while it is in use.
+        public var droppedBecause: String?
+        /// Its check is still under way (it has not contributed yet).
+        public var isChecking = false
+    }
 
     /// Average throughput of this run in bytes per second.
     public var bytesPerSecond: Double {

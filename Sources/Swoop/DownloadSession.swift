@@ -12,7 +12,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private let loop: TransferLoop
     private let configuration: Downloader.Configuration
     private let request: DownloadRequest
-    private let url: RemoteURL
+    /// The first source (a resumed download's, when its map names one of the mirrors).
+    private var url: RemoteURL
+    /// The other sources of the same file.
+    private var mirrors: [RemoteURL]
     let paths: DownloadPaths
     private let sink: BodySink
     private let logger: Logger
@@ -43,7 +46,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
-        paths: DownloadPaths, sink: BodySink, logger: Logger,
+        mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -52,6 +55,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         self.configuration = configuration
         self.request = request
         self.url = url
+        self.mirrors = mirrors
         self.paths = paths
         self.sink = sink
         var logger = logger
@@ -123,6 +127,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
                 logger.info("starting over (resuming is turned off): discarding \(paths.part)")
                 try sink.discardPartialState()
                 return .fresh
+            }
+            // The map belongs to one source (its validators are that source's): it goes first.
+            if map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
+                swap(&url, &mirrors[index])
             }
             return .resuming(map)
         }
@@ -202,7 +210,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func makeTransfer(_ object: RemoteObject, store: DownloadStore, headers: RequestHeaders) -> TransferRun {
         let transfer = TransferRun(
             object: object, store: store, headers: headers, configuration: configuration, loop: loop,
-            counters: counters, logger: logger)
+            counters: counters, logger: logger, mirrors: mirrors, requestHeaders: request.headers, target: paths.target)
         transfer.delegate = self
         return transfer
     }
@@ -307,7 +315,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             path: paths.target, bytes: size, bytesReceived: counters.bytesReceived,
             bytesResumed: alreadyComplete ? size : (store?.bytesResumed ?? bytesResumed), duration: .now - startedAt,
             connectionsUsed: counters.peakConnections, requests: counters.requests, retries: counters.retries,
-            etag: etag, alreadyComplete: alreadyComplete)
+            etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports)
     }
 
     /// Pauses: stops every transfer, checkpoints, and reports ``DownloadError/Kind/interrupted``.
@@ -411,10 +419,16 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             remedy: .resume)))
     }
 
+    /// Each source's bytes and state, for a download from several URLs.
+    private var sourceReports: [DownloadResult.Source] {
+        guard !mirrors.isEmpty else { return [] }
+        return transfer?.sources.reports ?? ([url] + mirrors).map { DownloadResult.Source(url: $0.redacted, bytes: 0, isChecking: true) }
+    }
+
     private func progressSnapshot() -> DownloadProgress {
         DownloadProgress(
             bytesDone: bytesDone, totalBytes: object?.size, bytesPerSecond: meter.bytesPerSecond,
-            activeConnections: transfer?.activeConnections ?? 0, elapsed: .now - startedAt)
+            activeConnections: transfer?.activeConnections ?? 0, elapsed: .now - startedAt, sources: sourceReports)
     }
 }
 

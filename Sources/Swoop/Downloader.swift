@@ -103,6 +103,13 @@ public final class Downloader: Sendable {
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         let url = try RemoteURL(request.url)
+        var mirrors: [RemoteURL] = []
+        for mirror in request.mirrors {
+            let parsed = try RemoteURL(mirror)
+            if parsed.absoluteString != url.absoluteString && !mirrors.contains(where: { $0.absoluteString == parsed.absoluteString }) {
+                mirrors.append(parsed)
+            }
+        }
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         let paths = DownloadPaths(target: path)
@@ -114,8 +121,8 @@ public final class Downloader: Sendable {
                 return (existing, false)
             }
             let task = DownloadTask(
-                launch: { [self] task, run in
-                    launch(request, url: url, paths: paths, configuration: configuration, sink: sink, task: task, run: run)
+                launch: { [self, mirrors] task, run in
+                    launch(request, url: url, mirrors: mirrors, paths: paths, configuration: configuration, sink: sink, task: task, run: run)
                 },
                 onFinish: { [self] in
                     coalesced.withLock { running in
@@ -154,7 +161,7 @@ public final class Downloader: Sendable {
 
     /// Starts one run of a download on the transfer thread.
     private func launch(
-        _ request: DownloadRequest, url: RemoteURL, paths: DownloadPaths, configuration: Configuration,
+        _ request: DownloadRequest, url: RemoteURL, mirrors: [RemoteURL], paths: DownloadPaths, configuration: Configuration,
         sink kind: SinkKind, task: DownloadTask, run: Int
     ) -> DownloadControl {
         let control = DownloadControl(loop: loop, disk: disk, paths: paths)
@@ -175,7 +182,7 @@ public final class Downloader: Sendable {
                 DiscardSink(loop: loop)
             }
             let session = DownloadSession(
-                loop: loop, configuration: configuration, request: request, url: url, paths: paths, sink: sink,
+                loop: loop, configuration: configuration, request: request, url: url, mirrors: mirrors, paths: paths, sink: sink,
                 logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
                 completion: finished)
             control.attach(session)

@@ -274,7 +274,7 @@ struct ListItems: Sequence, Sendable {
             // Subdirectories are created by the download (Configuration.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
-        return .success(BulkItem(DownloadRequest(url: entry.url, headers: headers, expectedChecksum: expected), to: base + "/" + name))
+        return .success(BulkItem(DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected), to: base + "/" + name))
     }
 }
 

@@ -21,8 +21,8 @@ struct Get: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The http or https URL to download (or use -i for a list).")
-    var url: String?
+    @Argument(help: ArgumentHelp("The http or https URL to download (or use -i for a list). Several URLs are sources of the same file (mirrors), fetched from at once; the first names it.", valueName: "url"))
+    var urls: [String] = []
 
     @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Download every URL in FILE (aria2's input-file format; - for stdin).", valueName: "FILE"))
     var inputFile: String?
@@ -63,9 +63,9 @@ struct Get: AsyncParsableCommand {
     var checkpointInterval: Double = 1
 
     func validate() throws {
-        switch (url, inputFile) {
-        case (nil, nil): throw ValidationError("give a URL to download, or -i FILE with a list of URLs")
-        case (_?, _?): throw ValidationError("give either a URL or -i FILE, not both")
+        switch (urls.isEmpty, inputFile) {
+        case (true, nil): throw ValidationError("give a URL to download, or -i FILE with a list of URLs")
+        case (false, _?): throw ValidationError("give either URLs or -i FILE, not both (a list line takes mirrors as tab-separated URLs)")
         default: break
         }
         if inputFile != nil {
@@ -111,14 +111,14 @@ struct Get: AsyncParsableCommand {
     }
 
     func run() async throws {
-        guard let url else {
+        guard let url = urls.first else {
             try await runList()
             return
         }
         let configuration = downloaderConfiguration()
         let logger = transfer.logger(quiet: quiet)
         warnIfInsecure()
-        let request = DownloadRequest(url: url, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
+        let request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
         let path = targetPath(for: url)
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
         let downloader = Downloader(configuration: configuration, logger: logger)
@@ -157,6 +157,14 @@ struct Get: AsyncParsableCommand {
         line += ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) connection\(result.connectionsUsed == 1 ? "" : "s")"
         if result.bytesResumed > 0 { line += ", \(Format.bytes(result.bytesResumed)) resumed" }
         if result.retries > 0 { line += ", \(result.retries) retr\(result.retries == 1 ? "y" : "ies")" }
+        if !result.sources.isEmpty {
+            let used = result.sources.filter { $0.droppedBecause == nil && $0.bytes > 0 }
+            line += ", \(used.count) of \(result.sources.count) sources"
+            for source in result.sources {
+                let state = source.droppedBecause.map { "not used: \($0)" } ?? "used"
+                line += "\n  \(source.url)  \(Format.bytes(source.bytes))  \(state)"
+            }
+        }
         writeStderr(line + "\n")
     }
 }

@@ -14,6 +14,8 @@ struct Summary: Encodable {
     var resumedBytes: Int64?
     var alreadyComplete: Bool?
     var etag: String?
+    /// With several URLs: each source's bytes and state.
+    var sources: [SourceSummary]?
     var error: String?
     var errorKind: String?
     var exitCode: Int32?
@@ -30,6 +32,7 @@ struct Summary: Encodable {
         resumedBytes = result.bytesResumed
         alreadyComplete = result.alreadyComplete
         etag = result.etag
+        sources = result.sources.isEmpty ? nil : result.sources.map(SourceSummary.init)
     }
 
     init(error: DownloadError, path: String) {
@@ -38,6 +41,22 @@ struct Summary: Encodable {
         self.error = error.commandLineMessage
         errorKind = error.kind.description
         exitCode = ExitStatus(error).rawValue
+    }
+}
+
+/// One source in the `--json` summary.
+struct SourceSummary: Encodable {
+    var url: String
+    var bytes: Int64
+    /// "used", "dropped" or "checking".
+    var state: String
+    var reason: String?
+
+    init(_ source: DownloadResult.Source) {
+        url = source.url
+        bytes = source.bytes
+        state = source.droppedBecause != nil ? "dropped" : source.isChecking ? "checking" : "used"
+        reason = source.droppedBecause
     }
 }
 

@@ -18,12 +18,14 @@ import Musl
 /// https://example.com/b.iso
 /// ```
 ///
-/// A line that starts with a non-blank character holds a URL (aria2's tab-separated mirror URLs
-/// are accepted; the first is used). Indented `key=value` lines apply to the URL above them.
+/// A line that starts with a non-blank character holds a URL, or several separated by tabs:
+/// sources of the same file (aria2's convention; the first names the file). Indented `key=value` lines apply to the URL above them.
 struct Manifest {
     struct Entry: Equatable, Sendable {
         var url: String
         var line: Int
+        /// More sources of the same file (the line's other tab-separated URLs).
+        var mirrors: [String] = []
         var out: String?
         var dir: String?
         var headers: [String] = []
@@ -82,8 +84,8 @@ struct Manifest {
                 }
                 return nil
             }
-            let first = content.split(separator: "\t").first.map(String.init) ?? content
-            defer { pending = Entry(url: first.trimmed, line: number) }
+            let urls = content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty }
+            defer { pending = Entry(url: urls.first ?? content.trimmed, line: number, mirrors: Array(urls.dropFirst())) }
             return pending
         }
 

@@ -30,6 +30,20 @@ struct SegmentSample: Equatable {
 /// The transfer's choices as pure functions of measurements: how much to ask for, where to cut
 /// a request in flight, which tails to hedge, which connections to replace, how long to back off.
 /// ``TransferRun`` applies them.
+/// What the policy sees of one source (a server) of a download.
+struct SourceSample: Equatable {
+    /// Requests in flight to it.
+    var active: Int
+    /// The most requests it takes at once, once known.
+    var cap: Int?
+    /// Failed requests in a row.
+    var failures: Int
+    /// Not dropped.
+    var isUsable: Bool
+    /// Backing off after a failure.
+    var isResting: Bool
+}
+
 struct TransferPolicy {
     /// The smallest range worth its own request (``Downloader/Configuration/minimumSegmentSize``).
     var minimumSegmentSize: Int64
@@ -146,6 +160,22 @@ struct TransferPolicy {
         var delay = Double.random(in: (exponential / 2)...max(exponential / 2, exponential), using: &random)
         if let retryAfter { delay = max(delay, min(Double(retryAfter), cap)) }
         return .milliseconds(Int64(delay * 1000))
+    }
+
+    /// The source for the next request: among the usable ones that are not backing off and are
+    /// below their learned connection cap, the one with the fewest requests in flight (then the
+    /// fewest failures, then the earlier URL), so connections spread over sources; the work
+    /// stealing of the plan then gives faster sources more bytes. `avoiding` (a hedge of a slow
+    /// tail) prefers any other source. `nil`: none can take a request now.
+    static func chooseSource(_ sources: [SourceSample], avoiding: Int? = nil) -> Int? {
+        let open = sources.indices.filter { index in
+            let source = sources[index]
+            return source.isUsable && !source.isResting && source.cap.map { source.active < $0 } ?? true
+        }
+        let others = open.filter { $0 != avoiding }
+        return (others.isEmpty ? open : others).min { a, b in
+            (sources[a].active, sources[a].failures, a) < (sources[b].active, sources[b].failures, b)
+        }
     }
 
     /// The longest a download can legitimately go without a request in flight and without a

@@ -32,6 +32,10 @@ protocol BodySink: AnyObject {
     /// Takes `bytes` of the object at `offset`. Called for every piece of every response.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError)
 
+    /// The bytes written at `range`, read back (to compare another source's bytes with them);
+    /// `nil` when the sink keeps nothing to read.
+    func read(_ range: ByteRange) -> [UInt8]?
+
     /// Makes the bytes written so far durable, then records `map` (data first, map second), and
     /// calls `then` on the transfer thread with the failure, if any.
     func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void)
@@ -59,6 +63,7 @@ final class DiscardSink: BodySink {
     func releaseClaim() {}
     func open(size: Int64?, resuming: Bool) {}
     @inline(__always) func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
+    func read(_ range: ByteRange) -> [UInt8]? { nil }
     func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
     func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) { then(nil) }
 

@@ -31,6 +31,11 @@ final class DownloadStore {
     }
 
     /// A store for a single stream: bytes arrive in order, nothing can resume.
+    /// The bytes written at `range`, if the sink can read them back.
+    func readBack(_ range: ByteRange) -> [UInt8]? {
+        sink.read(range)
+    }
+
     init(streamingTo sink: BodySink, counters: DownloadCounters) {
         self.sink = sink
         self.plan = nil

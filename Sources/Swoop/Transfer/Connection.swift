@@ -20,6 +20,9 @@ final class Connection: ExchangeDelegate {
         case segment(Segment, request: ByteRange)
         /// The whole object in one response (the server ignores ranges).
         case stream
+        /// Bytes of another source, kept in memory to compare with what the first source served
+        /// (``MirrorCheck``); they never reach the store.
+        case sample(RequestedRange)
     }
 
     /// How an exchange ended, as the connection saw it.
@@ -60,6 +63,9 @@ final class Connection: ExchangeDelegate {
     /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.
     private(set) var timeToFirstByte: Double = 0
 
+    /// A sample job's bytes (see ``Job/sample(_:)``).
+    private var sampled: [UInt8] = []
+
     /// Whether this slot has sent a request yet.
     private var hasSentRequest = false
     /// The next request opens a new connection (this one was too slow).
@@ -80,8 +86,19 @@ final class Connection: ExchangeDelegate {
     /// Busy with a segment or the stream (not the probe).
     var isTransferring: Bool {
         guard exchange != nil, let job else { return false }
-        if case .probe = job { return false }
-        return true
+        switch job {
+        case .probe, .sample: return false
+        case .segment, .stream: return true
+        }
+    }
+
+    /// Bytes the current (or just finished) request delivered.
+    var bytesThisRequest: Int64 { requestBytes }
+
+    /// Hands over the bytes a sample job collected.
+    func takeSample() -> [UInt8] {
+        defer { sampled = [] }
+        return sampled
     }
 
     /// The segment the current exchange fills.
@@ -131,6 +148,7 @@ final class Connection: ExchangeDelegate {
         self.url = url
         failure = nil
         retryAfter = nil
+        sampled = []
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
         sampledAt = nil
@@ -198,7 +216,7 @@ final class Connection: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
         retryAfter = head.retryAfterSeconds
         switch job {
-        case .probe(let requested):
+        case .probe(let requested), .sample(let requested):
             return delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
         case .segment(_, let requested):
             guard let object else { return .abort }
@@ -218,6 +236,14 @@ final class Connection: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool {
         bytesDelivered += Int64(body.count)
         requestBytes += Int64(body.count)
+        if case .sample(let requested) = job {
+            guard case .bounded(let range) = requested, Int64(sampled.count + body.count) <= range.count else {
+                failure = .invalidResponse("the server sent more bytes than asked for (\(url?.redacted ?? ""))")
+                return false
+            }
+            sampled.append(contentsOf: body)
+            return true
+        }
         guard let store else { return false }
         let verdict: DownloadStore.WriteVerdict
         switch job {
@@ -225,7 +251,7 @@ final class Connection: ExchangeDelegate {
             verdict = store.write(body, for: segment, requestEnd: request.upperBound)
         case .stream:
             verdict = store.writeStream(body)
-        case .probe, nil:
+        case .probe, .sample, nil:
             return false
         }
         switch verdict {
@@ -259,9 +285,15 @@ final class Connection: ExchangeDelegate {
         case .aborted:
             return .stopped
         case .failed(let transport):
-            let isProbe = if case .probe = job { true } else { false }
+            let isProbe = switch job {
+            case .probe, .sample: true
+            default: false
+            }
             return .failed(.transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: retryAfter)
         case .completed:
+            if case .sample(.bounded(let range)) = job, Int64(sampled.count) != range.count {
+                return .failed(.invalidResponse("the server sent \(sampled.count) of the \(range.count) bytes asked for (\(location))"), retryAfter: retryAfter)
+            }
             if case .segment(let segment, let requested) = job,
                !segment.isDone, segment.position < min(requested.upperBound, segment.end) {
                 let message = "the server closed the response after \(segment.position - requested.lowerBound) of \(requested.count) bytes (\(location))"

@@ -34,11 +34,24 @@ final class TransferRun: ConnectionDelegate {
     private var housekeepingTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private var stopped = false
+    /// Where requests go: the first URL's server, and mirrors once they agree with it.
+    let sources: SourceSet
+    /// The source of each connection's request in flight, by connection id.
+    private var sourceOf: [Int: Source] = [:]
+    /// Mirrors to check once the first source's bytes are coming in, with what they need.
+    private let mirrors: [RemoteURL]
+    private let requestHeaders: [(name: String, value: String)]
+    private let target: String
 
     init(
         object: RemoteObject, store: DownloadStore, headers: RequestHeaders, configuration: Downloader.Configuration,
-        loop: TransferLoop, counters: DownloadCounters, logger: Logger
+        loop: TransferLoop, counters: DownloadCounters, logger: Logger,
+        mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [], target: String = ""
     ) {
+        self.sources = SourceSet(first: object, headers: headers, store: store, logger: logger)
+        self.mirrors = mirrors
+        self.requestHeaders = requestHeaders
+        self.target = target
         self.loop = loop
         self.configuration = configuration
         self.options = TransferOptions(configuration)
@@ -49,6 +62,7 @@ final class TransferRun: ConnectionDelegate {
         self.counters = counters
         self.logger = logger
         self.targetConnections = max(1, configuration.connections.initial)
+        sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
     }
 
     /// Connections transferring right now.
@@ -57,7 +71,7 @@ final class TransferRun: ConnectionDelegate {
     /// What the transfer waits for while no request is in flight (`nil`: one is), for the
     /// session's watchdog: a retry's backoff, a connection permit, or nothing at all.
     var idle: IdleWait? {
-        guard !connections.contains(where: \.isBusy) else { return nil }
+        guard !connections.contains(where: \.isBusy), !sources.isChecking else { return nil }
         if let retryTimer, !retryTimer.isCancelled { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
@@ -76,8 +90,14 @@ final class TransferRun: ConnectionDelegate {
         adopt(connection)
         connection.adopt(.segment(segment, request: firstRange), store: store, object: object)
         plan.noteRequested(segment, upTo: firstRange.upperBound)
+        sourceOf[connection.id] = sources.primary
+        sources.primary.active += 1
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
-        guard plan.remainingBytes >= 2 * plan.minimumStealSize else { return }
+        guard plan.remainingBytes >= 2 * plan.minimumStealSize else {
+            if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
+            return
+        }
+        checkMirrors(firstRange: firstRange)
         if case .adaptive(let maximum) = configuration.connections {
             let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
             targetConnections = ConnectionController.initialCount(probeTimeToFirstByte: headAfter, maximum: maximum)
@@ -95,10 +115,22 @@ final class TransferRun: ConnectionDelegate {
         logger.info("the server does not support ranges; downloading in one stream")
     }
 
+    /// Checks each mirror on one range the first source has written (resuming) or is writing
+    /// now (the probe's first chunk), before it may contribute.
+    private func checkMirrors(firstRange: ByteRange) {
+        guard !mirrors.isEmpty, let plan = store.plan else { return }
+        let layout = plan.layout
+        let chunk = (0..<layout.chunkCount).first { plan.written.contains($0) } ?? Int(firstRange.lowerBound / layout.chunkSize)
+        let start = layout.byteRange(ofChunks: chunk..<(chunk + 1)).lowerBound
+        let range = ByteRange(start, min(start + min(layout.chunkSize, 1 << 20), layout.objectSize))
+        sources.check(mirrors, range: range, requestHeaders: requestHeaders, target: target, configuration: configuration, loop: loop)
+    }
+
     /// Cancels every exchange and timer; outcomes that arrive later are ignored.
     func stop() {
         guard !stopped else { return }
         stopped = true
+        sources.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
         retryTimer?.cancel()
@@ -127,38 +159,44 @@ final class TransferRun: ConnectionDelegate {
             if !connections.contains(where: \.isBusy) { delegate?.transferDidComplete(self) }
             return
         }
+        sources.settleAgreements()
         let now = ContinuousClock.now
         let roundTrip = TransferPolicy.roundTrip(samples(at: now))
         for slot in 0..<targetConnections {
             // Slots open as work appears: an object that arrives whole never opens a second one.
             if slot < connections.count && connections[slot].isBusy { continue }
+            guard let source = sources.choose(now: now) else { break }
             let connection = slot < connections.count ? connections[slot] : makeConnection()
-            guard acquirePermit(connection) else { break }
+            guard acquirePermit(connection, for: source) else { break }
             guard let segment = plan.claim(now: now, ownerID: connection.id, cut: { [self] in cutPoint($0, roundTrip: roundTrip, now: now) }) else {
                 connection.releasePermit()
                 break
             }
-            request(segment, on: connection)
+            request(segment, on: connection, from: source)
         }
         if configuration.hedgesSlowTail { hedgeSlowTail(now: now) }
-        if !connections.contains(where: \.isBusy), let next = plan.nextRetryTime {
+        if !connections.contains(where: \.isBusy), let next = [plan.nextRetryTime, sources.nextWake].compactMap({ $0 }).min() {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
         }
     }
 
-    private func acquirePermit(_ connection: Connection) -> Bool {
-        connection.acquirePermit(for: object.url, owner: self) { [weak self] in self?.dispatchWork() }
+    private func acquirePermit(_ connection: Connection, for source: Source) -> Bool {
+        connection.acquirePermit(for: source.object.url, owner: self) { [weak self] in self?.dispatchWork() }
     }
 
-    /// Sends `connection`'s next request for `segment`.
-    private func request(_ segment: Segment, on connection: Connection) {
+    /// Sends `connection`'s next request for `segment` to `source`.
+    private func request(_ segment: Segment, on connection: Connection, from source: Source) {
         guard let plan = store.plan else { return }
         let size = policy.requestSize(rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte)
         let range = policy.nextRequest(position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
-        let lines = headers.lines(for: object.url, precondition: object.precondition)
-        logger.trace("request", metadata: ["connection": "\(connection.id)", "range": "\(range)"])
+        let object = source.object
+        let lines = source.headers.lines(for: object.url, precondition: object.precondition)
+        logger.trace("request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
+        connection.attach(to: store, object: object)
+        sourceOf[connection.id] = source
+        source.active += 1
         connection.begin(
             .segment(segment, request: range), url: object.url,
             request: ExchangeRequest(url: object.url.absoluteString, headerLines: lines, range: .bounded(range), options: options))
@@ -191,13 +229,15 @@ final class TransferRun: ConnectionDelegate {
         while connections.count < targetConnections { _ = makeConnection() }
         var helpers = connections.prefix(targetConnections).filter { !$0.isBusy }.makeIterator()
         for id in victims {
-            guard let victim = connections[id].segment, let helper = helpers.next(), acquirePermit(helper) else { return }
+            // Another source if there is one: the straggler's server may be the slow part.
+            guard let victim = connections[id].segment, let source = sources.choose(avoiding: sourceOf[id], now: now),
+                  let helper = helpers.next(), acquirePermit(helper, for: source) else { return }
             guard let hedge = plan.hedge(victim, ownerID: helper.id) else {
                 helper.releasePermit()
                 return
             }
             logger.debug("hedging a slow tail", metadata: ["segment": "\(victim)", "rate": "\(Int(connections[id].recentRate))"])
-            request(hedge, on: helper)
+            request(hedge, on: helper, from: source)
         }
     }
 
@@ -259,7 +299,7 @@ final class TransferRun: ConnectionDelegate {
             segmentEnded(segment, requested: requested, on: connection, outcome: outcome)
         case .stream:
             streamEnded(outcome)
-        case .probe:
+        case .probe, .sample:
             break
         }
     }
@@ -267,6 +307,19 @@ final class TransferRun: ConnectionDelegate {
     /// A segment request ended: continue, retry or fail.
     private func segmentEnded(_ segment: Segment, requested: ByteRange, on connection: Connection, outcome: Connection.Outcome) {
         guard let plan = store.plan else { return }
+        let source = sourceOf.removeValue(forKey: connection.id)
+        if let source {
+            source.active -= 1
+            source.bytes += connection.bytesThisRequest
+            if connection.bytesThisRequest > 0 { source.failures = 0 }
+        }
+        if case .failed(let error, let retryAfter) = outcome, let source, sourceFailed(source, error, retryAfter: retryAfter) {
+            // Another source takes the range over; the segment is not to blame.
+            plan.release(segment, failed: false)
+            store.checkpointIfDue()
+            dispatchWork()
+            return
+        }
         switch outcome {
         case .cancelled where segment.isDone || segment.partner == nil:
             // A hedge partner won, or the connection was replaced, or the download is stopping.
@@ -279,14 +332,16 @@ final class TransferRun: ConnectionDelegate {
                 return
             }
             guard error.isTransient else {
-                delegate?.transfer(self, didFailWith: error)
+                let others = sources.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
+                delegate?.transfer(self, didFailWith: error.adding(others))
                 return
             }
             let delay = policy.backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
             plan.release(segment, failed: true, retryAt: .now + delay)
             if segment.failuresWithoutProgress >= configuration.retry.maxTries {
                 // The segment map keeps everything else; downloading again resumes.
-                let detail = " (gave up after \(configuration.retry.maxTries) tries; the partial download is kept)"
+                var detail = " (gave up after \(configuration.retry.maxTries) tries; the partial download is kept)"
+                if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
                 delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
                 return
             }
@@ -299,10 +354,11 @@ final class TransferRun: ConnectionDelegate {
                 // The other half of a hedge pair has nothing left to fetch.
                 if let partner { connections.first { $0.segment === partner }?.cancel() }
             } else if segment.isOwned && segment.partner == nil && connections.prefix(targetConnections).contains(where: { $0 === connection }),
-                      acquirePermit(connection) {
-                // The request ended inside the segment: the same connection asks for the next part.
+                      let next = continuing(source), acquirePermit(connection, for: next) {
+                // The request ended inside the segment: the same connection asks for the next part
+                // (of the same source while it may be asked, keeping its connection).
                 store.checkpointIfDue()
-                request(segment, on: connection)
+                request(segment, on: connection, from: next)
                 return
             } else {
                 plan.release(segment, failed: false)
@@ -310,6 +366,50 @@ final class TransferRun: ConnectionDelegate {
         }
         store.checkpointIfDue()
         dispatchWork()
+    }
+
+    /// The source a connection's next request in its segment goes to: the same one while it may
+    /// take it, else whichever the policy picks.
+    private func continuing(_ source: Source?) -> Source? {
+        let now = ContinuousClock.now
+        if let source, source.dropped == nil, source.notBefore.map({ $0 <= now }) ?? true, source.cap.map({ source.active < $0 }) ?? true {
+            return source
+        }
+        return sources.choose(now: now)
+    }
+
+    /// A request to `source` failed. A refusal while it has other requests in flight teaches its
+    /// connection limit (any source); with other sources in use, a failing one rests, then is
+    /// dropped. `false` leaves the failure to the single-source rules (retry the range, then fail
+    /// the download).
+    private func sourceFailed(_ source: Source, _ error: DownloadError, retryAfter: Int?) -> Bool {
+        guard source.dropped == nil else { return false }
+        let refused = error.kind == .unreachable || error.httpStatus == 503 || error.httpStatus == 429
+        if refused && source.active > 0 {
+            // "No more connections here" (a per-client limit), not a failure: stay below what it took.
+            source.cap = source.active
+            logger.debug("source limits connections", metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
+            return true
+        }
+        guard sources.hasSeveral else { return false }
+        if error.kind == .objectChanged {
+            // The first source's change restarts the download; a mirror's only loses the mirror.
+            guard source !== sources.primary else { return false }
+            sources.drop(source, "its object changed (\(error.reason))")
+            return true
+        }
+        guard error.isTransient else {
+            sources.drop(source, error.reason)
+            return true
+        }
+        source.failures += 1
+        guard source.failures < configuration.retry.maxTries else {
+            sources.drop(source, "\(error.reason) (after \(source.failures) tries)")
+            return true
+        }
+        counters.retries += 1
+        source.notBefore = .now + policy.backoff(tries: source.failures, retryAfter: retryAfter)
+        return true
     }
 
     /// The single stream ended.

@@ -24,7 +24,9 @@ final class Nginx: @unchecked Sendable {
     let port: Int
     private let process: ChildProcess
 
-    var baseURL: String { "\(scheme)://127.0.0.1:\(port)" }
+    /// The loopback address it listens on (127.0.0.x: several instances are several hosts).
+    let host: String
+    var baseURL: String { "\(scheme)://\(host):\(port)" }
 
     func url(_ path: String) -> String { baseURL + path }
 
@@ -32,11 +34,16 @@ final class Nginx: @unchecked Sendable {
     /// nginx size such as "10m": a per-connection cap on every location.
     /// With `tls`, it serves HTTPS with a self-signed certificate for 127.0.0.1 (not trusted by
     /// anything, which is the point of the TLS tests).
-    static func start(limitRate: String? = nil, extraServerConfig: String = "", tls: Bool = false) throws -> Nginx {
+    /// `host` is a loopback address; `extraHTTPConfig` goes in the `http` block (a
+    /// `limit_conn_zone`, say).
+    static func start(
+        limitRate: String? = nil, extraServerConfig: String = "", tls: Bool = false, host: String = "127.0.0.1",
+        extraHTTPConfig: String = ""
+    ) throws -> Nginx {
         var lastError: Error?
         for _ in 0..<5 {
             do {
-                return try Nginx(limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls)
+                return try Nginx(limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls, host: host, extraHTTPConfig: extraHTTPConfig)
             } catch {
                 lastError = error
             }
@@ -46,15 +53,16 @@ final class Nginx: @unchecked Sendable {
 
     var scheme = "http"
 
-    private init(limitRate: String?, extraServerConfig: String, tls: Bool) throws {
+    private init(limitRate: String?, extraServerConfig: String, tls: Bool, host: String, extraHTTPConfig: String) throws {
+        self.host = host
         let prefix = try TemporaryDirectory.make(prefix: "swoop-nginx")
         self.prefix = prefix
         root = prefix.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        port = try FreePort.find()
+        port = try FreePort.find(host: host)
         // With sendfile, nginx sends up to sendfile_max_chunk (2 MiB) before its rate delay, so
         // every short request would start with a burst; small chunks keep the cap smooth.
-        var listen = "listen 127.0.0.1:\(port);"
+        var listen = "listen \(host):\(port);"
         if tls {
             let key = prefix.appendingPathComponent("key.pem").path
             let certificate = prefix.appendingPathComponent("cert.pem").path
@@ -63,7 +71,7 @@ final class Nginx: @unchecked Sendable {
                 arguments: ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
                             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate])
             guard openssl.waitBlocking() == 0 else { throw TestFailure("openssl could not make a certificate") }
-            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(certificate); ssl_certificate_key \(key);"
+            listen = "listen \(host):\(port) ssl; ssl_certificate \(certificate); ssl_certificate_key \(key);"
             scheme = "https"
         }
         let rate = limitRate.map { "limit_rate \($0); sendfile_max_chunk 64k;" } ?? ""
@@ -87,6 +95,7 @@ final class Nginx: @unchecked Sendable {
                 scgi_temp_path \(prefix.path)/tmp_scgi;
                 log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,"method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,"range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since","authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
                 access_log \(prefix.path)/access.log swoop;
+                \(extraHTTPConfig)
                 server {
                     \(listen)
                     root \(root.path);
@@ -103,7 +112,7 @@ final class Nginx: @unchecked Sendable {
         self.process = process
         // Ready when it accepts connections; gone if another process took the port first.
         let deadline = Date().addingTimeInterval(10)
-        while !FreePort.isListening(port) {
+        while !FreePort.isListening(port, host: host) {
             if !process.isRunning || Date() > deadline {
                 process.signal(SIGKILL)
                 let log = (try? String(contentsOf: prefix.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
@@ -164,13 +173,13 @@ enum TemporaryDirectory {
 /// Loopback ports.
 enum FreePort {
     /// A port nothing listens on right now (bind to port 0, read it back, close).
-    static func find() throws -> Int {
+    static func find(host: String = "127.0.0.1") throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket() failed") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
@@ -180,13 +189,13 @@ enum FreePort {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    static func isListening(_ port: Int) -> Bool {
+    static func isListening(_ port: Int, host: String = "127.0.0.1") -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }

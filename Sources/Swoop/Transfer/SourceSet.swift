@@ -1,0 +1,160 @@
+import Logging
+
+/// One server a download fetches from: the first URL's, or a mirror that passed its check. Each
+/// has its own object identity (mirrors do not share `ETag`s), so its own precondition.
+final class Source {
+    let index: Int
+    let object: RemoteObject
+    let headers: RequestHeaders
+    /// Requests in flight to it.
+    var active = 0
+    /// The most requests it took at once, learned when it refused one more (`503`, `429`, a
+    /// refused connection); `nil` until then.
+    var cap: Int?
+    /// Body bytes it delivered.
+    var bytes: Int64 = 0
+    /// Failed requests in a row, and when it may be asked again.
+    var failures = 0
+    var notBefore: ContinuousClock.Instant?
+    /// Why it is no longer used.
+    var dropped: String?
+
+    init(index: Int, object: RemoteObject, headers: RequestHeaders) {
+        self.index = index
+        self.object = object
+        self.headers = headers
+    }
+
+    func sample(at now: ContinuousClock.Instant) -> SourceSample {
+        SourceSample(
+            active: active, cap: cap, failures: failures, isUsable: dropped == nil,
+            isResting: notBefore.map { $0 > now } ?? false)
+    }
+}
+
+/// The sources of one download: the first, mirrors being checked, mirrors in use, and those
+/// dropped (and why). Checks a mirror's sample against the bytes the first source wrote before
+/// letting it contribute, so a file never mixes two objects. Transfer thread only.
+final class SourceSet: MirrorCheckDelegate {
+    private(set) var sources: [Source]
+    private let store: DownloadStore
+    private let logger: Logger
+    private var checks: [MirrorCheck] = []
+    /// Samples waiting for the first source's bytes at the same range to be written.
+    private var samples: [(check: MirrorCheck, object: RemoteObject, headers: RequestHeaders, bytes: [UInt8])] = []
+    /// Mirrors that never became sources, and why.
+    private var rejected: [(url: String, reason: String)] = []
+    /// A mirror joined: the transfer can use more connections.
+    var onSourceAdded: (() -> Void)?
+
+    init(first: RemoteObject, headers: RequestHeaders, store: DownloadStore, logger: Logger) {
+        self.sources = [Source(index: 0, object: first, headers: headers)]
+        self.store = store
+        self.logger = logger
+    }
+
+    var primary: Source { sources[0] }
+    var usable: [Source] { sources.filter { $0.dropped == nil } }
+    var hasSeveral: Bool { usable.count > 1 }
+    /// A mirror check has a request in flight.
+    var isChecking: Bool { checks.contains(where: \.isBusy) }
+
+    /// The source the next request goes to (see ``TransferPolicy/chooseSource(_:avoiding:)``).
+    func choose(avoiding: Source? = nil, now: ContinuousClock.Instant) -> Source? {
+        TransferPolicy.chooseSource(sources.map { $0.sample(at: now) }, avoiding: avoiding?.index).map { sources[$0] }
+    }
+
+    /// The earliest moment a resting source may be asked again.
+    var nextWake: ContinuousClock.Instant? {
+        usable.compactMap(\.notBefore).min()
+    }
+
+    func drop(_ source: Source, _ reason: String) {
+        guard source.dropped == nil else { return }
+        source.dropped = reason
+        logger.warning("source dropped: \(reason)", metadata: ["source": "\(source.object.url.redacted)"])
+    }
+
+    // MARK: Mirror checks
+
+    /// Checks each mirror against the bytes at `range`, which the first source has written or is
+    /// writing.
+    func check(_ mirrors: [RemoteURL], range: ByteRange, requestHeaders: [(name: String, value: String)], target: String,
+               configuration: Downloader.Configuration, loop: TransferLoop) {
+        guard let size = primary.object.size else { return }
+        for url in mirrors {
+            let check = MirrorCheck(
+                url: url, headers: requestHeaders, size: size, range: range, target: target,
+                configuration: configuration, loop: loop, logger: logger)
+            check.delegate = self
+            checks.append(check)
+            check.start()
+        }
+    }
+
+    func stop() {
+        for check in checks { check.stop() }
+        samples.removeAll()
+    }
+
+    func mirrorCheck(_ check: MirrorCheck, sampled object: RemoteObject, headers: RequestHeaders, bytes: [UInt8]) {
+        samples.append((check, object, headers, bytes))
+        settleAgreements()
+    }
+
+    func mirrorCheck(_ check: MirrorCheck, failed reason: String) {
+        checks.removeAll { $0 === check }
+        reject(check.url, reason)
+    }
+
+    /// Compares each waiting sample with the first source's bytes, once those are written.
+    func settleAgreements() {
+        guard !samples.isEmpty, let plan = store.plan else { return }
+        let layout = plan.layout
+        samples.removeAll { sample in
+            let range = sample.check.range
+            let chunks = layout.chunksCompleted(from: layout.alignDown(range.lowerBound), to: layout.alignUp(range.upperBound))
+            let written = chunks.allSatisfy { plan.written.contains($0) } || plan.isComplete
+            guard written else { return false }
+            checks.removeAll { $0 === sample.check }
+            guard let ours = store.readBack(range) else {
+                reject(sample.check.url, "the bytes to compare it with cannot be read back")
+                return true
+            }
+            guard ours == sample.bytes else {
+                reject(sample.check.url, "it serves other bytes than \(primary.object.url.redacted) at \(range) (same size, different content), so it never contributes: the file never mixes two objects")
+                return true
+            }
+            let source = Source(index: sources.count, object: sample.object, headers: sample.headers)
+            sources.append(source)
+            logger.info("mirror agrees; fetching from it too", metadata: ["source": "\(sample.object.url.redacted)", "compared": "\(range)"])
+            onSourceAdded?()
+            return true
+        }
+    }
+
+    private func reject(_ url: RemoteURL, _ reason: String) {
+        rejected.append((url.redacted, reason))
+        logger.warning("mirror \(url.redacted) is not used: \(reason)")
+    }
+
+    // MARK: Reports
+
+    /// Why the mirrors given are of no use now, when some were given.
+    var whyOthersCannotHelp: String? {
+        let reasons = sources.dropFirst().compactMap { source in source.dropped.map { "\(source.object.url.redacted): \($0)" } }
+            + rejected.map { "\($0.url): \($0.reason)" }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
+    }
+
+    /// Every source and every mirror given, with its bytes and state.
+    var reports: [DownloadResult.Source] {
+        sources.map { DownloadResult.Source(url: $0.object.url.redacted, bytes: $0.bytes, droppedBecause: $0.dropped) }
+            + rejected.map { DownloadResult.Source(url: $0.url, bytes: 0, droppedBecause: $0.reason) }
+            + checks.map { check in
+                check.stopped
+                    ? DownloadResult.Source(url: check.url.redacted, bytes: 0, droppedBecause: "the download ended before its check did")
+                    : DownloadResult.Source(url: check.url.redacted, bytes: 0, isChecking: true)
+            }
+    }
+}
