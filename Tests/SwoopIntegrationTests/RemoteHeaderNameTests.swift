@@ -3,7 +3,7 @@ import Swoop
 import SwoopTestOrigin
 import Testing
 
-/// `Downloader.suggestedFileName(for: DownloadRequest)`: the file is named by the server's
+/// `-J` / `Downloader.suggestedFileName(for: DownloadRequest)`: the file is named by the server's
 /// `Content-Disposition`, never outside the chosen directory, with one extra request.
 @Suite("Content-Disposition names (-J)")
 struct RemoteHeaderNameTests {
@@ -127,5 +127,64 @@ struct RemoteHeaderNameTests {
             #expect(shutDown?.kind == .cancelled)
             #expect(ContinuousClock.now - started < .seconds(30), "neither waited for Retry-After")
         }
+    }
+
+    // MARK: Command line
+
+    @Test("swoop get -J names the file inside -d", arguments: headerCases)
+    func commandLine(disposition: String?, expected: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let directory = scratch.url.appendingPathComponent("in/deeper")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try await withTestOrigin { origin in
+            let object = named(disposition)
+            origin.addObject(object, at: "/download")
+            let result = try await CLI.run(["get", "-J", origin.url("/download?id=7"), "-d", "in/deeper", "--json"], in: scratch.url)
+            #expect(result.status == 0, "stderr: \(result.stderr)")
+            #expect(result.stdout.contains("\"path\":\"in\\/deeper\\/") || result.stdout.contains("\"path\":\"in/deeper/"), "\(result.stdout)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [expected])
+            #expect(try TestData.sha256(of: directory.appendingPathComponent(expected).path) == object.sha256)
+            // Nothing anywhere else.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["in"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("in")) == ["deeper"])
+        }
+    }
+
+    @Test("an existing file with the server's name is kept (exit 5) unless --force; a finished one is confirmed")
+    func existingTarget() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = named("attachment; filename=report.pdf")
+            origin.addObject(object, at: "/download")
+            try Data("mine".utf8).write(to: scratch.url.appendingPathComponent("report.pdf"))
+            let refused = try await CLI.run(["-J", origin.url("/download?id=7"), "-q"], in: scratch.url)
+            #expect(refused.status == 5, "stderr: \(refused.stderr)")
+            #expect(refused.stderr.contains("report.pdf already exists"), "\(refused.stderr)")
+            #expect(try String(contentsOf: scratch.url.appendingPathComponent("report.pdf"), encoding: .utf8) == "mine")
+            let forced = try await CLI.run(["-J", origin.url("/download?id=7"), "-q", "--force"], in: scratch.url)
+            #expect(forced.status == 0, "stderr: \(forced.stderr)")
+            #expect(try TestData.sha256(of: scratch.path("report.pdf")) == object.sha256)
+            let again = try await CLI.run(["-J", origin.url("/download?id=7")], in: scratch.url)
+            #expect(again.status == 0, "stderr: \(again.stderr)")
+            #expect(again.stderr.contains("already complete"), "\(again.stderr)")
+        }
+    }
+
+    @Test("-J with -o, or with -i, is a usage error that says why", arguments: [
+        (["-J", "-o", "x.bin"], "-J names the file after the server's Content-Disposition header and -o names it yourself"),
+        (["--remote-header-name", "--output", "x.bin"], "give one of them"),
+        (["-J", "-i", "list.txt"], "-J is for one URL"),
+    ])
+    func usageErrors(arguments: [String], expected: String) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try "http://127.0.0.1:1/a.bin\n".write(to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
+        let url = arguments.contains("-i") ? [] : ["http://127.0.0.1:1/a.bin"]
+        let result = try await CLI.run(["get"] + url + arguments, in: scratch.url)
+        #expect(result.status == 2, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(expected), "stderr: \(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["list.txt"])
     }
 }
