@@ -30,6 +30,8 @@ public final class Downloader: Sendable {
     private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
     private let coalesced = Mutex<[String: DownloadTask]>([:])
+    /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
+    private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
 
     /// Creates a downloader and starts its transfer thread.
     ///
@@ -199,14 +201,53 @@ public final class Downloader: Sendable {
     public func shutdown() async {
         let controls = active.withLock { Array($0.values) }
         for control in controls { control.pause() }
+        stopLookups()
         while !active.withLock({ $0.isEmpty }) {
             try? await Task.sleep(for: .milliseconds(5))
         }
         await loop.shutdown()
+        // Any that started meanwhile: the loop cancelled their probes without telling them.
+        stopLookups()
+    }
+
+    private func stopLookups() {
+        for lookup in lookups.withLock({ Array($0.values) }) {
+            lookup.stop(DownloadError(.cancelled, "the downloader was shut down"))
+        }
+    }
+
+    /// The name the server gives `request`'s object in its `Content-Disposition` header
+    /// (`filename*`, else `filename`), made safe the way a URL's name is: only its last path
+    /// component, no control characters, never `.` or `..`. When the header is absent or
+    /// unusable, the URL's name (``suggestedFileName(for:)-(String)``).
+    ///
+    /// This costs one request: the name is only known from a response, and a download fixes its
+    /// files (`FILE.part`, `FILE.swoop`) before its first one. It is a GET for the first byte
+    /// (`Range: bytes=0-0`; presigned URLs often refuse `HEAD`) that follows redirects, retries
+    /// and keeps credentials with their origin as the download will; the download that follows
+    /// usually reuses its connection.
+    ///
+    /// - Throws: ``DownloadError``: what the download would have met (an HTTP error status, an
+    ///   unreachable host, ...), or ``DownloadError/Kind/cancelled`` if the calling task was
+    ///   cancelled or the downloader shut down.
+    public func suggestedFileName(for request: DownloadRequest) async throws(DownloadError) -> String {
+        let url = try RemoteURL(request.url)
+        try Self.validate(request.headers)
+        let lookup = FileNameLookup(url: url, headers: request.headers, configuration: configuration, loop: loop, logger: logger)
+        let id = ObjectIdentifier(lookup)
+        lookups.withLock { $0[id] = lookup }
+        defer { _ = lookups.withLock { $0.removeValue(forKey: id) } }
+        let outcome = await withTaskCancellationHandler {
+            await lookup.run()
+        } onCancel: {
+            lookup.stop(DownloadError(.cancelled, "the file name lookup was cancelled"))
+        }
+        return try outcome.get() ?? Self.suggestedFileName(for: request.url)
     }
 
     /// A file name for `url`: its last path component made safe (no directories, `..`, NUL or
-    /// control characters), or `index.html` when there is none.
+    /// control characters), or `index.html` when there is none. No request is sent; to use the
+    /// server's `Content-Disposition` name, see ``suggestedFileName(for:)-(DownloadRequest)``.
     public static func suggestedFileName(for url: String) -> String {
         guard let remote = try? RemoteURL(url) else { return "index.html" }
         return FileName.sanitized(remote.lastPathComponent) ?? "index.html"

@@ -42,6 +42,9 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .customLong("dir")], help: "Write into this directory (default: the current one).")
     var directory: String?
 
+    @Flag(name: [.customShort("J"), .customLong("remote-header-name")], help: "Name the file as the server's Content-Disposition header does (one extra request); without one, as the URL does.")
+    var remoteHeaderName = false
+
     @OptionGroup var transfer: DownloadOptions
 
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
@@ -68,8 +71,12 @@ struct Get: AsyncParsableCommand {
         case (false, _?): throw ValidationError("give either URLs or -i FILE, not both (a list line takes mirrors as tab-separated URLs)")
         default: break
         }
+        if remoteHeaderName && output != nil {
+            throw ValidationError("-J names the file after the server's Content-Disposition header and -o names it yourself: give one of them (-d chooses the directory for either)")
+        }
         if inputFile != nil {
             if output != nil { throw ValidationError("-o names one file; with -i use out= lines in the list") }
+            if remoteHeaderName { throw ValidationError("-J is for one URL; with -i name files with out= lines in the list") }
             if checksum != nil { throw ValidationError("--checksum is for one file; with -i use checksum= lines in the list") }
         } else if shard != nil {
             throw ValidationError("--shard splits a list: use it with -i")
@@ -84,13 +91,15 @@ struct Get: AsyncParsableCommand {
         }
     }
 
-    /// The target path: `-o` (inside `-d` when both are given), else the URL's sanitised file name in `-d`.
-    func targetPath(for url: String) -> String {
+    /// The target path: `-o` (inside `-d` when both are given), else the URL's sanitised file name
+    /// in `-d`; `nil` with `-J`, whose name only the server can give.
+    func targetPath(for url: String) -> String? {
         let directory = self.directory?.trimmedTrailingSlash
         if let output {
             if let directory, !output.hasPrefix("/") { return directory + "/" + output }
             return output
         }
+        if remoteHeaderName { return nil }
         let name = Downloader.suggestedFileName(for: url)
         return (directory ?? ".") + "/" + name
     }
@@ -119,15 +128,26 @@ struct Get: AsyncParsableCommand {
         let logger = transfer.logger(quiet: quiet)
         warnIfInsecure()
         let request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
-        let path = targetPath(for: url)
+        let fixedPath = targetPath(for: url)
+        let folder = directory?.trimmedTrailingSlash ?? "."
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
         let downloader = Downloader(configuration: configuration, logger: logger)
 
-        let task = Task {
-            try await downloader.download(request, to: path) { renderer.update($0) }
+        let task = Task { () async -> (path: String, outcome: Result<DownloadResult, DownloadError>) in
+            // Until the server names the file, failures are reported against the URL's name.
+            var path = fixedPath ?? folder + "/" + Downloader.suggestedFileName(for: request.url)
+            do throws(DownloadError) {
+                if fixedPath == nil {
+                    // -J: one request for the server's name, a single path component, inside -d.
+                    path = folder + "/" + (try await downloader.suggestedFileName(for: request))
+                }
+                return (path, .success(try await downloader.download(request, to: path) { renderer.update($0) }))
+            } catch {
+                return (path, .failure(error))
+            }
         }
         let interrupts = InterruptWatcher { task.cancel() }
-        let outcome = await task.result
+        let (path, outcome) = await task.value
         interrupts.stop()
         await downloader.shutdown()
         renderer.finish()
@@ -139,11 +159,9 @@ struct Get: AsyncParsableCommand {
             } else if !quiet {
                 printSummary(result)
             }
-        case .failure(let error as DownloadError):
+        case .failure(let error):
             if json { printJSON(Summary(error: error, path: path)) }
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
-        case .failure(let error):
-            throw CommandFailure(status: .network, message: "\(error)")
         }
     }
 
@@ -168,3 +186,4 @@ struct Get: AsyncParsableCommand {
         writeStderr(line + "\n")
     }
 }
+

@@ -23,6 +23,9 @@ public struct TestObject: Sendable, Hashable {
     public var lastModified: Bool
     /// The `Content-Type` header value.
     public var contentType: String = "application/octet-stream"
+    /// A `Content-Disposition` header value sent verbatim with the object's 200 and 206
+    /// responses (e.g. `attachment; filename="report.pdf"`); none when `nil`.
+    public var contentDisposition: String? = nil
 
     public init(size: Int64, seed: UInt64 = 1, etag: ETagStyle = .strong, lastModified: Bool = true) {
         precondition(size >= 0, "TestObject size must not be negative")

@@ -78,6 +78,24 @@ import Testing
         }
     }
 
+    @Test func contentDispositionIsSentVerbatimWithTheObject() async throws {
+        try await withOrigin { origin in
+            var named = TestObject(size: 1000)
+            named.contentDisposition = "attachment; filename*=UTF-8''na%C3%AFve.txt; filename=\"a;b.txt\""
+            origin.addObject(named, at: "/named")
+            origin.addObject(TestObject(size: 1000), at: "/plain")
+            let connection = try await RawHTTPConnection.connect(to: origin)
+            let whole = try await connection.request(.GET, "/named")
+            #expect(whole.status == 200)
+            #expect(whole.header("Content-Disposition") == named.contentDisposition)
+            let ranged = try await connection.request(.GET, "/named", headers: [("Range", "bytes=0-0")])
+            #expect(ranged.status == 206)
+            #expect(ranged.header("Content-Disposition") == named.contentDisposition)
+            let plain = try await connection.request(.GET, "/plain")
+            #expect(plain.header("Content-Disposition") == nil)
+        }
+    }
+
     @Test func multipleOrMalformedRangesAreIgnored() async throws {
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 1000), at: "/a.bin")

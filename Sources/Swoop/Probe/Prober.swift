@@ -7,13 +7,25 @@ protocol ProberDelegate: AnyObject {
     /// now, inside the head callback, so its body is stored. Throwing fails the probe.
     func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError)
     /// The probe ended without a transfer: already complete, nothing left to fetch, an empty
-    /// object, a restart, or a failure (after the retries it allows).
+    /// object, a restart, or a failure (after the retries it allows). A ``Prober/Purpose/headOnly``
+    /// probe always ends here, `ranged` and `stream` included.
     func prober(_ prober: Prober, didEndWith step: ProbeDecision.Step)
 }
 
 /// The probe stage: sends the first request, follows redirects, retries transient failures,
 /// and has ``ProbeDecision`` judge each response head. Transfer thread only.
 final class Prober: ConnectionDelegate {
+    /// What the probe is for.
+    enum Purpose {
+        /// A download's first request: its response carries the first bytes and becomes the
+        /// transfer's first segment or its stream.
+        case download
+        /// Only the final response head (``FileNameLookup``): the probe asks for one byte and
+        /// ends with the step that head decided, without a transfer.
+        case headOnly
+    }
+
+    let purpose: Purpose
     private let loop: TransferLoop
     private let options: TransferOptions
     private let policy: TransferPolicy
@@ -27,6 +39,8 @@ final class Prober: ConnectionDelegate {
     private(set) var decision: ProbeDecision
     /// The headers to send, and whether a redirect left the original origin.
     private(set) var headers: RequestHeaders
+    /// The last response head received: the one that decided the step the probe ends with.
+    private(set) var lastHead: ResponseHead?
     private var connection: Connection!
     private var tries = 0
     private var retryTimer: LoopTimer?
@@ -39,13 +53,18 @@ final class Prober: ConnectionDelegate {
 
     init(
         url: RemoteURL, basis: ProbeBasis, target: String, headers: RequestHeaders,
-        configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger
+        configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger,
+        purpose: Purpose = .download
     ) {
+        self.purpose = purpose
         self.loop = loop
         self.options = TransferOptions(configuration)
         self.policy = TransferPolicy(configuration)
         self.maxTries = configuration.retry.maxTries
-        self.probeSize = ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
+        self.probeSize = switch purpose {
+        case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
+        case .headOnly: 1
+        }
         self.counters = counters
         self.logger = logger
         self.headers = headers
@@ -88,9 +107,18 @@ final class Prober: ConnectionDelegate {
 
     func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
         headRetryAfter = head.retryAfterSeconds
+        lastHead = head
         let (step, body) = decision.decide(head, requested: requested)
-        switch step {
-        case .ranged, .stream:
+        switch (step, purpose) {
+        case (.ranged, .headOnly):
+            // One byte: read it, and the connection stays open for the download that follows.
+            pending = step
+            return .discard
+        case (.stream, .headOnly):
+            // A 200: the whole object would follow.
+            pending = step
+            return .abort
+        case (.ranged, .download), (.stream, .download):
             do throws(DownloadError) {
                 try delegate?.prober(self, beginTransfer: step, on: connection)
                 handedOver = true

@@ -153,6 +153,7 @@ struct ResponsePlanner {
         }
 
         plan.head.headers.add(name: "Content-Type", value: object.contentType)
+        if let value = object.contentDisposition { plan.head.headers.add(name: "Content-Disposition", value: value) }
         if faults.gzipEncoding, isLying {
             plan.head.headers.add(name: "Content-Encoding", value: "gzip")
             plan.faults.append("gzip")
