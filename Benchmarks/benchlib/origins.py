@@ -69,14 +69,20 @@ def _port_open(host, port):
         return False
 
 
-def nginx_config(prefix, root, host, port, rate=None):
-    """A foreground, single-process nginx whose files all live under `prefix`."""
+def nginx_config(prefix, root, host, port, rate=None, conn_limit=None):
+    """A foreground, single-process nginx whose files all live under `prefix`. `conn_limit`: at most
+    that many connections per client address (503 beyond), like a mirror's per-client limit."""
+    http_lines = ""
+    if conn_limit:
+        http_lines = "    limit_conn_zone $binary_remote_addr zone=perclient:1m;\n"
     rate_lines = ""
     if rate:
         # nginx 1.22 sends up to sendfile_max_chunk (2 MiB by default) per write before it applies
         # the limit_rate delay, so every request would start with a burst above the cap; 64 KiB
         # chunks keep the per-connection cap honest.
         rate_lines = "        limit_rate %s;\n        sendfile_max_chunk 64k;\n" % rate
+    if conn_limit:
+        rate_lines += "        limit_conn perclient %d;\n        limit_conn_status 503;\n" % conn_limit
     return """daemon off;
 master_process off;
 worker_processes 1;
@@ -98,7 +104,7 @@ http {{
     sendfile on;
     keepalive_requests 100000;
     keepalive_timeout 120s;
-
+{http_lines}
     server {{
         listen {host}:{port};
         root {root};
@@ -106,14 +112,14 @@ http {{
 {rate_lines}        }}
     }}
 }}
-""".format(prefix=prefix, root=root, host=host, port=port, rate_lines=rate_lines)
+""".format(prefix=prefix, root=root, host=host, port=port, rate_lines=rate_lines, http_lines=http_lines)
 
 
 class Nginx:
     """nginx serving `root` on host:port (a free loopback port by default), optionally in a netns."""
 
-    def __init__(self, root, label, rate=None, host="127.0.0.1", port=None, netns=None):
-        self.root, self.label, self.rate = root, label, rate
+    def __init__(self, root, label, rate=None, host="127.0.0.1", port=None, netns=None, conn_limit=None):
+        self.root, self.label, self.rate, self.conn_limit = root, label, rate, conn_limit
         self.host, self.port, self.netns = host, port, netns
         self.proc = None
         self.prefix = os.path.join(TMP_DIR, "nginx-%s-%d" % (label, os.getpid()))
@@ -131,7 +137,7 @@ class Nginx:
             os.makedirs(os.path.join(self.prefix, "temp"))
             conf = os.path.join(self.prefix, "nginx.conf")
             with open(conf, "w") as f:
-                f.write(nginx_config(self.prefix, self.root, self.host, port, self.rate))
+                f.write(nginx_config(self.prefix, self.root, self.host, port, self.rate, self.conn_limit))
             cmd = [nginx, "-p", self.prefix, "-c", conf, "-e", os.path.join(self.prefix, "error.log")]
             if self.netns:
                 cmd = ["ip", "netns", "exec", self.netns] + cmd

@@ -18,7 +18,7 @@ from . import origins, sources
 from .runner import run_once, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S9", "S9n", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S7", "S9", "S9n", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -278,6 +278,33 @@ def build(name, quick, cfg):
              Entry("curl-parallel16", "curl", "curl --parallel --parallel-max 16", ["--parallel", "--parallel-max", "16"])],
             "nginx", nginx_rate="4m", timeout=300, targets=targets)
 
+    if name == "S7":
+        size = 64 * MiB if q else 256 * MiB
+        combined = 2 * 4 * 8.0  # MiB/s: two mirrors, each 4 connections per client x 8 MiB/s
+
+        def targets(s):
+            out = []
+            both, aria = _by_tool(s, "swoop-mirrors"), _by_tool(s, "aria2c-mirrors")
+            if both:
+                share = both["mibps"] / combined
+                out.append(("swoop with both mirrors >= 0.9 of their combined %.0f MiB/s: %.1f MiB/s (%.2f)" % (
+                    combined, both["mibps"], share), share >= 0.9))
+            return out + _wall_ratio_target(s, "swoop-mirrors", "aria2c-mirrors", "swoop with both mirrors <= aria2c with both", 1.0)
+
+        ideal_kw = dict(ideal_mibps=combined, ideal_label="2 mirrors x 4 x 8 MiB/s")
+        return Scenario(
+            "S7", "Two mirrors, each 4 connections per client x 8 MiB/s, %s" % human_size(size),
+            "Two nginx instances on 127.0.0.1 and 127.0.0.2 serve the same file, each allowing 4 connections per "
+            "client (limit_conn, 503 beyond) at 8 MiB/s each (limit_rate): one mirror gives at most 32 MiB/s, both "
+            "together 64 MiB/s. Swoop with both URLs (it checks the second against the first before using it) "
+            "against aria2c with both URLs, and Swoop with one.",
+            {"main": ("random", size)},
+            [swoop("swoop-mirrors", "swoop URL1 URL2", ["{mirror}"], **ideal_kw),
+             swoop("swoop-mirrors-c8", "swoop URL1 URL2 -c8", ["{mirror}", "--connections", "8"], **ideal_kw),
+             swoop("swoop-one", "swoop URL1 (one mirror)", **ideal_kw),
+             Entry("aria2c-mirrors", "aria2c", "aria2c -x4 -s8 -k1M URL1 URL2", ["-x4", "-s8", "-k1M", "{mirror}"], **ideal_kw)],
+            "mirrors-nginx", nginx_rate="8m", timeout=300, targets=targets)
+
     if name in ("S9", "S9n"):
         lossy = name == "S9n"
         sets = [("tiny", 400 if q else 2000, 4 * KiB), ("small", 40 if q else 200, 256 * KiB)]
@@ -439,6 +466,15 @@ def _origins(sc, objs, bins, lab_name):
                     for k, o in objs.items()}
             info["origin"] = "nginx %s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "")
             yield urls, [], info
+        elif sc.origin_kind == "mirrors-nginx":
+            first = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower() + "-a", rate=sc.nginx_rate, conn_limit=4))
+            second = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower() + "-b", rate=sc.nginx_rate, conn_limit=4,
+                                                       host="127.0.0.2"))
+            urls = {("main", k): "%s/%s" % (first.base_url, o["name"]) for k, o in objs.items()}
+            urls.update({("mirror", k): "%s/%s" % (second.base_url, o["name"]) for k, o in objs.items()})
+            info["origin"] = "nginx %s and %s, limit_rate %s and limit_conn 4 per client each" % (
+                first.base_url, second.base_url, sc.nginx_rate)
+            yield urls, [], info
         elif sc.origin_kind == "netlab-nginx":
             delay, loss = sc.netlab
             lab = stack.enter_context(origins.Netlab(lab_name, delay, loss, max_seconds=3600))
@@ -529,7 +565,10 @@ def run_scenario(sc, cfg, bins):
                     entry_results[e.id]["command"] = prefix + fileset_command(e, bins, url_list, curl_config, out_dir)
                 else:
                     output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
-                    entry_results[e.id]["command"] = prefix + tool_command(e, bins, url, output)
+                    command = tool_command(e, bins, url, output)
+                    # A second source's URL, where the entry asks for it.
+                    command = [urls.get(("mirror", e.obj), a) if a == "{mirror}" else a for a in command]
+                    entry_results[e.id]["command"] = prefix + command
             alternating = [e for e in sc.entries if e.mode == "alternate"]
             singles = [e for e in sc.entries if e.mode == "single"]
             plan = []
