@@ -1,5 +1,6 @@
 import Foundation
 import Swoop
+import Synchronization
 import Testing
 
 /// `--limit-rate` and `Configuration.maximumBytesPerSecond`: the sum of all connections stays at
@@ -36,7 +37,7 @@ struct RateLimitTests {
     }
 
     @Test(
-        "maximumBytesPerSecond 16 MiB on 64 MiB takes 3.6-4.6 s, fixed or adaptive; the adaptive count does not grow past its start",
+        "maximumBytesPerSecond 16 MiB on 64 MiB takes 3.6-4.6 s and every 2 s within 10% of the cap, fixed or adaptive; the adaptive count does not grow past its start",
         arguments: [Downloader.Configuration.Connections.fixed(8), .adaptive(maximum: 64)])
     func library(connections: Downloader.Configuration.Connections) async throws {
         try await exclusively {
@@ -49,11 +50,15 @@ struct RateLimitTests {
             var configuration = Downloader.Configuration()
             configuration.connections = connections
             configuration.maximumBytesPerSecond = Int64(16 * Self.MiB)
+            configuration.progressInterval = .milliseconds(100)
             let downloader = Downloader(configuration: configuration)
+            let samples = Mutex<[(seconds: Double, bytes: Int64)]>([])
             let started = ContinuousClock.now
             let outcome: Result<DownloadResult, DownloadError>
             do throws(DownloadError) {
-                outcome = .success(try await downloader.download(DownloadRequest(url: nginx.url("/object.bin")), to: scratch.path("object.bin")))
+                outcome = .success(try await downloader.download(DownloadRequest(url: nginx.url("/object.bin")), to: scratch.path("object.bin")) { progress in
+                    samples.withLock { $0.append((Self.seconds(progress.elapsed), progress.bytesDone)) }
+                })
             } catch {
                 outcome = .failure(error)
             }
@@ -66,7 +71,18 @@ struct RateLimitTests {
             #expect(result.retries == 0)
             // On loopback the adaptive mode starts with 8; the cap binds at once, so it keeps them.
             #expect(result.connectionsUsed <= 8, "\(result.connectionsUsed) connections")
-            print("rate limit: library, 64 MiB at 16 MiB/s, \(connections): \(Self.format(elapsed)) s, \(result.connectionsUsed) connections")
+            // Held over a few seconds: every 2 s window of progress, from the first second to the
+            // end, within 10% of the cap.
+            let points = samples.withLock { $0 }
+            var windowRates: [Double] = []
+            for (index, from) in points.enumerated() where from.seconds >= 1 {
+                guard let to = points[index...].first(where: { $0.seconds >= from.seconds + 2 }) else { break }
+                windowRates.append(Double(to.bytes - from.bytes) / (to.seconds - from.seconds) / Double(16 * Self.MiB))
+            }
+            #expect(!windowRates.isEmpty)
+            let (low, high) = (windowRates.min() ?? 0, windowRates.max() ?? 0)
+            #expect(low >= 0.9 && high <= 1.1, "2 s windows at \(Self.format(low))-\(Self.format(high)) of the cap")
+            print("rate limit: library, 64 MiB at 16 MiB/s, \(connections): \(Self.format(elapsed)) s, \(result.connectionsUsed) connections, 2 s windows at \(Self.format(low))-\(Self.format(high)) of the cap")
         }
     }
 
@@ -156,8 +172,11 @@ struct RateLimitTests {
     }
 
     private static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        seconds(ContinuousClock.now - start)
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     private static func format(_ seconds: Double) -> String {
