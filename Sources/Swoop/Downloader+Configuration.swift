@@ -13,6 +13,23 @@ extension Downloader {
         public var connections: Connections = .adaptive(maximum: 64)
         /// Caps on the connections all downloads of this downloader share.
         public var connectionPool = ConnectionPool()
+        /// The most bytes per second this downloader receives, all its connections and downloads
+        /// together (a ``Downloader/downloadAll(_:maxConcurrentFiles:)`` run is capped as a whole);
+        /// `nil`, the default, for no cap. It counts response bodies: over any span of a second or
+        /// more, at most the cap per second arrives, plus a burst of 100 ms worth (32 KiB at
+        /// least). A value of 0 or less makes every download fail with
+        /// ``DownloadError/Kind/invalidRequest``.
+        ///
+        /// While the cap holds bytes back, the measured rates are shares of the cap and say
+        /// nothing about the network, so the transfer does not act on them: the adaptive
+        /// connection count neither grows nor steps back (more connections cannot go faster than
+        /// the cap, and fewer are not needed to stay under it), and neither slow-connection
+        /// replacement nor tail hedging happens. Each resumes when the cap stops being the limit
+        /// (for example when other downloads sharing it end). The low-speed limit
+        /// (``Timeout/lowSpeedLimit``) is lowered to at most half of a connection's share of the
+        /// cap (the cap over ``ConnectionPool/maximumConnections``), so that a connection the cap
+        /// slows down is never taken for a stalled one.
+        public var maximumBytesPerSecond: Int64?
         /// The smallest byte range worth its own connection; small files are not over-split.
         public var minimumSegmentSize: Int64 = 1 << 20
         /// Connection and stall limits.
@@ -51,6 +68,13 @@ extension Downloader {
         var faults = Faults()
 
         public init() {}
+
+        /// Throws ``DownloadError/Kind/invalidRequest`` for a setting no download can run with.
+        func validate() throws(DownloadError) {
+            if let rate = maximumBytesPerSecond, rate <= 0 {
+                throw .invalidRequest("Configuration.maximumBytesPerSecond must be more than 0 bytes per second, or nil for no cap (got \(rate))")
+            }
+        }
 
         struct Faults: Sendable {
             /// After the probe, the transfer sends no request and sets no timer: a download stuck

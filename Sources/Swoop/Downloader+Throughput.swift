@@ -24,7 +24,8 @@ public struct ThroughputMeasurement: Sendable {
 
 extension Downloader {
     /// Fetches `request` with exactly `connections` connections for at most `duration`, counting
-    /// the bytes without writing them anywhere (`swoop bench`).
+    /// the bytes without writing them anywhere (`swoop bench`). A downloader with
+    /// ``Configuration/maximumBytesPerSecond`` measures no more than its cap.
     public func measureThroughput(
         _ request: DownloadRequest, connections: Int, duration: Duration
     ) async throws(DownloadError) -> ThroughputMeasurement {

@@ -42,7 +42,7 @@ public final class Downloader: Sendable {
         let budget = ConnectionBudget(
             total: configuration.connectionPool.maximumConnections,
             perHost: configuration.connectionPool.maximumConnectionsPerHost)
-        guard let loop = TransferLoop(budget: budget) else {
+        guard let loop = TransferLoop(budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond) else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
         }
         self.configuration = configuration
@@ -104,6 +104,7 @@ public final class Downloader: Sendable {
         observer: DownloadTask.RunObserver? = nil,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
+        try configuration.validate()
         let url = try RemoteURL(request.url)
         var mirrors: [RemoteURL] = []
         for mirror in request.mirrors {

@@ -22,6 +22,9 @@ struct DownloadOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("A connection slower than this for --stall-timeout is replaced (e.g. 100k, 1m).", valueName: "rate"))
     var minSpeed: ByteCount = ByteCount(bytes: 1)
 
+    @Option(name: .long, help: ArgumentHelp("Receive at most RATE bytes per second, all connections together (with -i, the whole run), e.g. 500k, 20m.", valueName: "rate"))
+    var limitRate: ByteCount?
+
     @Option(name: .long, help: "Tries per byte range without progress before giving up.")
     var maxTries: Int = 8
 
@@ -44,6 +47,9 @@ struct DownloadOptions: ParsableArguments {
         guard connectTimeout > 0, connectTimeout.isFinite else { throw ValidationError("--connect-timeout must be a positive number of seconds") }
         guard stallTimeout > 0, stallTimeout.isFinite else { throw ValidationError("--stall-timeout must be a positive number of seconds") }
         guard maxTries >= 1 else { throw ValidationError("--max-tries must be at least 1 (got \(maxTries))") }
+        if let limitRate, limitRate.bytes <= 0 {
+            throw ValidationError("--limit-rate must be more than 0 bytes per second, e.g. 500k or 20m")
+        }
         _ = try parsedHeaders()
     }
 
@@ -71,6 +77,7 @@ struct DownloadOptions: ParsableArguments {
         configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
         configuration.verifiesTLSCertificates = !insecure
         configuration.replacesSlowConnections = !keepSlowConnections
+        configuration.maximumBytesPerSecond = limitRate?.bytes
         return configuration
     }
 

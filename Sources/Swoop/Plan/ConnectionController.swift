@@ -10,6 +10,11 @@
 /// Too few connections on a lossy long link cost far more than a few too many on a fast one, so
 /// the rule leans towards growing: only a clear lack of gain stops it.
 ///
+/// While the downloader's byte-rate cap holds bytes back, throughput says nothing about the
+/// path, so the caller does not feed it: it restarts the measurement instead
+/// (``restartMeasurement(at:)``), and the count stays where it is until the cap stops being the
+/// limit.
+///
 /// Pure logic: the caller feeds byte counts and instants and applies the returned targets.
 struct ConnectionController {
     let maximum: Int
@@ -42,6 +47,14 @@ struct ConnectionController {
     static func initialCount(probeTimeToFirstByte seconds: Double, maximum: Int) -> Int {
         let count = seconds >= 0.06 ? 32 : seconds >= 0.02 ? 16 : 8
         return min(max(1, maximum), count)
+    }
+
+    /// Discards the measurement under way and starts a new one at `now`, at the same count and
+    /// with the same baseline: what was measured is not the path's throughput (the downloader's
+    /// byte-rate cap was the limit).
+    mutating func restartMeasurement(at now: ContinuousClock.Instant) {
+        samples.removeAll(keepingCapacity: true)
+        changedAt = now
     }
 
     /// Stops adapting: the rest of the download is too short to measure anything.

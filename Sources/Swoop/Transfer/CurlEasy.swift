@@ -73,6 +73,12 @@ final class CurlEasy {
         record(CURLOPT_OPENSOCKETFUNCTION, swoop_easy_open_sockets_close_on_exec(handle))
     }
 
+    /// Lifts a pause (`CURL_WRITEFUNC_PAUSE` from the write callback). libcurl delivers the paused
+    /// write from inside this call, so the write callback runs before it returns.
+    func unpause() -> CURLcode {
+        curl_easy_pause(handle, CURLPAUSE_CONT)
+    }
+
     func getLong(_ info: CURLINFO) -> Int? {
         var value = 0
         return swoop_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil

@@ -31,6 +31,13 @@ struct TransferOptions: Sendable {
         connectTimeout = configuration.timeout.connect
         stallTimeout = configuration.timeout.stall
         lowSpeedLimit = configuration.timeout.lowSpeedLimit
+        if let cap = configuration.maximumBytesPerSecond, cap > 0, lowSpeedLimit > 0 {
+            // Under a byte-rate cap a connection averages its share of it: the cap over the
+            // connections sharing it, at worst every one the pool allows. Keep the low-speed limit
+            // well under that, or connections the cap slows down would time out as stalled.
+            let share = cap / Int64(max(1, configuration.connectionPool.maximumConnections))
+            lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
+        }
         verifiesTLSCertificates = configuration.verifiesTLSCertificates
         userAgent = configuration.userAgent
         receiveBufferSize = configuration.receiveBufferSize
@@ -91,7 +98,11 @@ final class HTTPExchange {
     private var head = ResponseHeadParser()
     private var disposition: BodyDisposition?
     private var stoppedByDelegate = false
-    fileprivate var cancelled = false
+    private(set) var isCancelled = false
+    /// The downloader's byte-rate cap, if it has one; it sees every body write first.
+    fileprivate(set) var limiter: RateLimiter?
+    /// Paused by the ``RateLimiter`` until its bucket refills.
+    var isHeldBack = false
 
     /// Body bytes delivered to the delegate.
     private(set) var bodyBytesDelivered: Int64 = 0
@@ -154,7 +165,7 @@ final class HTTPExchange {
     }
 
     fileprivate func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard !cancelled else { return false }
+        guard !isCancelled else { return false }
         guard let finished = head.consume(line) else { return true }
         guard let delegate else { return false }
         let disposition = delegate.exchange(self, didReceiveHead: finished)
@@ -166,28 +177,35 @@ final class HTTPExchange {
         return true
     }
 
-    fileprivate func didReceiveBody(_ body: UnsafeRawBufferPointer) -> Bool {
-        guard !cancelled else { return false }
+    /// What the write callback returns: all of `body` taken, 0 to stop the transfer, or
+    /// `CURL_WRITEFUNC_PAUSE` when the rate cap holds it back (libcurl delivers it again later).
+    fileprivate func didReceiveBody(_ body: UnsafeRawBufferPointer) -> Int {
+        // A refused write ends the transfer, except when it was a paused write delivered again
+        // inside `curl_easy_pause`; the limiter then ends the exchange, and nothing more is taken.
+        guard !isCancelled, !stoppedByDelegate else { return 0 }
+        if let limiter, !limiter.admit(body.count, for: self) {
+            return Int(CURL_WRITEFUNC_PAUSE)
+        }
         switch disposition {
         case .deliver:
             if firstByteAt == nil { firstByteAt = .now }
             bodyBytesDelivered += Int64(body.count)
             guard let delegate, delegate.exchange(self, didReceive: body) else {
                 stoppedByDelegate = true
-                return false
+                return 0
             }
-            return true
+            return body.count
         case .discard:
-            return true
+            return body.count
         case .abort, nil:
             // Body before a complete head cannot happen with HTTP/1.x; refuse it rather than guess.
             stoppedByDelegate = true
-            return false
+            return 0
         }
     }
 
     func markCancelled() {
-        cancelled = true
+        isCancelled = true
     }
 
     fileprivate func markStarted() {
@@ -197,7 +215,7 @@ final class HTTPExchange {
     /// Called by the loop once curl is done with the handle.
     fileprivate func finish(_ code: CURLcode) {
         let outcome: ExchangeOutcome
-        if cancelled {
+        if isCancelled {
             outcome = .cancelled
         } else if stoppedByDelegate {
             outcome = .aborted
@@ -234,8 +252,7 @@ private let exchangeHeaderCallback: curl_write_callback = { buffer, size, count,
 private let exchangeWriteCallback: curl_write_callback = { buffer, size, count, userdata in
     guard let userdata, let buffer else { return 0 }
     let exchange = Unmanaged<HTTPExchange>.fromOpaque(userdata).takeUnretainedValue()
-    let length = size * count
-    return exchange.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+    return exchange.didReceiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
 }
 
 extension TransferLoop {
@@ -244,6 +261,7 @@ extension TransferLoop {
     func start(_ exchange: HTTPExchange) {
         assertOnLoopThread()
         let easy = dequeueEasyHandle()
+        exchange.limiter = rateLimiter
         if let failure = exchange.configure(easy) {
             exchange.easy = nil
             recycle(easy)
@@ -257,12 +275,21 @@ extension TransferLoop {
     /// Stops `exchange`; its delegate receives ``ExchangeOutcome/cancelled`` (later, on this thread).
     func cancel(_ exchange: HTTPExchange) {
         assertOnLoopThread()
-        guard !exchange.cancelled, exchange.easy != nil else { return }
+        guard !exchange.isCancelled, exchange.easy != nil else { return }
         exchange.markCancelled()
         enqueueRemove(exchange)
     }
 
+    /// Ends `exchange` with `code` (later, on this thread): libcurl failed it outside
+    /// `curl_multi_perform`, where it would not report the failure itself.
+    func end(_ exchange: HTTPExchange, code: CURLcode) {
+        assertOnLoopThread()
+        guard exchange.easy != nil else { return }
+        enqueueRemove(exchange, code: code)
+    }
+
     func finish(_ exchange: HTTPExchange, code: CURLcode) {
+        if exchange.isHeldBack { rateLimiter?.forget(exchange) }
         if let easy = exchange.easy {
             exchange.easy = nil
             recycle(easy)

@@ -30,21 +30,26 @@ final class TransferLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     /// The connection caps shared by every download on this loop (transfer thread only).
     let budget: ConnectionBudget
+    /// The byte-rate cap on everything this loop receives, if there is one (transfer thread only).
+    private(set) var rateLimiter: RateLimiter?
     private var thread = pthread_t()
 
     // Loop-thread state.
     private var running: [ObjectIdentifier: HTTPExchange] = [:]
     private var pendingAdds: [HTTPExchange] = []
-    private var pendingRemoves: [HTTPExchange] = []
+    private var pendingRemoves: [(exchange: HTTPExchange, code: CURLcode)] = []
     private var afterCallbackWork: [() -> Void] = []
     private var timers = TimerHeap()
     private var idleHandles: [CurlEasy] = []
 
-    /// Starts the thread.
-    init?(name: String = "swoop-transfer", budget: ConnectionBudget) {
+    /// Starts the thread. `maximumBytesPerSecond` caps the sum of every exchange's body bytes.
+    init?(name: String = "swoop-transfer", budget: ConnectionBudget, maximumBytesPerSecond: Int64? = nil) {
         guard CurlRuntime.ensureInitialized(), let multi = curl_multi_init() else { return nil }
         self.multi = multi
         self.budget = budget
+        if let rate = maximumBytesPerSecond, rate > 0 {
+            rateLimiter = RateLimiter(bytesPerSecond: rate, loop: self)
+        }
         // No HTTP/2 multiplexing: each transfer gets its own TCP connection, which is the point.
         _ = swoop_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_NOTHING))
         // Idle connections kept for reuse: enough for every permit the budget can hand out.
@@ -133,12 +138,13 @@ final class TransferLoop: @unchecked Sendable {
         pendingAdds.append(exchange)
     }
 
-    func enqueueRemove(_ exchange: HTTPExchange) {
+    /// Removes `exchange` from curl at the next safe point and finishes it with `code`.
+    func enqueueRemove(_ exchange: HTTPExchange, code: CURLcode = CURLE_OK) {
         if let index = pendingAdds.firstIndex(where: { $0 === exchange }) {
             pendingAdds.remove(at: index)
-            afterCallbacks { self.finish(exchange, code: CURLE_OK) }
+            afterCallbacks { self.finish(exchange, code: code) }
         } else {
-            pendingRemoves.append(exchange)
+            pendingRemoves.append((exchange, code))
         }
     }
 
@@ -195,12 +201,12 @@ final class TransferLoop: @unchecked Sendable {
         while !pendingRemoves.isEmpty {
             let removes = pendingRemoves
             pendingRemoves.removeAll()
-            for exchange in removes {
+            for (exchange, code) in removes {
                 guard let easy = exchange.easy, running.removeValue(forKey: ObjectIdentifier(exchange)) != nil else {
                     continue  // already finished
                 }
                 curl_multi_remove_handle(multi, easy.handle)
-                finish(exchange, code: CURLE_OK)
+                finish(exchange, code: code)
             }
         }
         let adds = pendingAdds
@@ -253,7 +259,7 @@ final class TransferLoop: @unchecked Sendable {
         pendingAdds.removeAll()
         for exchange in running.values {
             exchange.markCancelled()
-            pendingRemoves.append(exchange)
+            pendingRemoves.append((exchange, CURLE_OK))
         }
         applyPendingChanges()
         runAfterCallbackWork()

@@ -174,7 +174,7 @@ final class TransferRun: ConnectionDelegate {
             }
             request(segment, on: connection, from: source)
         }
-        if configuration.hedgesSlowTail { hedgeSlowTail(now: now) }
+        if configuration.hedgesSlowTail && !isCapped(at: now) { hedgeSlowTail(now: now) }
         if !connections.contains(where: \.isBusy), let next = [plan.nextRetryTime, sources.nextWake].compactMap({ $0 }).min() {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
@@ -243,6 +243,14 @@ final class TransferRun: ConnectionDelegate {
 
     // MARK: Housekeeping
 
+    /// Whether the downloader's byte-rate cap is holding bytes back: the connections' rates are
+    /// then their shares of the cap, not what their paths can do, so slow-connection
+    /// replacement, tail hedging and connection adaptation leave them alone. (Hedging would
+    /// also spend the cap on bytes fetched twice.)
+    private func isCapped(at now: ContinuousClock.Instant) -> Bool {
+        loop.rateLimiter?.isHoldingBack(at: now) ?? false
+    }
+
     /// Every 100 ms: samples each connection's rate, replaces slow connections, and lets the
     /// adaptive controller see the throughput.
     private func scheduleHousekeeping() {
@@ -259,7 +267,7 @@ final class TransferRun: ConnectionDelegate {
     /// Closes connections far slower than the others; each slot reconnects. The request is
     /// cancelled, the bytes it wrote are kept, and the rest of its segment goes back to the plan.
     private func replaceSlowConnections(at now: ContinuousClock.Instant) {
-        guard configuration.replacesSlowConnections, let plan = store.plan else { return }
+        guard configuration.replacesSlowConnections, !isCapped(at: now), let plan = store.plan else { return }
         let slow = policy.connectionsToReplace(samples(at: now), minimumStealSize: plan.minimumStealSize)
         for id in slow {
             let connection = connections[id]
@@ -272,6 +280,13 @@ final class TransferRun: ConnectionDelegate {
 
     private func adaptConnections(at now: ContinuousClock.Instant) {
         guard var controller, !controller.isSettled, let plan = store.plan else { return }
+        if isCapped(at: now) {
+            // The cap is the limit: more connections cannot add throughput, and the rate says
+            // nothing about the path. Keep the count, and measure afresh once the cap lets go.
+            controller.restartMeasurement(at: now)
+            self.controller = controller
+            return
+        }
         let roundTrip = TransferPolicy.roundTrip(samples(at: now))
         if let count = controller.observe(totalBytes: counters.bytesReceived, remainingBytes: plan.remainingBytes, at: now, roundTrip: roundTrip) {
             logger.debug("adapting connections", metadata: ["from": "\(targetConnections)", "to": "\(count)", "why": "\(controller.lastReason)"])
