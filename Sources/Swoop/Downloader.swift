@@ -92,6 +92,12 @@ public final class Downloader: Sendable {
         case partFile
         /// Nowhere: throughput measurements.
         case discard
+        /// In order to a reader, through a window (``bytes(for:window:)``).
+        case stream(StreamBuffer)
+
+        var isPartFile: Bool {
+            if case .partFile = self { true } else { false }
+        }
     }
 
     /// ``start(_:to:progress:)`` with another configuration for this one download.
@@ -117,7 +123,7 @@ public final class Downloader: Sendable {
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         let paths = DownloadPaths(target: path)
         let key = Self.downloadKey(url: url.absoluteString, path: path)
-        let coalescing = sink == .partFile
+        let coalescing = sink.isPartFile
         let (task, isNew) = coalesced.withLock { running -> (DownloadTask, Bool) in
             if coalescing, let existing = running[key], existing.state == .running || existing.state == .paused {
                 existing.addProgressHandler(progress)
@@ -183,6 +189,8 @@ public final class Downloader: Sendable {
                     overwritesTarget: configuration.overwritesExistingFile)
             case .discard:
                 DiscardSink(loop: loop)
+            case .stream(let buffer):
+                StreamSink(buffer: buffer, loop: loop)
             }
             let session = DownloadSession(
                 loop: loop, configuration: configuration, request: request, url: url, mirrors: mirrors, paths: paths, sink: sink,

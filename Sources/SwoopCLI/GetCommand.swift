@@ -36,8 +36,11 @@ struct Get: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Verify the finished file's digest; on a mismatch nothing is kept.", valueName: "sha256=HEX"))
     var checksum: String?
 
-    @Option(name: [.short, .long], help: "Write to this file (default: the URL's file name).")
+    @Option(name: [.short, .long], help: "Write to this file (default: the URL's file name); - streams to standard output, in order.")
     var output: String?
+
+    @Option(name: .long, help: ArgumentHelp("With -o -: bytes fetched ahead of what was written out (at least 4M).", valueName: "SIZE"))
+    var streamWindow: ByteCount = ByteCount(bytes: 64 << 20)
 
     @Option(name: [.short, .customLong("dir")], help: "Write into this directory (default: the current one).")
     var directory: String?
@@ -86,6 +89,13 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("invalid --checksum '\(checksum)': expected sha256=<64 hex digits>")
         }
         if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
+        if output == "-" {
+            if checksum != nil { throw ValidationError("--checksum verifies a file; with -o - pipe the stream into sha256sum instead") }
+            if directory != nil { throw ValidationError("-d chooses a directory for a file; -o - writes to standard output") }
+        }
+        guard streamWindow.bytes >= Int64(DownloadBytes.minimumWindow) else {
+            throw ValidationError("--stream-window must be at least 4M (got \(streamWindow.bytes) bytes)")
+        }
         guard checkpointInterval >= 0, checkpointInterval.isFinite else {
             throw ValidationError("--checkpoint-interval must be 0 or a positive number of seconds")
         }
@@ -127,6 +137,10 @@ struct Get: AsyncParsableCommand {
         let configuration = downloaderConfiguration()
         let logger = transfer.logger(quiet: quiet)
         warnIfInsecure()
+        if output == "-" {
+            try await runStream(urls: urls, configuration: configuration, logger: logger)
+            return
+        }
         let request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
         let fixedPath = targetPath(for: url)
         let folder = directory?.trimmedTrailingSlash ?? "."

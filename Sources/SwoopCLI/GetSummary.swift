@@ -60,6 +60,13 @@ struct SourceSummary: Encodable {
     }
 }
 
+/// `value` as one line of JSON.
+func jsonText(_ value: some Encodable) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+}
+
 func printJSON(_ value: some Encodable) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]

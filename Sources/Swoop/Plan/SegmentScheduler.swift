@@ -69,6 +69,11 @@ final class SegmentScheduler {
     private(set) var written: ChunkSet
     /// Bytes written for the first time (duplicates from hedging excluded).
     private(set) var bytesWritten: Int64 = 0
+    /// For a sink that delivers in order (a pipe): no segment starting at or beyond this offset
+    /// is handed out, and ready segments go lowest first, so connections work near the reader's
+    /// position. A segment that starts below it may run past it by up to its own size.
+    var limit: Int64 = .max
+    var inOrder = false
 
     /// Plans the `missing` byte ranges (chunk-aligned) of an object; chunks outside them are
     /// already complete.
@@ -136,6 +141,24 @@ final class SegmentScheduler {
         }
     }
 
+    /// Cuts every unowned segment into pieces of at most `size` bytes (at chunk boundaries), so
+    /// that work handed out below ``limit`` reaches at most `size` past it.
+    func chop(maxSize size: Int64) {
+        for segment in segments where !segment.isOwned && !segment.isDone {
+            var current = segment
+            while current.end - current.frontier > size,
+                  let piece = split(current, exactlyAt: current.frontier + size, minimum: layout.chunkSize) {
+                insert(piece)
+                current = piece
+            }
+        }
+    }
+
+    /// Every piece of work that may be handed out now is owned (hedging looks at the slow ones).
+    var allAvailableWorkOwned: Bool {
+        segments.allSatisfy { $0.isOwned || $0.start >= limit }
+    }
+
     /// The next segment for an idle connection, now owned by it, or `nil` when there is nothing to
     /// take right now (see ``nextRetryTime``).
     ///
@@ -143,8 +166,8 @@ final class SegmentScheduler {
     /// requested yet; else, where `cut` names a point, the far part of a request in flight (its
     /// connection then stops at that point).
     func claim(now: ContinuousClock.Instant, ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }) -> Segment? {
-        let ready = segments.filter { !$0.isOwned && !$0.isDone && ($0.notBefore.map { $0 <= now } ?? true) }
-        if let largest = ready.max(by: { $0.remaining < $1.remaining }) {
+        let ready = segments.filter { !$0.isOwned && !$0.isDone && $0.start < limit && ($0.notBefore.map { $0 <= now } ?? true) }
+        if let largest = inOrder ? ready.min(by: { $0.start < $1.start }) : ready.max(by: { $0.remaining < $1.remaining }) {
             largest.isOwned = true
             largest.ownerID = ownerID
             largest.notBefore = nil

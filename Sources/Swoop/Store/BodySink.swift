@@ -49,6 +49,16 @@ protocol BodySink: AnyObject {
     func close(discarding: Bool, then: @escaping () -> Void)
 }
 
+extension BodySink {
+    /// An in-order sink's window (bytes ahead of its reader it can hold); `nil`: any offset, any time.
+    var window: Int64? { nil }
+    /// Whether `count` bytes at `offset` can be taken now.
+    func hasRoom(for count: Int, at offset: Int64) -> Bool { true }
+    /// Calls `handler` (transfer thread) with the reader's position whenever an in-order sink's
+    /// reader made room.
+    func observeRoom(_ handler: @escaping (Int64) -> Void) {}
+}
+
 /// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.
 final class DiscardSink: BodySink {
     private let loop: TransferLoop

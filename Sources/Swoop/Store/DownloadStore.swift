@@ -30,12 +30,18 @@ final class DownloadStore {
         }
     }
 
-    /// A store for a single stream: bytes arrive in order, nothing can resume.
     /// The bytes written at `range`, if the sink can read them back.
     func readBack(_ range: ByteRange) -> [UInt8]? {
         sink.read(range)
     }
 
+    /// Whether a single stream's next `count` bytes fit in the sink now (an in-order sink's
+    /// window may be full; the connection then pauses).
+    func hasRoom(for count: Int) -> Bool {
+        sink.hasRoom(for: count, at: streamPosition)
+    }
+
+    /// A store for a single stream: bytes arrive in order, nothing can resume.
     init(streamingTo sink: BodySink, counters: DownloadCounters) {
         self.sink = sink
         self.plan = nil

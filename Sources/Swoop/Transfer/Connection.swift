@@ -174,6 +174,11 @@ final class Connection: ExchangeDelegate {
         if let exchange { loop.cancel(exchange) }
     }
 
+    /// Lets a paused single stream go on (its sink has room again).
+    func resumeIfPaused() {
+        if let exchange { loop.resume(exchange) }
+    }
+
     // MARK: Measurements
 
     /// Updates ``recentRate`` from the bytes delivered since the last sample.
@@ -233,18 +238,21 @@ final class Connection: ExchangeDelegate {
     }
 
     @inline(__always)
-    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool {
+    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> BodyVerdict {
+        if case .stream = job, let store, !store.hasRoom(for: body.count) {
+            return .pause
+        }
         bytesDelivered += Int64(body.count)
         requestBytes += Int64(body.count)
         if case .sample(let requested) = job {
             guard case .bounded(let range) = requested, Int64(sampled.count + body.count) <= range.count else {
                 failure = .invalidResponse("the server sent more bytes than asked for (\(url?.redacted ?? ""))")
-                return false
+                return .stop
             }
             sampled.append(contentsOf: body)
-            return true
+            return .take
         }
-        guard let store else { return false }
+        guard let store else { return .stop }
         let verdict: DownloadStore.WriteVerdict
         switch job {
         case .segment(let segment, let request):
@@ -252,16 +260,16 @@ final class Connection: ExchangeDelegate {
         case .stream:
             verdict = store.writeStream(body)
         case .probe, .sample, nil:
-            return false
+            return .stop
         }
         switch verdict {
         case .more:
-            return true
+            return .take
         case .enough:
-            return false
+            return .stop
         case .failed(let error):
             failure = error
-            return false
+            return .stop
         }
     }
 

@@ -54,6 +54,16 @@ enum BodyDisposition {
     case abort
 }
 
+/// What a delegate does with a piece of a response body.
+enum BodyVerdict {
+    /// Took it all.
+    case take
+    /// Wants no more: the transfer stops.
+    case stop
+    /// Has no room now: the transfer pauses until resumed (an in-order stream's full window).
+    case pause
+}
+
 /// How an exchange ended.
 enum ExchangeOutcome {
     /// The response was received completely.
@@ -79,8 +89,9 @@ struct TransferFailure: Sendable {
 /// Receives an exchange's events on the transfer thread. Callbacks must not block.
 protocol ExchangeDelegate: AnyObject {
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition
-    /// Returns `false` to stop the transfer.
-    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> Bool
+    /// Takes the bytes, stops the transfer, or pauses it (nothing taken: libcurl delivers the
+    /// same bytes again after ``TransferLoop/resume(_:)``).
+    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> BodyVerdict
     func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome)
 }
 
@@ -103,6 +114,8 @@ final class HTTPExchange {
     fileprivate(set) var limiter: RateLimiter?
     /// Paused by the ``RateLimiter`` until its bucket refills.
     var isHeldBack = false
+    /// Paused by its delegate (no room for the bytes) until ``TransferLoop/resume(_:)``.
+    fileprivate(set) var isPausedByDelegate = false
 
     /// Body bytes delivered to the delegate.
     private(set) var bodyBytesDelivered: Int64 = 0
@@ -190,11 +203,21 @@ final class HTTPExchange {
         case .deliver:
             if firstByteAt == nil { firstByteAt = .now }
             bodyBytesDelivered += Int64(body.count)
-            guard let delegate, delegate.exchange(self, didReceive: body) else {
+            guard let delegate else {
                 stoppedByDelegate = true
                 return 0
             }
-            return body.count
+            switch delegate.exchange(self, didReceive: body) {
+            case .take:
+                return body.count
+            case .stop:
+                stoppedByDelegate = true
+                return 0
+            case .pause:
+                bodyBytesDelivered -= Int64(body.count)  // delivered again on resume
+                isPausedByDelegate = true
+                return Int(CURL_WRITEFUNC_PAUSE)
+            }
         case .discard:
             return body.count
         case .abort, nil:
@@ -278,6 +301,16 @@ extension TransferLoop {
         guard !exchange.isCancelled, exchange.easy != nil else { return }
         exchange.markCancelled()
         enqueueRemove(exchange)
+    }
+
+    /// Unpauses an exchange its delegate paused; libcurl delivers the held bytes again (from
+    /// inside this call, in libcurl 7.88). A failure there ends the exchange.
+    func resume(_ exchange: HTTPExchange) {
+        assertOnLoopThread()
+        guard exchange.isPausedByDelegate, !exchange.isCancelled, let easy = exchange.easy else { return }
+        exchange.isPausedByDelegate = false
+        let code = easy.unpause()
+        if code != CURLE_OK { end(exchange, code: code) }
     }
 
     /// Ends `exchange` with `code` (later, on this thread): libcurl failed it outside

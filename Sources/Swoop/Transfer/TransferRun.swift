@@ -105,6 +105,7 @@ final class TransferRun: ConnectionDelegate {
         }
         scheduleHousekeeping()
         plan.split(into: max(0, targetConnections - 1))
+        if let window = store.sink.window { keepWithin(window: window, plan: plan) }
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
 
@@ -112,7 +113,25 @@ final class TransferRun: ConnectionDelegate {
     func startStream(from connection: Connection) {
         adopt(connection)
         connection.adopt(.stream, store: store, object: object)
+        // An in-order sink pauses the stream when its window is full; room lets it go on.
+        store.sink.observeRoom { [weak connection] _ in connection?.resumeIfPaused() }
         logger.info("the server does not support ranges; downloading in one stream")
+    }
+
+    /// An in-order sink (a pipe): connections take the lowest work first and nothing that starts
+    /// beyond the reader's position plus the window less one piece, and pieces are at most a
+    /// quarter of the window, so every byte fetched fits the window; as the reader takes bytes
+    /// the limit follows.
+    private func keepWithin(window: Int64, plan: SegmentScheduler) {
+        let piece = max(plan.layout.chunkSize, plan.layout.alignDown(window / 4))
+        plan.inOrder = true
+        plan.chop(maxSize: piece)
+        plan.limit = max(plan.layout.chunkSize, window - piece)
+        store.sink.observeRoom { [weak self, weak plan] consumed in
+            guard let self, let plan else { return }
+            plan.limit = consumed + max(plan.layout.chunkSize, window - piece)
+            dispatchWork()
+        }
     }
 
     /// Checks each mirror on one range the first source has written (resuming) or is writing
@@ -221,7 +240,7 @@ final class TransferRun: ConnectionDelegate {
     /// When idle connections remain and a connection far behind the others holds the last work,
     /// fetch its tail on an idle connection too.
     private func hedgeSlowTail(now: ContinuousClock.Instant) {
-        guard let plan = store.plan, plan.segments.allSatisfy(\.isOwned) else { return }
+        guard let plan = store.plan, plan.allAvailableWorkOwned else { return }
         let busy = connections.filter { $0.isBusy && $0.segment != nil }
         let idleSlots = targetConnections - connections.prefix(targetConnections).count(where: \.isBusy)
         let victims = policy.tailsToHedge(busy: busy.map { $0.sample(at: now) }, idle: idleSlots)

@@ -1,0 +1,237 @@
+import Synchronization
+
+/// The bytes of a streamed download between the transfer thread and the reader: a ring of
+/// `capacity` bytes (the window). Connections write anywhere in `[consumed, consumed + capacity)`;
+/// the contiguous prefix is handed to the reader, in order, and its space is reused once the
+/// reader has taken it. Memory is the window, whatever the reader's speed: a slow reader moves
+/// `consumed` slowly, the plan's limit follows it, and the connections wait.
+///
+/// Shared: the transfer thread writes (``StreamSink``), the reader's task reads
+/// (``DownloadBytes``). The region `[consumed, delivered)` belongs to the reader until it takes
+/// it; everything else to the writer; the mutex orders the hand-over.
+final class StreamBuffer: @unchecked Sendable {
+    let capacity: Int
+    private let storage: UnsafeMutableRawBufferPointer
+
+    private struct State {
+        /// Bytes the reader has taken.
+        var consumed: Int64 = 0
+        /// Bytes handed to the reader (the contiguous prefix written).
+        var delivered: Int64 = 0
+        /// The object's size, once every byte is written.
+        var end: Int64?
+        /// The download stopped without finishing (its task has the error).
+        var closed = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+    /// Told (on any thread) how far the reader has taken the bytes.
+    let onConsumed = Mutex<(@Sendable (Int64) -> Void)?>(nil)
+
+    init(capacity: Int) {
+        self.capacity = max(1 << 16, capacity)
+        // Reserved, not touched: pages become resident as the window fills.
+        storage = UnsafeMutableRawBufferPointer.allocate(byteCount: self.capacity, alignment: 64)
+    }
+
+    deinit {
+        storage.deallocate()
+    }
+
+    // MARK: Writer (transfer thread)
+
+    /// Copies `bytes` to their place in the ring. The caller keeps `offset` within the window.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        var done = 0
+        while done < bytes.count {
+            let position = Int((offset + Int64(done)) % Int64(capacity))
+            let count = min(bytes.count - done, capacity - position)
+            UnsafeMutableRawBufferPointer(rebasing: storage[position..<(position + count)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[done..<(done + count)]))
+            done += count
+        }
+    }
+
+    /// The prefix up to `offset` is written: the reader may take it.
+    func deliver(upTo offset: Int64) {
+        wake { $0.delivered = max($0.delivered, offset) }
+    }
+
+    /// Every byte of an object of `size` bytes is written.
+    func finish(size: Int64) {
+        wake {
+            $0.delivered = max($0.delivered, size)
+            $0.end = size
+        }
+    }
+
+    /// The download stopped without finishing.
+    func close() {
+        wake { $0.closed = true }
+    }
+
+    private func wake(_ change: (inout State) -> Void) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            change(&state)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    // MARK: Reader
+
+    /// What the reader finds next.
+    enum Next {
+        case bytes([UInt8])
+        /// Every byte was read.
+        case end
+        /// The download stopped short; its task says why.
+        case stopped
+    }
+
+    /// The next bytes in order (at most `maximum`), waiting for them to arrive.
+    func read(maximum: Int) async -> Next {
+        while true {
+            enum Look { case ready(Int64, Int), end, stopped, wait }
+            let look = state.withLock { state -> Look in
+                if state.delivered > state.consumed {
+                    return .ready(state.consumed, Int(min(Int64(maximum), state.delivered - state.consumed)))
+                }
+                if let end = state.end, state.consumed >= end { return .end }
+                if state.closed { return .stopped }
+                return .wait
+            }
+            switch look {
+            case .ready(let from, let count):
+                var bytes = [UInt8](repeating: 0, count: count)
+                bytes.withUnsafeMutableBytes { target in
+                    var done = 0
+                    while done < count {
+                        let position = Int((from + Int64(done)) % Int64(capacity))
+                        let piece = min(count - done, capacity - position)
+                        UnsafeMutableRawBufferPointer(rebasing: target[done..<(done + piece)])
+                            .copyMemory(from: UnsafeRawBufferPointer(rebasing: storage[position..<(position + piece)]))
+                        done += piece
+                    }
+                }
+                let consumed = state.withLock { state -> Int64 in
+                    state.consumed = from + Int64(count)
+                    return state.consumed
+                }
+                onConsumed.withLock { $0 }?(consumed)
+                return .bytes(bytes)
+            case .end:
+                return .end
+            case .stopped:
+                return .stopped
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let ready = state.withLock { state -> Bool in
+                        if state.delivered > state.consumed || state.end != nil || state.closed { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if ready { continuation.resume() }
+                }
+            }
+        }
+    }
+}
+
+/// The in-order sink: bytes go into a ``StreamBuffer`` for a reader (a pipe, an async sequence),
+/// strictly in order, within a window ahead of what the reader has taken. Nothing is kept on disk
+/// and nothing resumes.
+///
+/// `@unchecked Sendable`: the reader's progress reaches it only through `loop.execute`; it is
+/// touched on the transfer thread only.
+final class StreamSink: BodySink, @unchecked Sendable {
+    let buffer: StreamBuffer
+    private let loop: TransferLoop
+    /// Written ranges beyond the delivered prefix, sorted and merged.
+    private var pending: [ByteRange] = []
+    private var delivered: Int64 = 0
+    /// How far the reader has taken the bytes, as last heard on this thread.
+    private(set) var consumed: Int64 = 0
+    /// The reader made room: the transfer may fetch further.
+    private var onRoom: ((Int64) -> Void)?
+
+    func observeRoom(_ handler: @escaping (Int64) -> Void) {
+        onRoom = handler
+    }
+
+    init(buffer: StreamBuffer, loop: TransferLoop) {
+        self.buffer = buffer
+        self.loop = loop
+        buffer.onConsumed.withLock {
+            $0 = { [weak self, loop] consumed in
+                loop.execute { [weak self] in
+                    guard let self, consumed > self.consumed else { return }
+                    self.consumed = consumed
+                    self.onRoom?(consumed)
+                }
+            }
+        }
+    }
+
+    var keepsPartialState: Bool { false }
+    var window: Int64? { Int64(buffer.capacity) }
+
+    func claim() {}
+    func discardPartialState() {}
+    func releaseClaim() {}
+    func open(size: Int64?, resuming: Bool) {}
+
+    /// Whether `count` bytes at `offset` fit in the window now.
+    func hasRoom(for count: Int, at offset: Int64) -> Bool {
+        offset + Int64(count) <= consumed + Int64(buffer.capacity)
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) {
+        guard offset >= delivered, hasRoom(for: bytes.count, at: offset) else {
+            throw DownloadError(.invalidResponse, "internal: bytes at \(offset) fall outside the stream's window")
+        }
+        buffer.write(bytes, at: offset)
+        let range = ByteRange(offset, offset + Int64(bytes.count))
+        if offset == delivered {
+            delivered = range.upperBound
+            while let first = pending.first, first.lowerBound <= delivered {
+                delivered = max(delivered, first.upperBound)
+                pending.removeFirst()
+            }
+            buffer.deliver(upTo: delivered)
+        } else {
+            insert(range)
+        }
+    }
+
+    private func insert(_ range: ByteRange) {
+        var index = pending.firstIndex { $0.lowerBound > range.lowerBound } ?? pending.endIndex
+        pending.insert(range, at: index)
+        // Merge with the neighbours (writes of one request are adjacent).
+        if index > 0, pending[index - 1].upperBound >= pending[index].lowerBound {
+            pending[index - 1] = ByteRange(pending[index - 1].lowerBound, max(pending[index - 1].upperBound, pending[index].upperBound))
+            pending.remove(at: index)
+            index -= 1
+        }
+        while index + 1 < pending.count, pending[index].upperBound >= pending[index + 1].lowerBound {
+            pending[index] = ByteRange(pending[index].lowerBound, max(pending[index].upperBound, pending[index + 1].upperBound))
+            pending.remove(at: index + 1)
+        }
+    }
+
+    func read(_ range: ByteRange) -> [UInt8]? { nil }
+
+    func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
+
+    func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
+        buffer.finish(size: size)
+        then(nil)
+    }
+
+    func close(discarding: Bool, then: @escaping () -> Void) {
+        buffer.close()
+        loop.afterCallbacks(then)
+    }
+}
