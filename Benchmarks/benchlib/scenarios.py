@@ -15,10 +15,10 @@ import shutil
 import subprocess
 
 from . import origins, sources
-from .runner import run_once, run_once_files
+from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S7", "S9", "S9n", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S7", "S8", "S9", "S9n", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -27,8 +27,10 @@ class Entry:
     """One tool variant in a scenario."""
 
     def __init__(self, id, tool, label, args=(), obj="main", origin="main", group="main",
-                 mode="alternate", note=None, ideal_mibps=None, ideal_label=None):
+                 mode="alternate", note=None, ideal_mibps=None, ideal_label=None, pipe=None):
         self.id, self.tool, self.label, self.args = id, tool, label, list(args)
+        # A stream to standard output into this shell pipeline (ending in sha256sum), no file.
+        self.pipe = pipe
         self.obj, self.origin, self.group, self.mode, self.note = obj, origin, group, mode, note
         self.ideal_mibps, self.ideal_label = ideal_mibps, ideal_label
 
@@ -70,6 +72,19 @@ def tool_command(entry, bins, url, output):
     if entry.tool == "curl":
         return ["curl", "-sS", "-o", output, url] + entry.args
     raise ValueError(entry.tool)
+
+
+def pipe_command(entry, bins, url, digest_file):
+    """A tool streaming `url` to standard output into the shell pipeline `entry.pipe`, which ends in
+    sha256sum; the digest lands in digest_file."""
+    if entry.tool == "swoop":
+        head = [bins["swoop"], "get", url, "-o", "-", "--quiet"] + entry.args
+    elif entry.tool == "curl":
+        head = ["curl", "-sS", url] + entry.args
+    else:
+        raise ValueError(entry.tool)
+    quoted = " ".join("'%s'" % a.replace("'", "'\\''") for a in head)
+    return ["bash", "-c", "set -o pipefail; %s | %s > '%s'" % (quoted, entry.pipe, digest_file)]
 
 
 def fileset_command(entry, bins, url_list, curl_config, out_dir):
@@ -304,6 +319,37 @@ def build(name, quick, cfg):
              swoop("swoop-one", "swoop URL1 (one mirror)", **ideal_kw),
              Entry("aria2c-mirrors", "aria2c", "aria2c -x4 -s8 -k1M URL1 URL2", ["-x4", "-s8", "-k1M", "{mirror}"], **ideal_kw)],
             "mirrors-nginx", nginx_rate="8m", timeout=300, targets=targets)
+
+    if name == "S8":
+        size = 64 * MiB if q else 256 * MiB
+        ideal = 16 * 8.0  # MiB/s: 16 connections x limit_rate 8m
+        slow = "python3 %s 32 | sha256sum" % os.path.join(os.path.dirname(os.path.abspath(__file__)), "slowcat.py")
+
+        def targets(s):
+            out = _wall_ratio_target(s, "swoop-pipe", "swoop-file", "swoop -o - into sha256sum at >= 0.9 of the file mode's rate", 1 / 0.9)
+            w = _by_tool(s, "swoop-pipe")
+            if w:
+                out.append(("swoop -o - peak RSS <= window (64 MiB) + 32 MiB: %.1f MiB (max of runs)" % w["max_rss_mib"],
+                            w["max_rss_mib"] <= 96.0))
+            r = _by_tool(s, "swoop-pipe-slow")
+            if r:
+                out.append(("slow reader (32 MiB/s): peak RSS %.1f MiB (reported)" % r["max_rss_mib"], None))
+            return out
+
+        ideal_kw = dict(ideal_mibps=ideal, ideal_label="16 x 8 MiB/s")
+        return Scenario(
+            "S8", "Streaming to a pipe: nginx limit_rate 8m per connection, %s, 16 connections" % human_size(size),
+            "swoop -o - | sha256sum (the object through a pipe, in order, fetched over 16 connections inside the "
+            "default 64 MiB window) against the same download to a file, and against curl -o - | sha256sum (one "
+            "connection at 8 MiB/s, run once). A slow reader (32 MiB/s, a quarter of the link) shows that memory "
+            "stays at the window. Peak RSS is the largest process of the pipeline.",
+            {"main": ("random", size)},
+            [swoop("swoop-file", "swoop -c16 to a file", ["--connections", "16"], **ideal_kw),
+             swoop("swoop-pipe", "swoop -c16 -o - into sha256sum", ["--connections", "16"], pipe="sha256sum", **ideal_kw),
+             swoop("swoop-pipe-slow", "swoop -c16 -o - into a 32 MiB/s reader", ["--connections", "16"],
+                   pipe=slow, mode="single"),
+             Entry("curl-pipe", "curl", "curl -o - into sha256sum", pipe="sha256sum", mode="single", **ideal_kw)],
+            "nginx", nginx_rate="8m", timeout=600, targets=targets)
 
     if name in ("S9", "S9n"):
         lossy = name == "S9n"
@@ -563,6 +609,9 @@ def run_scenario(sc, cfg, bins):
                     out_dir = os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id))
                     url_list, curl_config = _write_lists(sc, e, objs[e.obj], url, out_dir)
                     entry_results[e.id]["command"] = prefix + fileset_command(e, bins, url_list, curl_config, out_dir)
+                elif e.pipe:
+                    digest = os.path.join(OUT_DIR, "%s-%s.sha256" % (sc.name, e.id))
+                    entry_results[e.id]["command"] = prefix + pipe_command(e, bins, url, digest)
                 else:
                     output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
                     command = tool_command(e, bins, url, output)
@@ -589,6 +638,9 @@ def run_scenario(sc, cfg, bins):
                 if o["kind"] == "files":
                     rec = run_once_files(er["command"], os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id)), o["files"],
                                          sc.timeout, stem, parse_swoop_json=e.is_swoop, sync=sc.sync)
+                elif e.pipe:
+                    rec = run_once_digest(er["command"], os.path.join(OUT_DIR, "%s-%s.sha256" % (sc.name, e.id)),
+                                          o["sha256"], sc.timeout, stem)
                 else:
                     output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
                     rec = run_once(er["command"], output, o["size"], o["sha256"], sc.timeout, stem,
