@@ -29,6 +29,17 @@ protocol BodySink: AnyObject {
     /// earlier run wrote; otherwise whatever was there is discarded.
     func open(size: Int64?, resuming: Bool) throws(DownloadError)
 
+    /// An in-order sink's window (bytes ahead of its reader it can hold); `nil`: any offset, any
+    /// time. The plan then hands out work lowest first and only within it.
+    var window: Int64? { get }
+
+    /// Whether `count` bytes at `offset` can be taken now (a single stream pauses when not).
+    func hasRoom(for count: Int, at offset: Int64) -> Bool
+
+    /// Calls `handler` (transfer thread) with the reader's position whenever an in-order sink's
+    /// reader made room.
+    func observeRoom(_ handler: @escaping (Int64) -> Void)
+
     /// Takes `bytes` of the object at `offset`. Called for every piece of every response.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError)
 
@@ -50,12 +61,9 @@ protocol BodySink: AnyObject {
 }
 
 extension BodySink {
-    /// An in-order sink's window (bytes ahead of its reader it can hold); `nil`: any offset, any time.
+    // Sinks that take any offset at any time (files, the benchmark's discard).
     var window: Int64? { nil }
-    /// Whether `count` bytes at `offset` can be taken now.
     func hasRoom(for count: Int, at offset: Int64) -> Bool { true }
-    /// Calls `handler` (transfer thread) with the reader's position whenever an in-order sink's
-    /// reader made room.
     func observeRoom(_ handler: @escaping (Int64) -> Void) {}
 }
 

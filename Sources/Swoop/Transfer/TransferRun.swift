@@ -119,11 +119,13 @@ final class TransferRun: ConnectionDelegate {
     }
 
     /// An in-order sink (a pipe): connections take the lowest work first and nothing that starts
-    /// beyond the reader's position plus the window less one piece, and pieces are at most a
-    /// quarter of the window, so every byte fetched fits the window; as the reader takes bytes
-    /// the limit follows.
+    /// beyond the reader's position plus the window less one piece, so every byte fetched fits the
+    /// window; as the reader takes bytes the limit follows. Pieces are small (half the window over
+    /// the connections, 1 MiB at least): the reader waits for the lowest piece, so the pieces near
+    /// it must be fetched side by side, not one connection crawling through a long one.
     private func keepWithin(window: Int64, plan: SegmentScheduler) {
-        let piece = max(plan.layout.chunkSize, plan.layout.alignDown(window / 4))
+        let share = min(window / 4, window / Int64(2 * max(1, targetConnections)))
+        let piece = max(plan.layout.chunkSize, plan.layout.alignDown(max(1 << 20, share)))
         plan.inOrder = true
         plan.chop(maxSize: piece)
         plan.limit = max(plan.layout.chunkSize, window - piece)
