@@ -135,6 +135,40 @@ struct StreamTests {
         }
     }
 
+    @Test("-o -: a server that ignores Range and a slow reader: the one stream pauses, memory stays at the window")
+    func ignoresRangeSlowReader() async throws {
+        try await exclusively {
+            let nginx = try Nginx.start(extraServerConfig: "max_ranges 0;")
+            defer { nginx.stop() }
+            let size = 48 << 20
+            let expected = try nginx.addFile("n.bin", size: size, seed: 9)
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let fifo = scratch.path("fifo")
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let err = scratch.path("stderr.txt")
+            let reader = try openReader(fifo)
+            let process = try ChildProcess(
+                executable: CLI.executable, arguments: ["get", nginx.url("/n.bin"), "-o", "-", "--stream-window", "4M", "-q"],
+                directory: scratch.url.path, stdout: fifo, stderr: err)
+            var hasher = ContinuousHash()
+            var peakRSS = 0
+            var read = 0
+            while read < size {
+                guard let chunk = try reader.read(upToCount: 512 << 10), !chunk.isEmpty else { break }
+                hasher.update(chunk)
+                read += chunk.count
+                peakRSS = max(peakRSS, residentKiB(of: process.pid))
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try reader.close()
+            let status = await process.wait(timeout: .seconds(60))
+            #expect(status == 0, "stderr: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+            #expect(read == size && hasher.hex == expected)
+            #expect(peakRSS > 0 && peakRSS < (4 + 40) << 10, "peak RSS \(peakRSS) KiB")
+        }
+    }
+
     @Test("the library: bytes(for:) in order; cancelling the consumer stops the fetching")
     func library() async throws {
         try await exclusively {
