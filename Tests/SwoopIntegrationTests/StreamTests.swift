@@ -22,6 +22,26 @@ struct StreamTests {
         return (status, try TestData.sha256(of: out), size, (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
+    /// Runs `swoop arguments` with standard output into the FIFO `fifo` and reads it `piece` bytes
+    /// every 20 ms (a slow reader), sampling the process's resident memory as it goes.
+    private func readSlowly(_ arguments: [String], through fifo: String, in scratch: Scratch, piece: Int) async throws -> (status: Int32?, read: Int, sha256: String, peakRSS: Int) {
+        // The reader end first (not blocking), so the child's open for writing does not wait.
+        let reader = try openReader(fifo)
+        let process = try ChildProcess(
+            executable: CLI.executable, arguments: arguments, directory: scratch.url.path, stdout: fifo, stderr: scratch.path("stderr.txt"))
+        var hasher = ContinuousHash()
+        var peakRSS = 0
+        var read = 0
+        while let chunk = try reader.read(upToCount: piece), !chunk.isEmpty {
+            hasher.update(chunk)
+            read += chunk.count
+            peakRSS = max(peakRSS, residentKiB(of: process.pid))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try reader.close()
+        return (await process.wait(timeout: .seconds(60)), read, hasher.hex, peakRSS)
+    }
+
     /// Nothing but what the test itself wrote: a stream leaves nothing on disk.
     private func expectNothingWritten(_ scratch: Scratch, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { !["stdout.bin", "stderr.txt", "fifo"].contains($0) }
@@ -98,28 +118,12 @@ struct StreamTests {
             let fifo = scratch.path("fifo")
             #expect(mkfifo(fifo, 0o600) == 0)
             let err = scratch.path("stderr.txt")
-            // The reader end first (not blocking), so the child's open for writing does not wait.
-            let reader = try openReader(fifo)
-            let process = try ChildProcess(
-                executable: CLI.executable, arguments: ["get", nginx.url("/s.bin"), "-o", "-", "-c", "8", "--stream-window", "8M", "-q"],
-                directory: scratch.url.path, stdout: fifo, stderr: err)
-            var hasher = ContinuousHash()
-            var peakRSS = 0
-            var read = 0
             // About 12 MiB/s: far slower than loopback.
-            while read < size {
-                guard let chunk = try reader.read(upToCount: 256 << 10), !chunk.isEmpty else { break }
-                hasher.update(chunk)
-                read += chunk.count
-                peakRSS = max(peakRSS, residentKiB(of: process.pid))
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            try reader.close()
-            let status = await process.wait(timeout: .seconds(60))
-            #expect(status == 0, "stderr: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
-            #expect(read == size && hasher.hex == expected)
+            let slow = try await readSlowly(["get", nginx.url("/s.bin"), "-o", "-", "-c", "8", "--stream-window", "8M", "-q"], through: fifo, in: scratch, piece: 256 << 10)
+            #expect(slow.status == 0, "stderr: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+            #expect(slow.read == size && slow.sha256 == expected)
             // The window (8 MiB) plus the process's own ~30 MiB, far below the 96 MiB object.
-            #expect(peakRSS > 0 && peakRSS < (8 + 40) << 10, "peak RSS \(peakRSS) KiB")
+            #expect(slow.peakRSS > 0 && slow.peakRSS < (8 + 40) << 10, "peak RSS \(slow.peakRSS) KiB")
 
             // Again, and the reader closes the pipe after 100 bytes.
             let head = try openReader(fifo)
@@ -146,26 +150,10 @@ struct StreamTests {
             defer { scratch.cleanup() }
             let fifo = scratch.path("fifo")
             #expect(mkfifo(fifo, 0o600) == 0)
-            let err = scratch.path("stderr.txt")
-            let reader = try openReader(fifo)
-            let process = try ChildProcess(
-                executable: CLI.executable, arguments: ["get", nginx.url("/n.bin"), "-o", "-", "--stream-window", "4M", "-q"],
-                directory: scratch.url.path, stdout: fifo, stderr: err)
-            var hasher = ContinuousHash()
-            var peakRSS = 0
-            var read = 0
-            while read < size {
-                guard let chunk = try reader.read(upToCount: 512 << 10), !chunk.isEmpty else { break }
-                hasher.update(chunk)
-                read += chunk.count
-                peakRSS = max(peakRSS, residentKiB(of: process.pid))
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            try reader.close()
-            let status = await process.wait(timeout: .seconds(60))
-            #expect(status == 0, "stderr: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
-            #expect(read == size && hasher.hex == expected)
-            #expect(peakRSS > 0 && peakRSS < (4 + 40) << 10, "peak RSS \(peakRSS) KiB")
+            let slow = try await readSlowly(["get", nginx.url("/n.bin"), "-o", "-", "--stream-window", "4M", "-q"], through: fifo, in: scratch, piece: 512 << 10)
+            #expect(slow.status == 0, "stderr: \((try? String(contentsOfFile: scratch.path("stderr.txt"), encoding: .utf8)) ?? "")")
+            #expect(slow.read == size && slow.sha256 == expected)
+            #expect(slow.peakRSS > 0 && slow.peakRSS < (4 + 40) << 10, "peak RSS \(slow.peakRSS) KiB")
         }
     }
 
