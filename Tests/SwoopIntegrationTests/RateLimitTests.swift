@@ -22,17 +22,24 @@ struct RateLimitTests {
             let expected = try nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 64)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
+            // On a tmpfs where the test may mount one: the final fsync of 64 MiB on a disk busy
+            // with the other tests' write-back took up to 1.5 s in CI, which is not the cap's.
+            let disk = canMount ? try SmallDisk(megabytes: 160) : nil
+            let directory = disk?.url ?? scratch.url
 
             let started = ContinuousClock.now
             let result = try await CLI.run(
-                ["get", nginx.url("/object.bin"), "-c", "8", "--limit-rate", "16M", "--json", "-q"], in: scratch.url)
+                ["get", nginx.url("/object.bin"), "-c", "8", "--limit-rate", "16M", "--json", "-q"], in: directory)
             let elapsed = Self.seconds(since: started)
             #expect(result.status == 0, "\(result.stderr.suffix(500))")
-            #expect(try TestData.sha256(of: scratch.path("object.bin")) == expected)
-            #expect((3.6...4.6).contains(elapsed), "took \(elapsed) s")
+            #expect(try TestData.sha256(of: directory.appendingPathComponent("object.bin").path) == expected)
             let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            // The download's own clock (from its start to the file in place): process start-up of
+            // a debug build on a CI machine busy with other suites once added 1.8 s to the wall.
+            let downloading = summary["seconds"] as? Double ?? 0
+            #expect((3.6...4.6).contains(downloading), "the download took \(downloading) s (\(elapsed) s with the process)")
             #expect(summary["retries"] as? Int == 0, "\(result.stdout)")
-            print("rate limit: CLI, 64 MiB at 16M over 8 connections: \(Self.format(elapsed)) s")
+            print("rate limit: CLI, 64 MiB at 16M over 8 connections: \(Self.format(downloading)) s (\(Self.format(elapsed)) s with the process)")
         }
     }
 
@@ -99,7 +106,9 @@ struct RateLimitTests {
             defer { scratch.cleanup() }
             let list = scratch.url.appendingPathComponent("list.txt")
             try expected.keys.sorted().map { nginx.url("/\($0)") }.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
-            let out = scratch.url.appendingPathComponent("out")
+            // On a tmpfs where possible, as above: the cap is under test, not the disk's write-back.
+            let disk = canMount ? try SmallDisk(megabytes: 160) : nil
+            let out = (disk?.url ?? scratch.url).appendingPathComponent("out")
             try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
 
             let started = ContinuousClock.now
