@@ -58,7 +58,12 @@ final class Prober: ConnectionDelegate {
     ) {
         self.purpose = purpose
         self.loop = loop
-        self.options = TransferOptions(configuration)
+        var options = TransferOptions(configuration)
+        // The first response is at most about a MiB: a smaller receive buffer does it no harm,
+        // and with many small files in flight it is memory (a list of 256 KiB files at 64
+        // at once held 8 MiB of 128 KiB buffers).
+        options.receiveBufferSize = min(options.receiveBufferSize, 64 << 10)
+        self.options = options
         self.policy = TransferPolicy(configuration)
         self.maxTries = configuration.retry.maxTries
         self.probeSize = switch purpose {
