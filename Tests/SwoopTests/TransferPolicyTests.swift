@@ -17,6 +17,24 @@ struct TransferPolicyTests {
             replacements: replacements, segment: segment)
     }
 
+    @Test func chooseSourceSpreadsOverSourcesUnderTheirLimits() {
+        func source(_ active: Int, cap: Int? = nil, failures: Int = 0, usable: Bool = true, resting: Bool = false) -> SourceSample {
+            SourceSample(active: active, cap: cap, failures: failures, isUsable: usable, isResting: resting)
+        }
+        // The fewest requests in flight; ties go to fewer failures, then to the earlier URL.
+        #expect(TransferPolicy.chooseSource([source(3), source(1), source(2)]) == 1)
+        #expect(TransferPolicy.chooseSource([source(1, failures: 2), source(1)]) == 1)
+        #expect(TransferPolicy.chooseSource([source(1), source(1)]) == 0)
+        // A learned limit, a dropped source and one backing off are skipped.
+        #expect(TransferPolicy.chooseSource([source(4, cap: 4), source(6)]) == 1)
+        #expect(TransferPolicy.chooseSource([source(0, usable: false), source(5)]) == 1)
+        #expect(TransferPolicy.chooseSource([source(0, resting: true), source(5)]) == 1)
+        #expect(TransferPolicy.chooseSource([source(4, cap: 4), source(0, usable: false)]) == nil)
+        // A hedge prefers another source than the straggler's, but takes the same one if it must.
+        #expect(TransferPolicy.chooseSource([source(0), source(3)], avoiding: 0) == 1)
+        #expect(TransferPolicy.chooseSource([source(0), source(3, cap: 3)], avoiding: 0) == 0)
+    }
+
     @Test func longestQuietPeriodIsTimeoutsPlusEveryBackoff() {
         // 0.25 + 0.5 + 1 + 2 + 4 + 8 + 16 + 30 (capped) = 61.75 s of backoff for 8 tries.
         let quiet = policy.longestQuietPeriod(connectTimeout: .seconds(30), stallTimeout: .seconds(30), maxTries: 8)
