@@ -162,16 +162,18 @@ struct TransferPolicy {
         return .milliseconds(Int64(delay * 1000))
     }
 
+    /// Whether a source may be sent a request now: not dropped, not backing off, below its limit.
+    static func canTakeRequest(_ source: SourceSample) -> Bool {
+        source.isUsable && !source.isResting && source.cap.map { source.active < $0 } ?? true
+    }
+
     /// The source for the next request: among the usable ones that are not backing off and are
     /// below their learned connection cap, the one with the fewest requests in flight (then the
     /// fewest failures, then the earlier URL), so connections spread over sources; the work
     /// stealing of the plan then gives faster sources more bytes. `avoiding` (a hedge of a slow
     /// tail) prefers any other source. `nil`: none can take a request now.
     static func chooseSource(_ sources: [SourceSample], avoiding: Int? = nil) -> Int? {
-        let open = sources.indices.filter { index in
-            let source = sources[index]
-            return source.isUsable && !source.isResting && source.cap.map { source.active < $0 } ?? true
-        }
+        let open = sources.indices.filter { canTakeRequest(sources[$0]) }
         let others = open.filter { $0 != avoiding }
         return (others.isEmpty ? open : others).min { a, b in
             (sources[a].active, sources[a].failures, a) < (sources[b].active, sources[b].failures, b)

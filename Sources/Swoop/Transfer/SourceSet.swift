@@ -64,6 +64,57 @@ final class SourceSet: MirrorCheckDelegate {
         TransferPolicy.chooseSource(sources.map { $0.sample(at: now) }, avoiding: avoiding?.index).map { sources[$0] }
     }
 
+    /// The source a connection's next request in its segment goes to: `current` while it may take
+    /// one (keeping its connection), else whichever the policy picks.
+    func next(after current: Source?, now: ContinuousClock.Instant) -> Source? {
+        if let current, TransferPolicy.canTakeRequest(current.sample(at: now)) { return current }
+        return choose(now: now)
+    }
+
+    /// What became of a source after a failed request.
+    enum FailureVerdict {
+        /// Not the source's to handle: the single-source rules apply (retry the range, then fail).
+        case unhandled
+        /// It refused one more connection: its limit is learned, nothing failed.
+        case limited
+        /// It rests before it is asked again (a retry).
+        case resting
+        /// It is no longer used.
+        case dropped
+    }
+
+    /// A request to `source` failed. A refusal while it has other requests in flight teaches its
+    /// connection limit (any source); with other sources in use, a failing one rests, then is
+    /// dropped after `maxTries` failures in a row.
+    func failed(_ source: Source, _ error: DownloadError, retryAfter: Int?, policy: TransferPolicy, maxTries: Int) -> FailureVerdict {
+        guard source.dropped == nil else { return .unhandled }
+        let refused = error.kind == .unreachable || error.httpStatus == 503 || error.httpStatus == 429
+        if refused && source.active > 0 {
+            // "No more connections here" (a per-client limit), not a failure: stay below what it took.
+            source.cap = source.active
+            logger.debug("source limits connections", metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
+            return .limited
+        }
+        guard hasSeveral else { return .unhandled }
+        if error.kind == .objectChanged {
+            // The first source's change restarts the download; a mirror's only loses the mirror.
+            guard source !== primary else { return .unhandled }
+            drop(source, "its object changed (\(error.reason))")
+            return .dropped
+        }
+        guard error.isTransient else {
+            drop(source, error.reason)
+            return .dropped
+        }
+        source.failures += 1
+        guard source.failures < maxTries else {
+            drop(source, "\(error.reason) (after \(source.failures) tries)")
+            return .dropped
+        }
+        source.notBefore = .now + policy.backoff(tries: source.failures, retryAfter: retryAfter)
+        return .resting
+    }
+
     /// The earliest moment a resting source may be asked again.
     var nextWake: ContinuousClock.Instant? {
         usable.compactMap(\.notBefore).min()

@@ -349,7 +349,10 @@ final class TransferRun: ConnectionDelegate {
             source.bytes += connection.bytesThisRequest
             if connection.bytesThisRequest > 0 { source.failures = 0 }
         }
-        if case .failed(let error, let retryAfter) = outcome, let source, sourceFailed(source, error, retryAfter: retryAfter) {
+        if case .failed(let error, let retryAfter) = outcome, let source,
+           case let verdict = sources.failed(source, error, retryAfter: retryAfter, policy: policy, maxTries: configuration.retry.maxTries),
+           verdict != .unhandled {
+            if verdict == .resting { counters.retries += 1 }
             // Another source takes the range over; the segment is not to blame.
             plan.release(segment, failed: false)
             store.checkpointIfDue()
@@ -390,7 +393,7 @@ final class TransferRun: ConnectionDelegate {
                 // The other half of a hedge pair has nothing left to fetch.
                 if let partner { connections.first { $0.segment === partner }?.cancel() }
             } else if segment.isOwned && segment.partner == nil && connections.prefix(targetConnections).contains(where: { $0 === connection }),
-                      let next = continuing(source), acquirePermit(connection, for: next) {
+                      let next = sources.next(after: source, now: .now), acquirePermit(connection, for: next) {
                 // The request ended inside the segment: the same connection asks for the next part
                 // (of the same source while it may be asked, keeping its connection).
                 store.checkpointIfDue()
@@ -402,50 +405,6 @@ final class TransferRun: ConnectionDelegate {
         }
         store.checkpointIfDue()
         dispatchWork()
-    }
-
-    /// The source a connection's next request in its segment goes to: the same one while it may
-    /// take it, else whichever the policy picks.
-    private func continuing(_ source: Source?) -> Source? {
-        let now = ContinuousClock.now
-        if let source, source.dropped == nil, source.notBefore.map({ $0 <= now }) ?? true, source.cap.map({ source.active < $0 }) ?? true {
-            return source
-        }
-        return sources.choose(now: now)
-    }
-
-    /// A request to `source` failed. A refusal while it has other requests in flight teaches its
-    /// connection limit (any source); with other sources in use, a failing one rests, then is
-    /// dropped. `false` leaves the failure to the single-source rules (retry the range, then fail
-    /// the download).
-    private func sourceFailed(_ source: Source, _ error: DownloadError, retryAfter: Int?) -> Bool {
-        guard source.dropped == nil else { return false }
-        let refused = error.kind == .unreachable || error.httpStatus == 503 || error.httpStatus == 429
-        if refused && source.active > 0 {
-            // "No more connections here" (a per-client limit), not a failure: stay below what it took.
-            source.cap = source.active
-            logger.debug("source limits connections", metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
-            return true
-        }
-        guard sources.hasSeveral else { return false }
-        if error.kind == .objectChanged {
-            // The first source's change restarts the download; a mirror's only loses the mirror.
-            guard source !== sources.primary else { return false }
-            sources.drop(source, "its object changed (\(error.reason))")
-            return true
-        }
-        guard error.isTransient else {
-            sources.drop(source, error.reason)
-            return true
-        }
-        source.failures += 1
-        guard source.failures < configuration.retry.maxTries else {
-            sources.drop(source, "\(error.reason) (after \(source.failures) tries)")
-            return true
-        }
-        counters.retries += 1
-        source.notBefore = .now + policy.backoff(tries: source.failures, retryAfter: retryAfter)
-        return true
     }
 
     /// The single stream ended.
