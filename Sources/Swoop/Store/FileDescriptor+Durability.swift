@@ -156,3 +156,30 @@ func createDirectories(_ path: String) throws(DownloadError) {
         }
     }
 }
+
+/// The whole file at `path`, read to its end rather than to its reported size (so `/proc` files,
+/// which report none, read too); `.fileTooLarge` beyond `limit` bytes.
+func readWholeFile(_ path: String, limit: Int) -> Result<[UInt8], Errno> {
+    do {
+        let descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+        defer { try? descriptor.close() }
+        var bytes = [UInt8](repeating: 0, count: Int(min(Int64(limit), max(try descriptor.size(), 16 << 10))) + 1)
+        var total = 0
+        while true {
+            if total == bytes.count {
+                guard bytes.count <= limit else { return .failure(.fileTooLarge) }
+                bytes += [UInt8](repeating: 0, count: min(bytes.count, limit + 1 - bytes.count))
+            }
+            let count = try bytes.withUnsafeMutableBytes {
+                try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[total...]))
+            }
+            if count == 0 { break }
+            total += count
+        }
+        return total > limit ? .failure(.fileTooLarge) : .success(Array(bytes.prefix(total)))
+    } catch let error as Errno {
+        return .failure(error)
+    } catch {
+        return .failure(.ioError)
+    }
+}

@@ -66,25 +66,6 @@ enum SegmentMapFile {
     }
 
     private static func readAll(_ path: String) -> Result<[UInt8], Errno> {
-        do {
-            let descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
-            defer { try? descriptor.close() }
-            let size = try descriptor.size()
-            guard size <= 64 << 20 else { return .failure(.fileTooLarge) }
-            var bytes = [UInt8](repeating: 0, count: Int(size))
-            var total = 0
-            while total < bytes.count {
-                let count = try bytes.withUnsafeMutableBytes {
-                    try descriptor.read(fromAbsoluteOffset: Int64(total), into: UnsafeMutableRawBufferPointer(rebasing: $0[total...]))
-                }
-                if count == 0 { break }
-                total += count
-            }
-            return .success(Array(bytes.prefix(total)))
-        } catch let error as Errno {
-            return .failure(error)
-        } catch {
-            return .failure(.ioError)
-        }
+        readWholeFile(path, limit: 64 << 20)
     }
 }

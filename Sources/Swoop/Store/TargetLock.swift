@@ -119,18 +119,7 @@ enum TargetLock {
     }
 
     private static func readSmallFile(_ path: String) -> String? {
-        let raw = open(path, O_RDONLY | O_CLOEXEC)
-        guard raw >= 0 else { return nil }
-        defer { _ = close(raw) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(raw, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += buffer[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        (try? readWholeFile(path, limit: 16 << 20).get()).map { String(decoding: $0, as: UTF8.self) }
     }
 }
 
