@@ -16,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // RFC 8941 structured fields: Repr-Digest and Content-Digest (RFC 9530).
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
         // `swift package generate-documentation --target Swoop` (DocC); a plugin, not linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -37,6 +39,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
             ]
         ),
         // The `swoop` command-line tool.
@@ -52,6 +55,7 @@ let package = Package(
         .target(
             name: "SwoopTestOrigin",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

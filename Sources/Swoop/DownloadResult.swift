@@ -23,6 +23,10 @@ public struct DownloadResult: Sendable, Equatable {
     /// With several URLs (``DownloadRequest/urls``): what each source delivered, and which were
     /// dropped and why. Empty for a download from one URL.
     public var sources: [Source] = []
+    /// The digests the file was checked against and matched: the expected checksum, and the
+    /// digest the server published (`x-goog-hash`, `Repr-Digest`, ...) unless
+    /// ``Downloader/Configuration/verifiesPublishedDigests`` is off. Empty when there was none.
+    public var verified: [VerifiedDigest] = []
 
     /// One source of a download from several URLs.
     public struct Source: Sendable, Equatable {

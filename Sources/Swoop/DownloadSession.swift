@@ -32,6 +32,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private var transfer: TransferRun?
     private var store: DownloadStore?
     private var object: RemoteObject?
+    /// Computes the digests the object is checked against, while it arrives.
+    private var verifier: ObjectVerifier?
     /// Only one restart per run: an object that keeps changing fails.
     private var restartedAfterChange = false
     /// Delete the partial state when stopping (a cancel, or an object that changed).
@@ -182,6 +184,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             checkpointInterval: configuration.checkpointInterval, counters: counters, startedAt: startedAt)
         store.onCheckpointFailure = { [weak self] in self?.stop(with: .failure($0)) }
         if let map { logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"]) }
+        startVerifying(found, store: store, resumed: map)
+        if configuration.verifiesPublishedDigests, found.digests.preferredForResponse != nil {
+            store.checksEachResponse = true
+            logger.info("the server sends a digest of each response (\(found.digests.preferredForResponse!.header)); checking each before it counts")
+        }
         let transfer = makeTransfer(found, store: store, headers: headers)
         try transfer.start(from: connection, firstRange: firstRange)
         object = found
@@ -200,6 +207,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
         try sink.open(size: found.size, resuming: false)
         let store = DownloadStore(streamingTo: sink, counters: counters)
+        startVerifying(found, store: store, resumed: nil)
         let transfer = makeTransfer(found, store: store, headers: headers)
         transfer.startStream(from: connection)
         object = found
@@ -227,9 +235,13 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .finishResumed(let found):
             object = found
             bytesResumed = found.size ?? 0
+            var map: SegmentMap?
+            if case .resuming(let resumed) = basis { map = resumed }
+            startVerifying(found, store: nil, resumed: map)
             openThenFinalize(size: bytesResumed, resuming: true)
         case .empty(let found):
             object = found
+            startVerifying(found, store: nil, resumed: nil)
             openThenFinalize(size: 0, resuming: false)
         case .restart(let reason):
             restartFromScratch(reason)
@@ -272,6 +284,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         transfer = nil
         store = nil
         object = nil
+        verifier?.cancel()
+        verifier = nil
         basis = .fresh
         phase = .starting
         sink.close(discarding: true) { [self] in
@@ -292,30 +306,70 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         finalize(size: size)
     }
 
-    /// Every byte is in the sink: let it deliver the object (verify, make durable, rename).
+    // MARK: Verify
+
+    /// Checks the object against the expected checksum and the digest the server published (the
+    /// first whole-object one it prefers), as the bytes arrive.
+    private func startVerifying(_ found: RemoteObject, store: DownloadStore?, resumed map: SegmentMap?) {
+        guard sink.keepsPartialState else { return }
+        let checks = DigestCheck.checks(
+            expected: request.expectedChecksum, published: found.digests, verifyingPublished: configuration.verifiesPublishedDigests,
+            logger: logger)
+        guard !checks.isEmpty else { return }
+        let resumedRuns = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }
+        let verifier = ObjectVerifier(checks: checks, path: paths.part, target: paths.target, loop: loop, resumed: resumedRuns)
+        self.verifier = verifier
+        store?.verify(with: verifier)
+        // What an earlier run wrote: checked now, while the rest arrives (CRC runs the map kept
+        // are not read again; a hash starts from the beginning of the file).
+        if let map, store != nil { verifier.add(map.completeRanges) }
+    }
+
+    /// Every byte is in the sink: check its digests, then let it deliver the object (make it
+    /// durable, rename). A mismatch deletes the part file: its bytes are wrong.
     private func finalize(size: Int64) {
         guard phase != .finalizing && phase != .stopped else { return }
         phase = .finalizing
         transfer?.stop()
         transferEnded()
+        guard let verifier else {
+            publish(size: size, verified: [])
+            return
+        }
+        store?.flushVerification()
+        let inMemory = size <= PartFileSink.holdLimit ? sink.read(ByteRange(0, size)) : nil
+        verifier.finish(size: size, inMemory: inMemory) { [self] outcome in
+            guard phase == .finalizing else { return }
+            switch outcome {
+            case .success(let verified):
+                if !verified.isEmpty { logger.info("verified", metadata: ["digests": "\(verified.map(\.description).joined(separator: ", "))"]) }
+                publish(size: size, verified: verified)
+            case .failure(let error):
+                discardOnStop = true
+                stop(with: .failure(error))
+            }
+        }
+    }
+
+    private func publish(size: Int64, verified: [VerifiedDigest]) {
         let record = CompletedObject(size: size, etag: object?.etag, lastModified: object?.lastModified)
         sink.finish(size: size, record: record) { [self] failure in
             if let failure {
                 stop(with: .failure(failure))
             } else {
-                stop(with: .success(result(size: size, alreadyComplete: false)))
+                stop(with: .success(result(size: size, alreadyComplete: false, verified: verified)))
             }
         }
     }
 
-    private func result(size: Int64, alreadyComplete: Bool) -> DownloadResult {
+    private func result(size: Int64, alreadyComplete: Bool, verified: [VerifiedDigest] = []) -> DownloadResult {
         var etag = object?.strongETag
         if etag == nil, case .completed(let record) = basis { etag = record.etag }
         return DownloadResult(
             path: paths.target, bytes: size, bytesReceived: counters.bytesReceived,
             bytesResumed: alreadyComplete ? size : (store?.bytesResumed ?? bytesResumed), duration: .now - startedAt,
             connectionsUsed: counters.peakConnections, requests: counters.requests, retries: counters.retries,
-            etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports)
+            etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports, verified: verified)
     }
 
     /// Pauses: stops every transfer, checkpoints, and reports ``DownloadError/Kind/interrupted``.
@@ -343,6 +397,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         progressTimer?.cancel()
         prober?.stop()
         transfer?.stop()
+        verifier?.cancel()
         transferEnded()
         if case .success = result { onProgress?(progressSnapshot()) }
         let report = { [self] in

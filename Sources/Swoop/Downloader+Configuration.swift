@@ -60,6 +60,12 @@ extension Downloader {
         public var receiveBufferSize = 128 << 10
         /// Fetch the slow tail of a download on a second connection too, and keep whichever is first.
         public var hedgesSlowTail = true
+        /// Check the file against the digest its server publishes (`Repr-Digest`, `x-goog-hash`,
+        /// `x-amz-checksum-*`, `x-oss-hash-crc64ecma`; `Content-MD5` or `Digest` on a whole
+        /// response), and each response against its own `Content-Digest`. A mismatch fails the
+        /// download (``DownloadError/Kind/checksumMismatch``) and keeps nothing; a response whose
+        /// `Content-Digest` does not match is fetched again. On by default.
+        public var verifiesPublishedDigests = true
         /// Close a connection far slower than the others (under a quarter of the median rate)
         /// and open a new one in its place.
         public var replacesSlowConnections = true

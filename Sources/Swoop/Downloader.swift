@@ -185,7 +185,7 @@ public final class Downloader: Sendable {
             let sink: BodySink = switch kind {
             case .partFile:
                 PartFileSink(
-                    paths: paths, disk: disk, publisher: publisher, checksum: request.expectedChecksum,
+                    paths: paths, disk: disk, publisher: publisher,
                     overwritesTarget: configuration.overwritesExistingFile)
             case .discard:
                 DiscardSink(loop: loop)

@@ -261,7 +261,7 @@ struct ListItems: Sequence, Sendable {
         }
         var expected: Checksum?
         if let text = entry.checksum {
-            guard let parsed = Checksum(text) else { return .failure(ListEntryError("invalid checksum= '\(text)': expected sha-256=<64 hex digits>")) }
+            guard let parsed = Checksum(text) else { return .failure(ListEntryError("invalid checksum= '\(text)': \(Format.checksumSyntax)")) }
             expected = parsed
         }
         let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash

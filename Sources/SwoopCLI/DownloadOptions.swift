@@ -31,6 +31,9 @@ struct DownloadOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
     var insecure = false
 
+    @Flag(name: .long, help: "Do not check files against the digests servers publish (Repr-Digest, Content-Digest, x-goog-hash, x-amz-checksum-*, x-oss-hash-crc64ecma).")
+    var noVerify = false
+
     @Flag(name: .long, help: "Keep connections that are far slower than the others instead of replacing them.")
     var keepSlowConnections = false
 
@@ -77,6 +80,7 @@ struct DownloadOptions: ParsableArguments {
         configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
         configuration.verifiesTLSCertificates = !insecure
         configuration.replacesSlowConnections = !keepSlowConnections
+        configuration.verifiesPublishedDigests = !noVerify
         configuration.maximumBytesPerSecond = limitRate?.bytes
         return configuration
     }

@@ -1,3 +1,5 @@
+import Swoop
+
 /// Human-readable sizes, rates and durations for the CLI.
 enum Format {
     static func bytes(_ count: Int64) -> String {
@@ -53,5 +55,20 @@ extension StringProtocol {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
         guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
         return String(self[first...last])
+    }
+}
+
+extension Format {
+    /// What `--checksum` and `checksum=` take.
+    static let checksumSyntax = "expected ALG=HEX, ALG one of "
+        + Checksum.Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
+        + " and HEX its digest (sha-256: 64 hex digits; a CRC: its value, e.g. crc32c=e3069283)"
+
+    /// Where a verified digest came from, for people: "expected checksum" or the header.
+    static func source(of digest: VerifiedDigest) -> String {
+        switch digest.source {
+        case .expectedChecksum: "expected checksum"
+        case .server(let header): header
+        }
     }
 }

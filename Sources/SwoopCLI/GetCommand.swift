@@ -33,7 +33,7 @@ struct Get: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL.", valueName: "K/N"))
     var shard: Shard?
 
-    @Option(name: .long, help: ArgumentHelp("Verify the finished file's digest; on a mismatch nothing is kept.", valueName: "sha256=HEX"))
+    @Option(name: .long, help: ArgumentHelp("Verify the file's digest as it arrives (sha-256, sha-512, sha-384, sha-1, md5, crc32c, crc32, crc64nvme, crc64xz); on a mismatch nothing is kept.", valueName: "ALG=HEX"))
     var checksum: String?
 
     @Option(name: [.short, .long], help: "Write to this file (default: the URL's file name); - streams to standard output, in order.")
@@ -86,7 +86,7 @@ struct Get: AsyncParsableCommand {
         }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256 (got \(jobs))") }
         if let checksum, Checksum(checksum) == nil {
-            throw ValidationError("invalid --checksum '\(checksum)': expected sha256=<64 hex digits>")
+            throw ValidationError("invalid --checksum '\(checksum)': \(Format.checksumSyntax)")
         }
         if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
         if output == "-" {
@@ -189,6 +189,7 @@ struct Get: AsyncParsableCommand {
         line += ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) connection\(result.connectionsUsed == 1 ? "" : "s")"
         if result.bytesResumed > 0 { line += ", \(Format.bytes(result.bytesResumed)) resumed" }
         if result.retries > 0 { line += ", \(result.retries) retr\(result.retries == 1 ? "y" : "ies")" }
+        for digest in result.verified { line += ", verified \(digest.checksum.algorithm.rawValue) (\(Format.source(of: digest)))" }
         if !result.sources.isEmpty {
             let used = result.sources.filter { $0.droppedBecause == nil && $0.bytes > 0 }
             line += ", \(used.count) of \(result.sources.count) sources"

@@ -16,6 +16,9 @@ struct Summary: Encodable {
     var etag: String?
     /// With several URLs: each source's bytes and state.
     var sources: [SourceSummary]?
+    /// The digests the file matched: `{"algorithm", "value" (hex), "source"}`, the source being
+    /// "expected checksum" or the server's header.
+    var verified: [VerifiedSummary]?
     var error: String?
     var errorKind: String?
     var exitCode: Int32?
@@ -33,6 +36,7 @@ struct Summary: Encodable {
         alreadyComplete = result.alreadyComplete
         etag = result.etag
         sources = result.sources.isEmpty ? nil : result.sources.map(SourceSummary.init)
+        verified = result.alreadyComplete ? nil : result.verified.map(VerifiedSummary.init)
     }
 
     init(error: DownloadError, path: String) {
@@ -57,6 +61,19 @@ struct SourceSummary: Encodable {
         bytes = source.bytes
         state = source.droppedBecause != nil ? "dropped" : source.isChecking ? "checking" : "used"
         reason = source.droppedBecause
+    }
+}
+
+/// One digest in the `--json` summary.
+struct VerifiedSummary: Encodable {
+    var algorithm: String
+    var value: String
+    var source: String
+
+    init(_ digest: VerifiedDigest) {
+        algorithm = digest.checksum.algorithm.rawValue
+        value = digest.checksum.hex
+        source = Format.source(of: digest)
     }
 }
 

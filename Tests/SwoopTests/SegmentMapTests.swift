@@ -177,7 +177,7 @@ struct SegmentMapTests {
         #expect((try? SegmentMap.decode(valid.bytes))?.chunks.completedCount == 3)
 
         var flags = valid
-        flags.flags = 1
+        flags.flags = 2  // bit 0 says CRC runs follow; bit 1 means nothing
         var negative = valid
         negative.objectSize = -1
         var zeroChunk = valid

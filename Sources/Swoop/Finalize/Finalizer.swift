@@ -7,7 +7,7 @@ import Glibc
 import Musl
 #endif
 
-/// Finalize: check a finished `FILE.part`, make it durable, move it to the target without
+/// Finalize: cut a finished `FILE.part` to size, make it durable, move it to the target without
 /// replacing anything unless asked, and drop its segment map. Runs off the transfer thread.
 ///
 /// A target appears only once its bytes (and its ``CompletedObject`` record) are durable, so a
@@ -29,7 +29,6 @@ enum Finalizer {
         /// The object's size: the file is cut to it (a stream of unknown size ends where it ends).
         var size: Int64
         var record: CompletedObject
-        var checksum: Checksum?
         var overwrite: Bool
         /// Whether a segment map may exist for it (a checkpointed or resumed download).
         var removesMap: Bool
@@ -179,8 +178,8 @@ enum Finalizer {
         return failures
     }
 
-    /// Cuts the file to its size, verifies the expected checksum (a mismatch deletes it), and
-    /// records its source on it. The caller closes the descriptor.
+    /// Cuts the file to its size and records its source on it (its digests were checked as it
+    /// arrived, by the ``ObjectVerifier``). The caller closes the descriptor.
     private static func prepare(_ item: Item, _ descriptor: FileDescriptor) throws(DownloadError) {
         let paths = item.paths
         do {
@@ -192,44 +191,7 @@ enum Finalizer {
         } catch {
             throw .localIO("cannot truncate", path: paths.part, errno: error.rawValue)
         }
-        if let checksum = item.checksum {
-            let actual: [UInt8]
-            do {
-                actual = try digest(of: descriptor, size: item.size, using: checksum.makeHasher())
-            } catch {
-                throw .localIO("cannot read back", path: paths.part, errno: error.rawValue)
-            }
-            guard actual == checksum.digest else {
-                paths.discardPartialState()
-                let got = Checksum(algorithm: checksum.algorithm, digest: actual)
-                throw DownloadError(
-                    .checksumMismatch,
-                    "checksum mismatch for \(paths.target): expected \(checksum), got \(got); nothing was kept")
-            }
-        }
         item.record.write(to: descriptor)
-    }
-
-    /// The digest of the first `size` bytes, read in 1 MiB pieces.
-    private static func digest(of descriptor: FileDescriptor, size: Int64, using hasher: ChecksumHasher) throws(Errno) -> [UInt8] {
-        var hasher = hasher
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: Int64 = 0
-        while offset < size {
-            let wanted = Int(min(Int64(buffer.count), size - offset))
-            let count: Int
-            do {
-                count = try buffer.withUnsafeMutableBytes {
-                    try descriptor.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<wanted]))
-                }
-            } catch {
-                throw (error as? Errno) ?? .ioError
-            }
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            offset += Int64(count)
-        }
-        return hasher.finalize()
     }
 
     /// Renames `source` to `target`; without `overwrite` an existing target is an error, checked

@@ -27,6 +27,9 @@ final class Segment: CustomStringConvertible {
     fileprivate(set) var requestedUpTo: Int64
     /// An identifier of the connection that owns it, for the caller's bookkeeping.
     fileprivate(set) var ownerID: Int?
+    /// Set while a response that must be verified first (its `Content-Digest`) is written: where
+    /// it started and the failure count then. Its chunks count as complete only once confirmed.
+    fileprivate var held: (from: Int64, failures: Int)?
 
     fileprivate init(start: Int64, end: Int64) {
         self.start = start
@@ -74,6 +77,8 @@ final class SegmentScheduler {
     /// position. A segment that starts below it may run past it by up to its own size.
     var limit: Int64 = .max
     var inOrder = false
+    /// Hears of chunks that became complete (for checking digests as the bytes arrive).
+    var onChunksCompleted: ((Range<Int>) -> Void)?
 
     /// Plans the `missing` byte ranges (chunk-aligned) of an object; chunks outside them are
     /// already complete.
@@ -244,9 +249,36 @@ final class SegmentScheduler {
         let newFrontier = segment.frontier
         if newFrontier > oldFrontier {
             bytesWritten += newFrontier - oldFrontier
-            markComplete(from: oldFrontier, to: newFrontier)
+            if segment.held == nil { markComplete(from: oldFrontier, to: newFrontier) }
         }
         if count > 0 { segment.failuresWithoutProgress = 0 }
+    }
+
+    /// The response about to fill `segment` from its position must be verified before its bytes
+    /// count: until ``confirm(_:)``, its chunks are not complete (no checkpoint records them).
+    /// Not for a hedge pair (the partner would count on bytes that may be taken back).
+    func hold(_ segment: Segment) {
+        precondition(segment.partner == nil, "holding a hedged segment")
+        segment.held = (segment.frontier, segment.failuresWithoutProgress)
+    }
+
+    /// The held response's bytes are good: they count now.
+    func confirm(_ segment: Segment) {
+        guard let held = segment.held else { return }
+        segment.held = nil
+        markComplete(from: held.from, to: segment.frontier)
+    }
+
+    /// The held response's bytes are bad or unverifiable: they are fetched again, and the
+    /// response does not count as progress.
+    func rewind(_ segment: Segment) {
+        guard let held = segment.held else { return }
+        segment.held = nil
+        bytesWritten -= max(0, segment.frontier - held.from)
+        segment.position = min(segment.position, held.from)
+        segment.coveredUpTo = min(segment.coveredUpTo, held.from)
+        segment.requestedUpTo = segment.position
+        segment.failuresWithoutProgress = held.failures
     }
 
     /// The connection working on `segment` stopped before its end. A failure counts against the
@@ -341,6 +373,8 @@ final class SegmentScheduler {
 
     private func markComplete(from start: Int64, to end: Int64) {
         guard end > start else { return }
-        written.insert(contentsOf: layout.chunksCompleted(from: start, to: end))
+        let chunks = layout.chunksCompleted(from: start, to: end)
+        written.insert(contentsOf: chunks)
+        if !chunks.isEmpty { onChunksCompleted?(chunks) }
     }
 }

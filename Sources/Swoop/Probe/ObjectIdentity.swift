@@ -98,6 +98,8 @@ struct RemoteObject: Sendable, Equatable {
     var identity: ObjectIdentity
     /// The server answered a range request with 206.
     var acceptsRanges: Bool
+    /// The digests the probe's response published (of the object, and of that response).
+    var digests = PublishedDigests()
 
     init(url: RemoteURL, size: Int64?, etag: String? = nil, lastModified: String? = nil, acceptsRanges: Bool) {
         self.url = url

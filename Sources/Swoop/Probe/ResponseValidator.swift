@@ -38,7 +38,8 @@ enum ResponseValidator {
                 throw .invalidResponse("the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range '\(value)', \(url))")
             }
             try checkLength(head, expected: range.count, url: url)
-            let object = RemoteObject(url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true)
+            var object = RemoteObject(url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true)
+            if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: false) }
             return .partial(object, range)
         case 200:
             try checkEncoding(head, url: url)
@@ -48,7 +49,8 @@ enum ResponseValidator {
             }
             let chunked = head.transferEncoding?.lowercased().contains("chunked") ?? false
             let size = chunked ? nil : head.contentLength
-            let object = RemoteObject(url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false)
+            var object = RemoteObject(url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false)
+            if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: true) }
             return .whole(object)
         case 416:
             guard let value = head.contentRange, case .unsatisfied(let total)? = ContentRange(value) else {
@@ -99,6 +101,15 @@ enum ResponseValidator {
         }
         try checkLength(head, expected: requested.count, url: url)
         try checkIdentity(head, object: object)
+        try checkDigests(head, object: object)
+    }
+
+    /// A whole-object digest the probe saw, with another value now: another version.
+    static func checkDigests(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
+        guard !object.digests.object.isEmpty, PublishedDigests.mayBeIn(head) else { return }
+        if let change = object.digests.change(in: PublishedDigests(head, bodyIsWholeObject: false)) {
+            throw DownloadError(.objectChanged, "the object changed on the server: \(change) (\(object.url))")
+        }
     }
 
     /// Same version, by the one rule of ``ObjectIdentity/compare(_:observedIn:)``.

@@ -14,6 +14,8 @@ final class Checkpointer {
     private var last: ContinuousClock.Instant
     /// Called when a checkpoint fails (the download cannot keep its promise of resumability).
     var onFailure: ((DownloadError) -> Void)?
+    /// The CRCs checked so far, recorded with the chunks (only stretches already complete).
+    var crcRuns: (() -> CRCRuns?)?
 
     /// `since`: when the download started. The interval counts from there, not from when the
     /// transfer began a few milliseconds later: progress ticks come every interval too, and the
@@ -39,6 +41,7 @@ final class Checkpointer {
         last = .now
         var map = template
         map.chunks = chunks
+        map.crcRuns = crcRuns?()
         sink.checkpoint(map) { [self] failure in
             inFlight = false
             if let failure {

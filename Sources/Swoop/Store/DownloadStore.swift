@@ -14,6 +14,13 @@ final class DownloadStore {
     private let counters: DownloadCounters
     /// Where a single stream's next byte goes.
     private(set) var streamPosition: Int64 = 0
+    /// Computes the object's digests from the stretches that become complete.
+    private(set) var verifier: ObjectVerifier?
+    /// Complete stretches not yet handed to the verifier (it gets them in batches).
+    private var completed: [ByteRange] = []
+    /// Each response's bytes are checked against its own digest (`Content-Digest`) before they
+    /// count; hedging and cutting requests short are off then (a cut response cannot be checked).
+    var checksEachResponse = false
 
     /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
     /// when the sink keeps partial state.
@@ -48,6 +55,30 @@ final class DownloadStore {
         self.bytesResumed = 0
         self.counters = counters
         self.checkpointer = nil
+    }
+
+    /// Has `verifier` follow the bytes: the plan's complete chunks, or a stream's prefix.
+    func verify(with verifier: ObjectVerifier) {
+        self.verifier = verifier
+        checkpointer?.crcRuns = { [weak verifier] in verifier?.crcRuns }
+        guard let plan else { return }
+        let layout = plan.layout
+        plan.onChunksCompleted = { [unowned self] chunks in note(layout.byteRange(ofChunks: chunks)) }
+    }
+
+    private func note(_ range: ByteRange) {
+        if let last = completed.last, last.upperBound == range.lowerBound {
+            completed[completed.count - 1].upperBound = range.upperBound
+        } else {
+            completed.append(range)
+        }
+    }
+
+    /// Hands the stretches completed since the last time to the verifier.
+    func flushVerification() {
+        guard let verifier, !completed.isEmpty else { return }
+        verifier.add(completed)
+        completed.removeAll(keepingCapacity: true)
     }
 
     /// Whether what this store wrote can be resumed by a later run (it has a segment map).
@@ -97,6 +128,7 @@ final class DownloadStore {
         } catch {
             return .failed(error)
         }
+        if verifier != nil { note(ByteRange(streamPosition, streamPosition + Int64(body.count))) }
         streamPosition += Int64(body.count)
         counters.bytesReceived += Int64(body.count)
         return .more
@@ -112,6 +144,7 @@ final class DownloadStore {
 
     /// Checkpoints if the interval has passed and something new was written.
     func checkpointIfDue() {
+        flushVerification()
         guard let checkpointer, let plan else { return }
         checkpointer.checkpointIfDue(plan.written)
     }

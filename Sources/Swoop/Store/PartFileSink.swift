@@ -16,7 +16,6 @@ final class PartFileSink: BodySink {
     let paths: DownloadPaths
     private let disk: DiskQueue
     private let publisher: PublishQueue
-    private let checksum: Checksum?
     private let overwritesTarget: Bool
     private var part: PartFile?
     /// A segment map may exist: this download resumed one or checkpointed.
@@ -38,11 +37,10 @@ final class PartFileSink: BodySink {
     private var bytesSinceWriteback: Int64 = 0
     private var writebackInFlight = false
 
-    init(paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, checksum: Checksum?, overwritesTarget: Bool) {
+    init(paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, overwritesTarget: Bool) {
         self.paths = paths
         self.disk = disk
         self.publisher = publisher
-        self.checksum = checksum
         self.overwritesTarget = overwritesTarget
     }
 
@@ -181,7 +179,7 @@ final class PartFileSink: BodySink {
         }
         part = nil
         let item = Finalizer.Item(
-            body: body, paths: paths, size: size, record: record, checksum: checksum,
+            body: body, paths: paths, size: size, record: record,
             overwrite: overwritesTarget, removesMap: mapMayExist)
         guard mapMayExist else {
             publisher.publish(item, then: then)

@@ -7,7 +7,10 @@ import Crypto
 /// ```
 /// magic "SWOOPMAP" | version u16 | flags u16 | object size i64 | chunk size i64
 /// | ETag (u16 length + UTF-8) | Last-Modified (u16 + UTF-8) | URL (u16 + UTF-8)
-/// | bitmap length u32 | bitmap | SHA-256 of everything before (32 bytes)
+/// | bitmap length u32 | bitmap | [CRC runs, when flags bit 0 is set]
+/// | SHA-256 of everything before (32 bytes)
+///
+/// CRC runs: algorithm (u16 length + name) | count u32 | count x (start i64, end i64, crc u64)
 /// ```
 ///
 /// The URL is stored without credentials, query or fragment. Nothing else about the request
@@ -23,6 +26,9 @@ struct SegmentMap: Equatable, Sendable {
     /// The source URL, redacted.
     var url: String
     var chunks: ChunkSet
+    /// The CRCs of stretches already checked (a download verified by a CRC), so a resumed run
+    /// does not read them again.
+    var crcRuns: CRCRuns?
 
     var layout: ChunkLayout { ChunkLayout(objectSize: objectSize, chunkSize: chunkSize) }
 
@@ -35,6 +41,18 @@ struct SegmentMap: Equatable, Sendable {
         chunks.missingRuns.map { layout.byteRange(ofChunks: $0) }
     }
 
+    /// The complete stretches of the object, in order.
+    var completeRanges: [ByteRange] {
+        var ranges: [ByteRange] = []
+        var cursor: Int64 = 0
+        for missing in missingRanges {
+            if missing.lowerBound > cursor { ranges.append(ByteRange(cursor, missing.lowerBound)) }
+            cursor = missing.upperBound
+        }
+        if cursor < objectSize { ranges.append(ByteRange(cursor, objectSize)) }
+        return ranges
+    }
+
     /// The object the map's bytes belong to.
     var identity: ObjectIdentity { ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified) }
 
@@ -43,7 +61,7 @@ struct SegmentMap: Equatable, Sendable {
         out.reserveCapacity(96 + url.utf8.count + chunks.count / 8)
         out += Self.magic
         out.appendLittleEndian(Self.currentVersion)
-        out.appendLittleEndian(UInt16(0))
+        out.appendLittleEndian(UInt16(crcRuns == nil ? 0 : Self.hasCRCRuns))
         out.appendLittleEndian(objectSize)
         out.appendLittleEndian(chunkSize)
         out.appendString(etag ?? "")
@@ -52,6 +70,15 @@ struct SegmentMap: Equatable, Sendable {
         let bitmap = chunks.bitmapBytes
         out.appendLittleEndian(UInt32(bitmap.count))
         out += bitmap
+        if let crcRuns {
+            out.appendString(crcRuns.algorithm.rawValue)
+            out.appendLittleEndian(UInt32(crcRuns.runs.count))
+            for run in crcRuns.runs {
+                out.appendLittleEndian(run.range.lowerBound)
+                out.appendLittleEndian(run.range.upperBound)
+                out.appendLittleEndian(run.crc)
+            }
+        }
         out += Array(SHA256.hash(data: out))
         return out
     }
@@ -67,7 +94,7 @@ struct SegmentMap: Equatable, Sendable {
         guard digest == Array(bytes.suffix(32)) else { throw .checksumMismatch }
         reader.end = bytes.count - 32
         let flags: UInt16 = try reader.read()
-        guard flags == 0 else { throw .malformed("unknown flags \(flags)") }
+        guard flags & ~Self.hasCRCRuns == 0 else { throw .malformed("unknown flags \(flags)") }
         let objectSize: Int64 = try reader.read()
         let chunkSize: Int64 = try reader.read()
         // Bounds that keep every later computation (chunk counts, offsets) far from overflow.
@@ -80,14 +107,34 @@ struct SegmentMap: Equatable, Sendable {
         let bitmapLength: UInt32 = try reader.read()
         let layout = ChunkLayout(objectSize: objectSize, chunkSize: chunkSize)
         let bitmap = try reader.readBytes(Int(bitmapLength))
+        var crcRuns: CRCRuns?
+        if flags & Self.hasCRCRuns != 0 {
+            let name = try reader.readString()
+            let count: UInt32 = try reader.read()
+            guard Int(count) <= (reader.end - reader.offset) / 24 else { throw .truncated }
+            var runs: [CRCRuns.Run] = []
+            for _ in 0..<count {
+                let start: Int64 = try reader.read()
+                let end: Int64 = try reader.read()
+                let crc: UInt64 = try reader.read()
+                guard start >= 0, start < end, end <= objectSize else { throw .malformed("CRC run \(start)..<\(end)") }
+                runs.append(CRCRuns.Run(range: ByteRange(start, end), crc: crc))
+            }
+            guard let algorithm = Checksum.Algorithm(rawValue: name), let decoded = CRCRuns(algorithm: algorithm, runs: runs) else {
+                throw .malformed("CRC runs of '\(name)'")
+            }
+            crcRuns = decoded
+        }
         guard reader.offset == reader.end else { throw .malformed("\(reader.end - reader.offset) trailing bytes") }
         guard let chunks = ChunkSet(count: layout.chunkCount, bitmap: bitmap) else {
             throw .malformed("bitmap of \(bitmapLength) bytes for \(layout.chunkCount) chunks")
         }
         return SegmentMap(
             objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,
-            lastModified: lastModified.isEmpty ? nil : lastModified, url: url, chunks: chunks)
+            lastModified: lastModified.isEmpty ? nil : lastModified, url: url, chunks: chunks, crcRuns: crcRuns)
     }
+
+    private static let hasCRCRuns: UInt16 = 1
 }
 
 /// Why a segment map was not trusted.

@@ -65,6 +65,9 @@ final class Connection: ExchangeDelegate {
 
     /// A sample job's bytes (see ``Job/sample(_:)``).
     private var sampled: [UInt8] = []
+    /// The current response's own digest (`Content-Digest`) and the hash of its bytes so far:
+    /// checked at its end before its bytes count (see ``DownloadStore/checksEachResponse``).
+    private var responseCheck: (expected: PublishedDigest, hasher: DigestHasher)?
 
     /// Whether this slot has sent a request yet.
     private var hasSentRequest = false
@@ -149,6 +152,7 @@ final class Connection: ExchangeDelegate {
         failure = nil
         retryAfter = nil
         sampled = []
+        responseCheck = nil
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
         sampledAt = nil
@@ -162,6 +166,15 @@ final class Connection: ExchangeDelegate {
         self.job = job
         self.store = store
         self.object = object
+        if case .segment(let segment, _) = job { expectDigest(object.digests.preferredForResponse, for: segment) }
+    }
+
+    /// Checks this response's bytes against `digest` before they count, if the store wants it.
+    private func expectDigest(_ digest: PublishedDigest?, for segment: Segment) {
+        responseCheck = nil
+        guard let digest, let store, store.checksEachResponse, let plan = store.plan, segment.partner == nil else { return }
+        responseCheck = (digest, DigestHasher(digest.checksum.algorithm))
+        plan.hold(segment)
     }
 
     /// Points the slot at the store and object its segment requests serve.
@@ -223,10 +236,13 @@ final class Connection: ExchangeDelegate {
         switch job {
         case .probe(let requested), .sample(let requested):
             return delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
-        case .segment(_, let requested):
+        case .segment(let segment, let requested):
             guard let object else { return .abort }
             do {
                 try ResponseValidator.segment(head, requested: requested, object: object)
+                if store?.checksEachResponse == true {
+                    expectDigest(PublishedDigests(head, bodyIsWholeObject: false).preferredForResponse, for: segment)
+                }
                 return .deliver
             } catch {
                 failure = error
@@ -256,6 +272,7 @@ final class Connection: ExchangeDelegate {
         let verdict: DownloadStore.WriteVerdict
         switch job {
         case .segment(let segment, let request):
+            if responseCheck != nil { responseCheck!.hasher.update(body) }
             verdict = store.write(body, for: segment, requestEnd: request.upperBound)
         case .stream:
             verdict = store.writeStream(body)
@@ -279,7 +296,32 @@ final class Connection: ExchangeDelegate {
         self.job = nil
         releasePermit()
         measure(exchange)
-        delegate?.connection(self, didFinish: job, with: report(outcome, of: job))
+        var outcome = report(outcome, of: job)
+        if case .segment(let segment, let requested) = job, let check = responseCheck {
+            outcome = settle(check, of: segment, requested: requested, outcome: outcome)
+        }
+        delegate?.connection(self, didFinish: job, with: outcome)
+    }
+
+    /// A checked response ended: its bytes count if it arrived whole and matches its digest;
+    /// otherwise they are fetched again (a mismatch is a bad response, retried).
+    private func settle(_ check: (expected: PublishedDigest, hasher: DigestHasher), of segment: Segment, requested: ByteRange, outcome: Outcome) -> Outcome {
+        responseCheck = nil
+        guard let plan = store?.plan else { return outcome }
+        guard case .completed = outcome else {
+            plan.rewind(segment)
+            return outcome
+        }
+        let computed = check.hasher.finalize()
+        guard computed == check.expected.checksum else {
+            plan.rewind(segment)
+            let location = object?.url.redacted ?? url?.redacted ?? ""
+            let message = "the response for bytes \(requested) does not match its \(check.expected.header): it says \(check.expected.written(check.expected.checksum)), "
+                + "its bytes give \(check.expected.written(computed)); fetching them again (\(location))"
+            return .failed(.invalidResponse(message), retryAfter: retryAfter)
+        }
+        plan.confirm(segment)
+        return outcome
     }
 
     /// The one outcome of an exchange: the transfer's end, judged against what the job asked for.

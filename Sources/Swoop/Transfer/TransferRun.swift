@@ -195,7 +195,8 @@ final class TransferRun: ConnectionDelegate {
             }
             request(segment, on: connection, from: source)
         }
-        if configuration.hedgesSlowTail && !isCapped(at: now) { hedgeSlowTail(now: now) }
+        // A response checked against its own digest cannot be cut short or shared by a hedge.
+        if configuration.hedgesSlowTail && !store.checksEachResponse && !isCapped(at: now) { hedgeSlowTail(now: now) }
         if !connections.contains(where: \.isBusy), let next = [plan.nextRetryTime, sources.nextWake].compactMap({ $0 }).min() {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
@@ -231,7 +232,8 @@ final class TransferRun: ConnectionDelegate {
     /// Where to cut `victim`'s request in flight for an idle connection (see
     /// ``TransferPolicy/cutPoint(_:rate:others:roundTrip:minimumStealSize:layout:)``).
     private func cutPoint(_ victim: Segment, roundTrip: Double, now: ContinuousClock.Instant) -> Int64? {
-        guard let plan = store.plan, let id = victim.ownerID, connections.indices.contains(id), connections[id].isTransferring else { return nil }
+        guard let plan = store.plan, !store.checksEachResponse, let id = victim.ownerID, connections.indices.contains(id),
+              connections[id].isTransferring else { return nil }
         let others = connections.filter(\.isTransferring).map(\.recentRate)
         return policy.cutPoint(
             SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),

@@ -1,0 +1,154 @@
+import Crypto
+
+/// A digest of a whole object: one the caller expects, one a server published, or one computed.
+///
+/// ```swift
+/// let checksum = Checksum("sha-256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+/// ```
+public struct Checksum: Sendable, Equatable, CustomStringConvertible {
+    /// A digest algorithm. The CRCs are checked as the bytes arrive, chunk by chunk, and
+    /// combined; the hashes are computed over the file in order as its complete prefix grows.
+    public enum Algorithm: String, Sendable, CaseIterable {
+        case md5 = "md5"
+        case sha1 = "sha-1"
+        case sha256 = "sha-256"
+        case sha384 = "sha-384"
+        case sha512 = "sha-512"
+        /// CRC-32 (ISO-HDLC, as zlib).
+        case crc32 = "crc32"
+        /// CRC-32C (Castagnoli).
+        case crc32c = "crc32c"
+        /// CRC-64/NVME (S3's crc64nvme).
+        case crc64nvme = "crc64nvme"
+        /// CRC-64/XZ (Alibaba OSS's crc64ecma).
+        case crc64xz = "crc64xz"
+
+        /// The digest's length in bytes.
+        public var byteCount: Int {
+            switch self {
+            case .md5: 16
+            case .sha1: 20
+            case .sha256: 32
+            case .sha384: 48
+            case .sha512: 64
+            case .crc32, .crc32c: 4
+            case .crc64nvme, .crc64xz: 8
+            }
+        }
+
+        /// Whether digests of pieces combine into the digest of the whole (the CRCs).
+        var crc: CRC? {
+            switch self {
+            case .crc32: .crc32
+            case .crc32c: .crc32c
+            case .crc64nvme: .crc64nvme
+            case .crc64xz: .crc64xz
+            case .md5, .sha1, .sha256, .sha384, .sha512: nil
+            }
+        }
+
+        /// An algorithm by name: `sha-256`, `sha256`, `SHA_256`; `crc64ecma` is `crc64xz`.
+        public init?(name: some StringProtocol) {
+            let key = name.lowercased().filter { $0 != "-" && $0 != "_" }
+            if key == "crc64ecma" {
+                self = .crc64xz
+                return
+            }
+            guard let found = Self.allCases.first(where: { $0.rawValue.filter { $0 != "-" } == key }) else { return nil }
+            self = found
+        }
+    }
+
+    public let algorithm: Algorithm
+    /// The digest bytes (a CRC big-endian, as object stores encode it).
+    public let digest: [UInt8]
+
+    /// Parses `ALGORITHM=HEX` (aria2's form: `sha-256=...`; `sha256=...` also works). The
+    /// algorithms are ``Algorithm``'s; a CRC's hex is its value, e.g. `crc32c=e3069283`.
+    public init?(_ text: String) {
+        guard let equals = text.firstIndex(of: "="), let algorithm = Algorithm(name: text[..<equals]) else { return nil }
+        self.init(algorithm: algorithm, hex: String(text[text.index(after: equals)...]))
+    }
+
+    /// A digest from its hexadecimal form; `nil` if it is not one of the right length.
+    public init?(algorithm: Algorithm, hex: String) {
+        let digits = Array(hex.lowercased().utf8)
+        guard digits.count == 2 * algorithm.byteCount, digits.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else { return nil }
+        func value(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit - 48 : digit - 87 }
+        self.algorithm = algorithm
+        digest = stride(from: 0, to: digits.count, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
+    }
+
+    /// A digest already in bytes; `nil` if it is not of the algorithm's length.
+    public init?(algorithm: Algorithm, digest: [UInt8]) {
+        guard digest.count == algorithm.byteCount else { return nil }
+        self.algorithm = algorithm
+        self.digest = digest
+    }
+
+    /// A CRC from its value.
+    init(algorithm: Algorithm, crc: UInt64) {
+        self.algorithm = algorithm
+        digest = (0..<algorithm.byteCount).reversed().map { UInt8(truncatingIfNeeded: crc >> (8 * UInt64($0))) }
+    }
+
+    /// A CRC's value (the digest bytes read big-endian).
+    var crcValue: UInt64 { digest.reduce(0) { $0 << 8 | UInt64($1) } }
+
+    public var hex: String { digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
+
+    public var description: String { "\(algorithm.rawValue)=\(hex)" }
+}
+
+/// Computes one algorithm's digest over bytes fed in order.
+struct DigestHasher {
+    private enum State {
+        case crc(CRC, UInt64)
+        case md5(Insecure.MD5)
+        case sha1(Insecure.SHA1)
+        case sha256(SHA256)
+        case sha384(SHA384)
+        case sha512(SHA512)
+    }
+
+    let algorithm: Checksum.Algorithm
+    private var state: State
+
+    init(_ algorithm: Checksum.Algorithm) {
+        self.algorithm = algorithm
+        switch algorithm {
+        case .md5: state = .md5(Insecure.MD5())
+        case .sha1: state = .sha1(Insecure.SHA1())
+        case .sha256: state = .sha256(SHA256())
+        case .sha384: state = .sha384(SHA384())
+        case .sha512: state = .sha512(SHA512())
+        case .crc32, .crc32c, .crc64nvme, .crc64xz: state = .crc(algorithm.crc!, 0)
+        }
+    }
+
+    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        switch state {
+        case .crc(let crc, let value): state = .crc(crc, crc.update(value, bytes))
+        case .md5(var hash): hash.update(bufferPointer: bytes); state = .md5(hash)
+        case .sha1(var hash): hash.update(bufferPointer: bytes); state = .sha1(hash)
+        case .sha256(var hash): hash.update(bufferPointer: bytes); state = .sha256(hash)
+        case .sha384(var hash): hash.update(bufferPointer: bytes); state = .sha384(hash)
+        case .sha512(var hash): hash.update(bufferPointer: bytes); state = .sha512(hash)
+        }
+    }
+
+    mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    func finalize() -> Checksum {
+        switch state {
+        case .crc(_, let value): Checksum(algorithm: algorithm, crc: value)
+        case .md5(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
+        case .sha1(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
+        case .sha256(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
+        case .sha384(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
+        case .sha512(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
+        }
+    }
+}

@@ -1,0 +1,279 @@
+import Dispatch
+import Logging
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One digest a download is checked against, and where the expected value came from.
+struct DigestCheck: Sendable {
+    var expected: Checksum
+    var source: VerifiedDigest.Source
+    /// The header it came from, to show values as the server writes them.
+    var published: PublishedDigest?
+
+    /// `digest` as the source writes it: a header's notation, or `ALGORITHM=HEX`.
+    func shown(_ digest: Checksum) -> String {
+        published?.written(digest) ?? digest.description
+    }
+
+    /// The failure when the bytes give `computed`.
+    func mismatch(_ computed: Checksum, target: String) -> DownloadError {
+        let what = switch source {
+        case .expectedChecksum: "the expected checksum"
+        case .server(let header): "the server's \(header) header"
+        }
+        return DownloadError(
+            .checksumMismatch,
+            "checksum mismatch for \(target): \(what) says \(shown(expected)), the downloaded bytes give \(shown(computed)); "
+                + "nothing was kept at the target and the partial download was deleted")
+    }
+}
+
+extension DigestCheck {
+    /// What a download is checked against: `expected` (the caller's), and the whole-object
+    /// digest the server published that ``PublishedDigests/preference`` puts first, when
+    /// `verifyingPublished`. Says at `info` level what else was seen and why it is not used.
+    static func checks(expected: Checksum?, published: PublishedDigests, verifyingPublished: Bool, logger: Logger) -> [DigestCheck] {
+        var checks: [DigestCheck] = []
+        if let expected { checks.append(DigestCheck(expected: expected, source: .expectedChecksum, published: nil)) }
+        for note in published.unusable { logger.info("server digest \(note)") }
+        guard let chosen = published.preferred else { return checks }
+        guard verifyingPublished else {
+            logger.info("not verifying \(chosen) (verification of published digests is off)")
+            return checks
+        }
+        logger.info("verifying the server's digest \(chosen)")
+        for other in published.object where other != chosen {
+            logger.debug("also published, not checked: \(other)")
+        }
+        checks.append(DigestCheck(expected: chosen.checksum, source: .server(header: chosen.header), published: chosen))
+        return checks
+    }
+}
+
+/// Computes a download's digests while it runs, off the transfer thread, so they are ready a
+/// moment after the last byte: the file is never read again at the end.
+///
+/// The store hands over each stretch of the object once it is complete (``add(_:)``). CRCs are
+/// computed per stretch, in any order, and combined (``CRCRuns``, kept in the segment map); the
+/// hashes (SHA-2, MD5) need the bytes in order and follow the complete prefix of the file. Both
+/// read the stretches back from `FILE.part`, from the page cache, on the verifier's own queue.
+/// ``finish(size:inMemory:then:)`` checks whatever is left and compares.
+final class ObjectVerifier: @unchecked Sendable {
+    let checks: [DigestCheck]
+    private let path: String
+    private let target: String
+    private let work: DiskQueue
+    /// The CRC runs so far, for checkpoints (read on the transfer thread).
+    private let snapshot: Mutex<CRCRuns?>
+    private let cancelled = Atomic<Bool>(false)
+
+    // The queue's own state.
+    private var crc: CRCRuns?
+    private var ordered: [DigestHasher]
+    /// Bytes below this offset went through the ordered hashers.
+    private var prefix: Int64 = 0
+    /// Complete stretches beyond the prefix, in order, disjoint.
+    private var ahead: [ByteRange] = []
+    private var descriptor: FileDescriptor?
+    private var failure: DownloadError?
+
+    /// `resumed`: CRC runs a segment map kept, already limited to its complete chunks.
+    init(checks: [DigestCheck], path: String, target: String, loop: TransferLoop, resumed: CRCRuns?) {
+        self.checks = checks
+        self.path = path
+        self.target = target
+        work = DiskQueue(queue: DispatchQueue(label: "swoop.verify"), loop: loop)
+        let crcAlgorithm = checks.lazy.map(\.expected.algorithm).first { $0.crc != nil }
+        if let crcAlgorithm {
+            crc = resumed?.algorithm == crcAlgorithm ? resumed : CRCRuns(algorithm: crcAlgorithm)
+        }
+        // Everything else goes in order (a second CRC too: one set of runs is kept).
+        var seen: Set<Checksum.Algorithm> = crcAlgorithm.map { [$0] } ?? []
+        ordered = checks.compactMap { check in
+            let algorithm = check.expected.algorithm
+            guard seen.insert(algorithm).inserted else { return nil }
+            return DigestHasher(algorithm)
+        }
+        snapshot = Mutex(crc)
+    }
+
+    /// The CRC runs checked so far, for the segment map (`nil`: no CRC is checked).
+    var crcRuns: CRCRuns? { snapshot.withLock { $0 } }
+
+    /// Stretches of the object that are complete (transfer thread). They are read and hashed
+    /// on the verifier's queue.
+    func add(_ ranges: [ByteRange]) {
+        guard !ranges.isEmpty else { return }
+        work.run { [self] in
+            for range in ranges { absorb(range) }
+            advancePrefix(to: nil)
+            let runs = crc
+            snapshot.withLock { $0 = runs }
+        }
+    }
+
+    /// Stops reading: the download is over or starts again. Pending work ends early.
+    func cancel() {
+        cancelled.store(true, ordering: .relaxed)
+        work.run { [self] in closeDescriptor() }
+    }
+
+    /// Checks the rest (everything no stretch covered, as after a resume), compares, and calls
+    /// `then` on the transfer thread with the digests verified or the mismatch. `inMemory`: the
+    /// object's bytes, for one small enough to be held (nothing is read from disk then).
+    func finish(size: Int64, inMemory: [UInt8]?, then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void) {
+        if let inMemory {
+            then(compare(checks.map { check in
+                var hasher = DigestHasher(check.expected.algorithm)
+                hasher.update(inMemory)
+                return hasher.finalize()
+            }))
+            return
+        }
+        work.run({ [self] () -> Result<[VerifiedDigest], DownloadError> in
+            defer { closeDescriptor() }
+            absorb(ByteRange(0, size))
+            advancePrefix(to: size)
+            if let failure { return .failure(failure) }
+            let computed = checks.map { check -> Checksum in
+                if let crc, crc.algorithm == check.expected.algorithm, let value = crc.whole(size: size) {
+                    return Checksum(algorithm: crc.algorithm, crc: value)
+                }
+                return ordered.first { $0.algorithm == check.expected.algorithm }!.finalize()
+            }
+            return compare(computed)
+        }, then: then)
+    }
+
+    private func compare(_ computed: [Checksum]) -> Result<[VerifiedDigest], DownloadError> {
+        for (check, digest) in zip(checks, computed) where digest != check.expected {
+            return .failure(check.mismatch(digest, target: target))
+        }
+        return .success(checks.map { VerifiedDigest(source: $0.source, checksum: $0.expected) })
+    }
+
+    // MARK: On the queue
+
+    /// Takes one complete stretch: CRCs for the parts not yet checked, the ordered hashers too
+    /// when it continues the prefix (one read for both), else it waits in `ahead`.
+    private func absorb(_ range: ByteRange) {
+        let feedsPrefix = !ordered.isEmpty && range.lowerBound <= prefix && range.upperBound > prefix
+        if var runs = crc {
+            for gap in runs.gaps(in: range) {
+                var value: UInt64 = 0
+                let crcOfGap = runs.algorithm.crc!
+                let continues = feedsPrefix && gap.lowerBound == prefix
+                read(gap) { bytes in
+                    value = crcOfGap.update(value, bytes)
+                    if continues { for index in ordered.indices { ordered[index].update(bytes) } }
+                }
+                guard failure == nil else { return }
+                runs.insert(gap, crc: value)
+                if continues { prefix = gap.upperBound }
+            }
+            crc = runs
+        }
+        guard !ordered.isEmpty, range.upperBound > prefix else { return }
+        let rest = ByteRange(max(range.lowerBound, prefix), range.upperBound)
+        let index = ahead.firstIndex { $0.lowerBound > rest.lowerBound } ?? ahead.endIndex
+        ahead.insert(rest, at: index)
+    }
+
+    /// Feeds the ordered hashers every byte that is now contiguous from the prefix (to `size`
+    /// at the end, whatever was recorded).
+    private func advancePrefix(to size: Int64?) {
+        guard !ordered.isEmpty else { return }
+        while failure == nil {
+            var end = prefix
+            ahead.removeAll { range in
+                guard range.lowerBound <= end else { return false }
+                end = max(end, range.upperBound)
+                return true
+            }
+            if let size { end = size }
+            guard end > prefix else { return }
+            read(ByteRange(prefix, end)) { bytes in
+                for index in ordered.indices { ordered[index].update(bytes) }
+            }
+            prefix = end
+            if size != nil { return }
+        }
+    }
+
+    /// Reads `range` of the part file in pieces of at most 1 MiB.
+    private func read(_ range: ByteRange, _ body: (UnsafeRawBufferPointer) -> Void) {
+        guard failure == nil, !range.isEmpty else { return }
+        if cancelled.load(ordering: .relaxed) {
+            failure = DownloadError(.cancelled, "the download stopped")
+            return
+        }
+        let descriptor: FileDescriptor
+        if let open = self.descriptor {
+            descriptor = open
+        } else {
+            do {
+                descriptor = try FileDescriptor.open(path, .readOnly, options: .closeOnExec)
+            } catch {
+                failure = .localIO("cannot read back", path: path, errno: (error as? Errno)?.rawValue ?? EIO)
+                return
+            }
+            self.descriptor = descriptor
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(min(range.count, 1 << 20)), alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            if cancelled.load(ordering: .relaxed) {
+                failure = DownloadError(.cancelled, "the download stopped")
+                return
+            }
+            let wanted = Int(min(Int64(buffer.count), range.upperBound - offset))
+            let count: Int
+            do {
+                count = try descriptor.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+            } catch {
+                failure = .localIO("cannot read back", path: path, errno: (error as? Errno)?.rawValue ?? EIO)
+                return
+            }
+            guard count > 0 else {
+                failure = DownloadError(.localIO, "cannot read back \(path): it ends at \(offset) bytes, before \(range.upperBound)")
+                return
+            }
+            body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            offset += Int64(count)
+        }
+    }
+
+    private func closeDescriptor() {
+        try? descriptor?.close()
+        descriptor = nil
+    }
+}
+
+/// A digest a download was checked against, for ``DownloadResult``.
+public struct VerifiedDigest: Sendable, Equatable, CustomStringConvertible {
+    /// Where the expected value came from.
+    public enum Source: Sendable, Equatable {
+        /// ``DownloadRequest/expectedChecksum``.
+        case expectedChecksum
+        /// A header of the server's response (its name, lowercase: `x-goog-hash`, `repr-digest`).
+        case server(header: String)
+    }
+
+    public var source: Source
+    /// The digest, which the downloaded bytes matched.
+    public var checksum: Checksum
+
+    public var description: String {
+        switch source {
+        case .expectedChecksum: "\(checksum) (expected checksum)"
+        case .server(let header): "\(checksum) (\(header))"
+        }
+    }
+}
