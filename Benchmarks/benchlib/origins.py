@@ -69,7 +69,7 @@ def _port_open(host, port):
         return False
 
 
-def nginx_config(prefix, root, host, port, rate=None, conn_limit=None):
+def nginx_config(prefix, root, host, port, rate=None, conn_limit=None, extra_locations=""):
     """A foreground, single-process nginx whose files all live under `prefix`. `conn_limit`: at most
     that many connections per client address (503 beyond), like a mirror's per-client limit."""
     http_lines = ""
@@ -110,16 +110,20 @@ http {{
         root {root};
         location / {{
 {rate_lines}        }}
+{extra_locations}
     }}
 }}
-""".format(prefix=prefix, root=root, host=host, port=port, rate_lines=rate_lines, http_lines=http_lines)
+""".format(prefix=prefix, root=root, host=host, port=port, rate_lines=rate_lines, http_lines=http_lines,
+           extra_locations=extra_locations)
 
 
 class Nginx:
     """nginx serving `root` on host:port (a free loopback port by default), optionally in a netns."""
 
-    def __init__(self, root, label, rate=None, host="127.0.0.1", port=None, netns=None, conn_limit=None):
+    def __init__(self, root, label, rate=None, host="127.0.0.1", port=None, netns=None, conn_limit=None,
+                 extra_locations=""):
         self.root, self.label, self.rate, self.conn_limit = root, label, rate, conn_limit
+        self.extra_locations = extra_locations
         self.host, self.port, self.netns = host, port, netns
         self.proc = None
         self.prefix = os.path.join(TMP_DIR, "nginx-%s-%d" % (label, os.getpid()))
@@ -137,7 +141,8 @@ class Nginx:
             os.makedirs(os.path.join(self.prefix, "temp"))
             conf = os.path.join(self.prefix, "nginx.conf")
             with open(conf, "w") as f:
-                f.write(nginx_config(self.prefix, self.root, self.host, port, self.rate, self.conn_limit))
+                f.write(nginx_config(self.prefix, self.root, self.host, port, self.rate, self.conn_limit,
+                                     self.extra_locations))
             cmd = [nginx, "-p", self.prefix, "-c", conf, "-e", os.path.join(self.prefix, "error.log")]
             if self.netns:
                 cmd = ["ip", "netns", "exec", self.netns] + cmd

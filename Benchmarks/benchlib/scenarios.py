@@ -18,7 +18,7 @@ from . import origins, sources
 from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S7", "S8", "S9", "S9n", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S7", "S8", "S9", "S9n", "S10", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -42,7 +42,7 @@ class Entry:
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
-                 sync="each"):
+                 sync="each", published_digest=None):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -55,6 +55,8 @@ class Scenario:
         self.targets = targets          # fn(summaries by id) -> [(text, met or None)]
         self.skipped = list(skipped)    # [(label, why)]
         self.sync = sync                # file sets: "each" (fsync per file) or "filesystem" (one syncfs)
+        # nginx also serves each object under /digest/ with this header: fn(path) -> (name, value)
+        self.published_digest = published_digest
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -320,6 +322,28 @@ def build(name, quick, cfg):
              Entry("aria2c-mirrors", "aria2c", "aria2c -x4 -s8 -k1M URL1 URL2", ["-x4", "-s8", "-k1M", "{mirror}"], **ideal_kw)],
             "mirrors-nginx", nginx_rate="8m", timeout=300, targets=targets)
 
+    if name == "S10":
+        size = 256 * MiB if q else 4 * GiB
+
+        def targets(s):
+            out = []
+            for sid, what in (("swoop-sha256", "--checksum sha256"), ("swoop-crc64", "an x-oss-hash-crc64ecma header")):
+                out += _wall_ratio_target(s, sid, "swoop-plain", "swoop with %s: wall within 5%% of without" % what, 1.05)
+            return out
+
+        return Scenario(
+            "S10", "Verification as the bytes arrive: loopback nginx, %s" % human_size(size),
+            "The same download three ways: unverified (--no-verify, the baseline), with --checksum sha256=... "
+            "(a hash in order over the file's growing complete prefix, read back from the page cache on the "
+            "verifier's thread), and from /digest/ where nginx adds x-oss-hash-crc64ecma (a CRC per chunk as "
+            "chunks complete, combined at the end). Before this, --checksum read the whole file again after the "
+            "download. The CRC header's value comes from an independent C reference (benchlib/crc64xz.c).",
+            {"main": ("random", size)},
+            [swoop("swoop-plain", "swoop --no-verify", ["--no-verify"]),
+             swoop("swoop-sha256", "swoop --checksum sha256=...", ["--checksum", "sha256={sha256}"]),
+             swoop("swoop-crc64", "swoop, x-oss-hash-crc64ecma published", [], origin="digest")],
+            "nginx", timeout=400, targets=targets, published_digest=_crc64_header)
+
     if name == "S8":
         size = 64 * MiB if q else 256 * MiB
         ideal = 16 * 8.0  # MiB/s: 16 connections x limit_rate 8m
@@ -507,9 +531,19 @@ def _origins(sc, objs, bins, lab_name):
     info = {}
     with contextlib.ExitStack() as stack:
         if sc.origin_kind == "nginx":
-            ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate))
+            extra = ""
+            if sc.published_digest:
+                # One object: its digest header on /digest/NAME (the same file).
+                (only,) = objs.values()
+                header, value = sc.published_digest(os.path.join(WWW_DIR, only["name"]))
+                extra = '        location /digest/ {\n            alias %s/;\n            add_header %s "%s";\n        }' % (
+                    WWW_DIR, header, value)
+                info["published_digest"] = "%s: %s" % (header, value)
+            ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate, extra_locations=extra))
             urls = {("main", k): "%s/%s" % (ng.base_url, o["dir"] if o["kind"] == "files" else o["name"])
                     for k, o in objs.items()}
+            if sc.published_digest:
+                urls.update({("digest", k): "%s/digest/%s" % (ng.base_url, o["name"]) for k, o in objs.items()})
             info["origin"] = "nginx %s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "")
             yield urls, [], info
         elif sc.origin_kind == "mirrors-nginx":
@@ -553,6 +587,26 @@ def _origins(sc, objs, bins, lab_name):
             yield urls, [], info
         else:
             raise ValueError(sc.origin_kind)
+
+
+def _crc64_header(path):
+    """("x-oss-hash-crc64ecma", decimal CRC-64/XZ of the file), from benchlib/crc64xz.c (compiled once),
+    cached beside the file by its size and modification time."""
+    cache = path + ".crc64xz"
+    stamp = "%d %d" % (os.path.getsize(path), int(os.path.getmtime(path)))
+    if os.path.isfile(cache):
+        with open(cache) as f:
+            saved_stamp, _, value = f.read().partition("\n")
+        if saved_stamp == stamp:
+            return "x-oss-hash-crc64ecma", value.strip()
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crc64xz.c")
+    binary = os.path.join(TMP_DIR, "crc64xz")
+    os.makedirs(TMP_DIR, exist_ok=True)
+    subprocess.run(["cc", "-O2", "-o", binary, source], check=True)
+    value = subprocess.run([binary, path], check=True, capture_output=True, text=True).stdout.strip()
+    with open(cache, "w") as f:
+        f.write(stamp + "\n" + value + "\n")
+    return "x-oss-hash-crc64ecma", value
 
 
 def _flush_tcp_metrics(netns):
@@ -617,6 +671,8 @@ def run_scenario(sc, cfg, bins):
                     command = tool_command(e, bins, url, output)
                     # A second source's URL, where the entry asks for it.
                     command = [urls.get(("mirror", e.obj), a) if a == "{mirror}" else a for a in command]
+                    # The object's own digest, where the entry passes it (--checksum sha256={sha256}).
+                    command = [a.replace("{sha256}", objs[e.obj].get("sha256", "")) for a in command]
                     entry_results[e.id]["command"] = prefix + command
             alternating = [e for e in sc.entries if e.mode == "alternate"]
             singles = [e for e in sc.entries if e.mode == "single"]

@@ -319,10 +319,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let resumedRuns = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }
         let verifier = ObjectVerifier(checks: checks, path: paths.part, target: paths.target, loop: loop, resumed: resumedRuns)
         self.verifier = verifier
-        store?.verify(with: verifier)
+        // An object small enough to be held in memory is checked there at the end.
+        guard let store, (found.size ?? .max) > PartFileSink.holdLimit || map != nil else { return }
+        store.verify(with: verifier)
         // What an earlier run wrote: checked now, while the rest arrives (CRC runs the map kept
         // are not read again; a hash starts from the beginning of the file).
-        if let map, store != nil { verifier.add(map.completeRanges) }
+        if let map { verifier.add(map.completeRanges) }
     }
 
     /// Every byte is in the sink: check its digests, then let it deliver the object (make it

@@ -36,7 +36,7 @@ struct Summary: Encodable {
         alreadyComplete = result.alreadyComplete
         etag = result.etag
         sources = result.sources.isEmpty ? nil : result.sources.map(SourceSummary.init)
-        verified = result.alreadyComplete ? nil : result.verified.map(VerifiedSummary.init)
+        verified = result.verified.isEmpty ? nil : result.verified.map(VerifiedSummary.init)
     }
 
     init(error: DownloadError, path: String) {

@@ -77,6 +77,26 @@ public struct FaultSwitches: Sendable, Hashable {
     /// later segment requests meet the lie).
     public var honestFirstRequests = 0
 
+    /// One byte of the object served wrong (XOR 0xFF) in the responses that carry it; its
+    /// published digests (``TestObject/headers``, `Content-Digest`) still describe the right bytes.
+    public struct FlipByte: Sendable, Hashable {
+        /// The object offset of the byte.
+        public var offset: Int64
+        /// Only this many responses carrying it are wrong (then it is served right); `nil`: all.
+        public var responses: Int?
+
+        public init(offset: Int64, responses: Int? = nil) {
+            self.offset = offset
+            self.responses = responses
+        }
+    }
+
+    /// Serves one byte wrong (see ``FlipByte``).
+    public var flipByte: FlipByte? = nil
+    /// Sends `Content-Digest: sha-256=:...:` (RFC 9530) of each 200 and 206 body: of the right
+    /// bytes, even where ``flipByte`` makes them wrong.
+    public var contentDigest = false
+
     /// All switches off.
     public init() {}
 }

@@ -26,6 +26,9 @@ public struct TestObject: Sendable, Hashable {
     /// A `Content-Disposition` header value sent verbatim with the object's 200 and 206
     /// responses (e.g. `attachment; filename="report.pdf"`); none when `nil`.
     public var contentDisposition: String? = nil
+    /// More header fields sent verbatim with the object's 200 and 206 responses (a digest the
+    /// "server" publishes: `x-goog-hash`, `Repr-Digest`, ...).
+    public var headers: [String: String] = [:]
 
     public init(size: Int64, seed: UInt64 = 1, etag: ETagStyle = .strong, lastModified: Bool = true) {
         precondition(size >= 0, "TestObject size must not be negative")

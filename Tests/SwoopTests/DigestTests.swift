@@ -140,9 +140,17 @@ struct DigestTests {
         #expect(typed.object.isEmpty)
         let md5 = Data(repeating: 9, count: 16).base64EncodedString()
         let partial = PublishedDigests(head([("Content-MD5", md5), ("Digest", "SHA-256=\(Self.shaBase64)")]), bodyIsWholeObject: false)
-        #expect(partial.object.isEmpty && partial.response.count == 1)
+        #expect(partial.object.isEmpty && partial.response.isEmpty && partial.unusable.count == 2)
         let whole = PublishedDigests(head([("Content-MD5", md5), ("Digest", "SHA-256=\(Self.shaBase64)")], status: 200), bodyIsWholeObject: true)
         #expect(whole.object.count == 2 && whole.preferred?.header == "digest")
+    }
+
+    @Test func contentDigestRepeatingTheObjectsOnAPartIsNotUsed() {
+        let value = "sha-256=:\(Self.shaBase64):"
+        let found = PublishedDigests(head([("Repr-Digest", value), ("Content-Digest", value)]), bodyIsWholeObject: false)
+        #expect(found.response.isEmpty && found.object.count == 1)
+        let whole = PublishedDigests(head([("Content-Digest", value)], status: 200), bodyIsWholeObject: true)
+        #expect(whole.response.count == 1 && whole.object.count == 1)
     }
 
     @Test func aChangedDigestIsAnotherObject() {

@@ -40,7 +40,8 @@ struct PublishedDigest: Sendable, Equatable, CustomStringConvertible {
 ///
 /// Whole-object digests: `Repr-Digest` (RFC 9530), `x-goog-hash`, `x-amz-checksum-*` (not a
 /// composite of parts), `x-oss-hash-crc64ecma`; `Content-MD5` and RFC 3230 `Digest` only when
-/// the body is the whole object (a 200), since on a 206 they describe the part. Pure.
+/// the body is the whole object (a 200), since on a 206 they describe the part (or, from servers
+/// that add them statically, wrongly the object). Pure.
 struct PublishedDigests: Sendable, Equatable {
     var object: [PublishedDigest] = []
     var response: [PublishedDigest] = []
@@ -70,9 +71,11 @@ struct PublishedDigests: Sendable, Equatable {
                     unusable.append("\(name): on a partial response it may describe only the part; not used")
                 }
             case "content-md5":
-                let found = plain(name, value, .md5)
-                response += found
-                if bodyIsWholeObject { object += found }
+                // RFC 1864 says of the body, but servers that add it as a static header send the
+                // object's on every 206 too: only a whole body is trusted to match it.
+                if bodyIsWholeObject { object += plain(name, value, .md5) } else {
+                    unusable.append("\(name): on a partial response it may describe the object, not the part; not used")
+                }
             case "x-oss-hash-crc64ecma":
                 if let crc = UInt64(value.trimmingWhitespace) {
                     object.append(PublishedDigest(header: name, checksum: Checksum(algorithm: .crc64xz, crc: crc), notation: .decimal))
@@ -84,6 +87,19 @@ struct PublishedDigests: Sendable, Equatable {
             default:
                 continue
             }
+        }
+        dropMislabelled(bodyIsWholeObject: bodyIsWholeObject)
+    }
+
+    /// Drops a `Content-Digest` of a partial response that repeats the representation's digest:
+    /// the server labels the object's digest as the response's (a static header); it would never
+    /// match a part, and the object's digest is checked anyway.
+    private mutating func dropMislabelled(bodyIsWholeObject: Bool) {
+        guard !bodyIsWholeObject else { return }
+        let before = response.count
+        response.removeAll { part in object.contains { $0.checksum == part.checksum } }
+        if response.count < before {
+            unusable.append("content-digest: repeats the object's digest on a partial response, so it describes the object, not the part; not used")
         }
     }
 

@@ -177,10 +177,11 @@ final class OriginConnectionHandler: ChannelInboundHandler {
     private func writeSlice(of response: Response, count: Int, context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: count)
         switch response.plan.body {
-        case .payload(let seed, let offset):
+        case .payload(let seed, let offset, let flip):
             let at = offset + response.queued
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { memory in
                 Payload.fill(UnsafeMutableRawBufferPointer(rebasing: memory[0..<count]), seed: seed, offset: at)
+                if let flip, flip >= at, flip < at + Int64(count) { memory[Int(flip - at)] ^= 0xFF }
                 return count
             }
         case .fixed(let bytes):

@@ -147,6 +147,9 @@ final class OriginCore: Sendable {
                 connectionID: connectionID,
                 faults: state.faults
             ).plan(object: state.objects[target.path], redirect: state.redirects[target.path])
+            if case .payload(_, _, _?) = plan.body, let left = state.faults.flipByte?.responses {
+                state.faults.flipByte?.responses = left - 1
+            }
             return (Ticket(ordinal: ordinal, logGeneration: state.logGeneration), plan)
         }
     }

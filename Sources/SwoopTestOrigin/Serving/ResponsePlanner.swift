@@ -5,14 +5,16 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Crypto
 import NIOHTTP1
 
 /// What to send for one request: decided up front, under the origin's lock, and then carried
 /// out on the wire by ``OriginConnectionHandler``.
 struct ResponsePlan: Sendable {
     enum Body: Sendable {
-        /// Bytes of a ``Payload`` stream from `offset` on.
-        case payload(seed: UInt64, offset: Int64)
+        /// Bytes of a ``Payload`` stream from `offset` on; the byte at object offset `flip`, if
+        /// any, is sent wrong.
+        case payload(seed: UInt64, offset: Int64, flip: Int64?)
         /// A fixed small body (error pages, the busy page).
         case fixed([UInt8])
     }
@@ -154,13 +156,24 @@ struct ResponsePlanner {
 
         plan.head.headers.add(name: "Content-Type", value: object.contentType)
         if let value = object.contentDisposition { plan.head.headers.add(name: "Content-Disposition", value: value) }
+        for (name, value) in object.headers.sorted(by: { $0.key < $1.key }) { plan.head.headers.add(name: name, value: value) }
         if faults.gzipEncoding, isLying {
             plan.head.headers.add(name: "Content-Encoding", value: "gzip")
             plan.faults.append("gzip")
         }
         let first = range?.lowerBound ?? 0
         plan.bodyLength = range.map { $0.upperBound - $0.lowerBound + 1 } ?? object.size
-        plan.body = .payload(seed: object.seed, offset: first)
+        var flip: Int64?
+        if let fault = faults.flipByte, (fault.responses ?? 1) > 0, fault.offset >= first, fault.offset < first + plan.bodyLength,
+           request.method == .GET {
+            flip = fault.offset
+            plan.faults.append("flip@\(fault.offset)")
+        }
+        plan.body = .payload(seed: object.seed, offset: first, flip: flip)
+        if faults.contentDigest {
+            let digest = SHA256.hash(data: Payload.bytes(seed: object.seed, offset: first, count: Int(plan.bodyLength)))
+            plan.head.headers.add(name: "Content-Digest", value: "sha-256=:\(base64(Array(digest))):")
+        }
         if let range {
             plan.head.status = .partialContent
             plan.head.headers.add(name: "Content-Range", value: contentRange(range, size: object.size, into: &plan))
@@ -290,4 +303,21 @@ struct ResponsePlanner {
         }
         return rate.map { max(1, $0) }
     }
+}
+
+/// Standard base64 with padding (the test origin has no Foundation).
+func base64(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    var out: [UInt8] = []
+    var index = 0
+    while index < bytes.count {
+        let chunk = bytes[index..<min(index + 3, bytes.count)]
+        var value: UInt32 = 0
+        for (offset, byte) in chunk.enumerated() { value |= UInt32(byte) << (16 - 8 * UInt32(offset)) }
+        for position in 0..<4 {
+            out.append(position <= chunk.count ? alphabet[Int((value >> (18 - 6 * UInt32(position))) & 63)] : UInt8(ascii: "="))
+        }
+        index += 3
+    }
+    return String(decoding: out, as: UTF8.self)
 }
