@@ -69,7 +69,7 @@ def _port_open(host, port):
         return False
 
 
-def nginx_config(prefix, root, host, port, rate=None, conn_limit=None, extra_locations=""):
+def nginx_config(prefix, root, host, port, rate=None, conn_limit=None, extra_locations="", tls=False):
     """A foreground, single-process nginx whose files all live under `prefix`. `conn_limit`: at most
     that many connections per client address (503 beyond), like a mirror's per-client limit."""
     http_lines = ""
@@ -106,31 +106,32 @@ http {{
     keepalive_timeout 120s;
 {http_lines}
     server {{
-        listen {host}:{port};
-        root {root};
+        listen {host}:{port}{ssl};
+        root {root};{tls_lines}
         location / {{
 {rate_lines}        }}
 {extra_locations}
     }}
 }}
 """.format(prefix=prefix, root=root, host=host, port=port, rate_lines=rate_lines, http_lines=http_lines,
-           extra_locations=extra_locations)
+           extra_locations=extra_locations, ssl=" ssl" if tls else "",
+           tls_lines=("\n        ssl_certificate %s/cert.pem;\n        ssl_certificate_key %s/key.pem;" % (prefix, prefix)) if tls else "")
 
 
 class Nginx:
     """nginx serving `root` on host:port (a free loopback port by default), optionally in a netns."""
 
     def __init__(self, root, label, rate=None, host="127.0.0.1", port=None, netns=None, conn_limit=None,
-                 extra_locations=""):
+                 extra_locations="", tls=False):
         self.root, self.label, self.rate, self.conn_limit = root, label, rate, conn_limit
-        self.extra_locations = extra_locations
+        self.extra_locations, self.tls = extra_locations, tls
         self.host, self.port, self.netns = host, port, netns
         self.proc = None
         self.prefix = os.path.join(TMP_DIR, "nginx-%s-%d" % (label, os.getpid()))
 
     @property
     def base_url(self):
-        return "http://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("https" if self.tls else "http", self.host, self.port)
 
     def __enter__(self):
         nginx = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -139,10 +140,18 @@ class Nginx:
             port = self.port or free_port(self.host)
             shutil.rmtree(self.prefix, ignore_errors=True)
             os.makedirs(os.path.join(self.prefix, "temp"))
+            if self.tls:
+                # A self-signed certificate for the address (the clients are told not to verify it:
+                # every tool alike, so TLS costs each the same).
+                subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                "-subj", "/CN=%s" % self.host, "-addext", "subjectAltName=IP:%s" % self.host,
+                                "-keyout", os.path.join(self.prefix, "key.pem"),
+                                "-out", os.path.join(self.prefix, "cert.pem")],
+                               check=True, capture_output=True, stdin=subprocess.DEVNULL)
             conf = os.path.join(self.prefix, "nginx.conf")
             with open(conf, "w") as f:
                 f.write(nginx_config(self.prefix, self.root, self.host, port, self.rate, self.conn_limit,
-                                     self.extra_locations))
+                                     self.extra_locations, self.tls))
             cmd = [nginx, "-p", self.prefix, "-c", conf, "-e", os.path.join(self.prefix, "error.log")]
             if self.netns:
                 cmd = ["ip", "netns", "exec", self.netns] + cmd

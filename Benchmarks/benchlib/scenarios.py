@@ -18,7 +18,7 @@ from . import origins, sources
 from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S7", "S8", "S9", "S9n", "S10", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -42,7 +42,7 @@ class Entry:
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
-                 sync="each", published_digest=None):
+                 sync="each", published_digest=None, tls=False):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -57,6 +57,7 @@ class Scenario:
         self.sync = sync                # file sets: "each" (fsync per file) or "filesystem" (one syncfs)
         # nginx also serves each object under /digest/ with this header: fn(path) -> (name, value)
         self.published_digest = published_digest
+        self.tls = tls                  # nginx serves HTTPS (a self-signed certificate)
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -73,6 +74,9 @@ def tool_command(entry, bins, url, output):
         return ["axel"] + entry.args + ["-q", "-o", output, url]
     if entry.tool == "curl":
         return ["curl", "-sS", "-o", output, url] + entry.args
+    if entry.tool == "dd":
+        # The disk's limit: the same bytes from the page cache, written and fdatasync'ed.
+        return ["dd", "if=" + url, "of=" + output, "bs=4M", "conv=fdatasync", "status=none"]
     raise ValueError(entry.tool)
 
 
@@ -322,6 +326,43 @@ def build(name, quick, cfg):
              Entry("aria2c-mirrors", "aria2c", "aria2c -x4 -s8 -k1M URL1 URL2", ["-x4", "-s8", "-k1M", "{mirror}"], **ideal_kw)],
             "mirrors-nginx", nginx_rate="8m", timeout=300, targets=targets)
 
+    if name == "S6":
+        size = 256 * MiB if q else GiB
+        insecure = dict(swoop=["--insecure"], curl=["-k"], aria2c=["--check-certificate=false"])
+
+        def targets(s):
+            out = []
+            w, c, d = _by_tool(s, "swoop-adaptive"), _by_tool(s, "curl"), _by_tool(s, "dd")
+            peers = [p for p in (c, _by_tool(s, "aria2c-x16")) if p]
+            if w and peers:
+                best = min(peers, key=lambda p: p["median_wall_sync_s"])
+                out.append(("swoop (adaptive) durable wall <= the best peer's (%s): %.2f s vs %.2f s (%.2fx)" % (
+                    best["label"], w["median_wall_sync_s"], best["median_wall_sync_s"],
+                    w["median_wall_sync_s"] / best["median_wall_sync_s"]), w["median_wall_sync_s"] <= best["median_wall_sync_s"]))
+            if w and c:
+                r = w["cpu_per_gib"] / c["cpu_per_gib"]
+                out.append(("swoop (adaptive) machine CPU/GiB <= 1.0x curl's: %.2f vs %.2f s (%.2fx)" % (
+                    w["cpu_per_gib"], c["cpu_per_gib"], r), r <= 1.0))
+            if w and d:
+                r = w["median_wall_sync_s"] / d["median_wall_sync_s"]
+                out.append(("swoop (adaptive) durable wall <= 1.05x dd conv=fdatasync's: %.2f s vs %.2f s (%.2fx)" % (
+                    w["median_wall_sync_s"], d["median_wall_sync_s"], r), r <= 1.05))
+            return out
+
+        return Scenario(
+            "S6", "HTTPS on loopback nginx, %s, durable" % human_size(size),
+            "nginx with TLS (a self-signed certificate; every client skips verification, so TLS costs each "
+            "the same) on 127.0.0.1, no rate cap. Times are durable: a peer's includes the fsync of its output "
+            "(Swoop fsyncs before it exits). dd conv=fdatasync of the same bytes from the page cache is the "
+            "disk's limit.",
+            {"main": ("random", size)},
+            [swoop("swoop-adaptive", "swoop (adaptive)", insecure["swoop"]),
+             swoop("swoop-c16", "swoop -c16", insecure["swoop"] + ["--connections", "16"]),
+             curl(args=insecure["curl"]),
+             Entry("aria2c-x16", "aria2c", "aria2c -x16 -s16 -k1M", ["-x16", "-s16", "-k1M"] + insecure["aria2c"]),
+             Entry("dd", "dd", "dd conv=fdatasync (the disk's limit)", origin="file")],
+            "nginx", timeout=300, targets=targets, tls=True)
+
     if name == "S10":
         size = 256 * MiB if q else 4 * GiB
 
@@ -539,9 +580,11 @@ def _origins(sc, objs, bins, lab_name):
                 extra = '        location /digest/ {\n            alias %s/;\n            add_header %s "%s";\n        }' % (
                     WWW_DIR, header, value)
                 info["published_digest"] = "%s: %s" % (header, value)
-            ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate, extra_locations=extra))
+            ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate, extra_locations=extra,
+                                                   tls=sc.tls))
             urls = {("main", k): "%s/%s" % (ng.base_url, o["dir"] if o["kind"] == "files" else o["name"])
                     for k, o in objs.items()}
+            urls.update({("file", k): os.path.join(WWW_DIR, o["name"]) for k, o in objs.items() if o["kind"] != "files"})
             if sc.published_digest:
                 urls.update({("digest", k): "%s/digest/%s" % (ng.base_url, o["name"]) for k, o in objs.items()})
             info["origin"] = "nginx %s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "")

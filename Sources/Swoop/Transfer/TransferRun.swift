@@ -105,7 +105,15 @@ final class TransferRun: ConnectionDelegate {
         }
         scheduleHousekeeping()
         plan.split(into: max(0, targetConnections - 1))
-        if let window = store.sink.window { keepWithin(window: window, plan: plan) }
+        if let window = store.sink.window {
+            keepWithin(window: window, plan: plan)
+        } else if store.verifier?.hashesInOrder == true {
+            // A hash follows the file's complete prefix: lowest work first, in pieces small enough
+            // that what is left to hash when the last byte lands is a few of them.
+            let piece = plan.layout.alignDown(max(8 << 20, plan.remainingBytes / Int64(16 * max(1, targetConnections))))
+            plan.inOrder = true
+            plan.chop(maxSize: max(plan.layout.chunkSize, piece))
+        }
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
 

@@ -66,6 +66,9 @@ extension DigestCheck {
 /// ``finish(size:inMemory:then:)`` checks whatever is left and compares.
 final class ObjectVerifier: @unchecked Sendable {
     let checks: [DigestCheck]
+    /// A digest follows the file in order (a hash, not a CRC): the transfer then fetches the
+    /// lowest work first, so the complete prefix grows steadily and little is left at the end.
+    let hashesInOrder: Bool
     private let path: String
     private let target: String
     private let work: DiskQueue
@@ -101,6 +104,7 @@ final class ObjectVerifier: @unchecked Sendable {
             return DigestHasher(algorithm)
         }
         snapshot = Mutex(crc)
+        hashesInOrder = !ordered.isEmpty
     }
 
     /// The CRC runs checked so far, for the segment map (`nil`: no CRC is checked).
