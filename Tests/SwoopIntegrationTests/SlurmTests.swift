@@ -116,7 +116,10 @@ struct SlurmTests {
             try await ShardedList.waitUntil(.seconds(60), "the cancelled task's swoop has exited") { kill(cancelledPID, 0) != 0 }
             let exitTime = ContinuousClock.now - cancelAt
             #expect(exitTime < .seconds(5), "swoop exited \(exitTime) after scancel")
+            print("slurm resume: the cancelled task's swoop exited \(exitTime) after scancel")
             try await slurm.waitForNoJobs(timeout: .seconds(120))
+            let record = try await slurm.run("scontrol", ["show", "job", "\(run.job)_\(cancelled)"]).stdout
+            #expect(record.contains("JobState=CANCELLED") && record.contains("ExitCode=130:0"), "swoop exited with 130: \(record)")
             #expect(set.stderr(job: run.job, task: cancelled).contains("saving state"))
             for index in [killed, cancelled] {
                 let path = set.localPath(largeOf(index))
