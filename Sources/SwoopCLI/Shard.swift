@@ -52,7 +52,7 @@ struct ShardSelection: Sendable {
     struct Builder {
         let shard: Shard
         private var sizes: ShardAssignment.Sizes? = ShardAssignment.Sizes()
-        private var byHash = ShardAssignment(count: 1)
+        private let byHash: ShardAssignment
         private var includedByHash = 0
         private var sized = 0
         private var entries = 0
