@@ -23,6 +23,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case diskFull
             case interrupted
             case checksumMismatch
+            case sizeMismatch
             case cancelled
         }
 
@@ -55,6 +56,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let interrupted = Kind(code: .interrupted)
         /// The downloaded bytes do not match the expected checksum.
         public static let checksumMismatch = Kind(code: .checksumMismatch)
+        /// The object's size is not the one the request expected (``DownloadRequest/expectedSize``).
+        public static let sizeMismatch = Kind(code: .sizeMismatch)
         /// The download was cancelled and its state deleted.
         public static let cancelled = Kind(code: .cancelled)
 
@@ -73,6 +76,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .diskFull: "disk full"
             case .interrupted: "interrupted"
             case .checksumMismatch: "checksum mismatch"
+            case .sizeMismatch: "size mismatch"
             case .cancelled: "cancelled"
             }
         }
@@ -93,6 +97,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case checkCertificate
             case sendCredentials
             case waitForOtherDownload
+            case correctExpectedSize
         }
 
         fileprivate let code: Code
@@ -118,6 +123,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// Another download is writing the target: wait for it, or stop it and start this one
         /// again (it resumes what the other one fetched).
         public static let waitForOtherDownload = Remedy(code: .waitForOtherDownload)
+        /// The object is not the size the request expected: correct or drop
+        /// ``DownloadRequest/expectedSize`` (the object may have changed since it was recorded).
+        public static let correctExpectedSize = Remedy(code: .correctExpectedSize)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -131,6 +139,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
+            case .correctExpectedSize: "correct DownloadRequest.expectedSize or leave it unset (the object may have changed since its size was recorded)"
             }
         }
     }

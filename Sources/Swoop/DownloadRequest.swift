@@ -20,16 +20,21 @@ public struct DownloadRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// When set, the finished file must have this digest; on a mismatch nothing is kept.
     public var expectedChecksum: Checksum?
+    /// When set, the object must be this many bytes: a server that reports another size fails the
+    /// download with ``DownloadError/Kind/sizeMismatch`` at its first response, before anything
+    /// is written (a file already complete at the target is left as it is).
+    public var expectedSize: Int64?
 
-    public init(url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil) {
+    public init(url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil, expectedSize: Int64? = nil) {
         self.url = url
         self.headers = headers
         self.expectedChecksum = expectedChecksum
+        self.expectedSize = expectedSize
     }
 
     /// A request for one file from several sources: the first URL and its ``mirrors``.
-    public init(urls: [String], headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil) {
-        self.init(url: urls.first ?? "", headers: headers, expectedChecksum: expectedChecksum)
+    public init(urls: [String], headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil, expectedSize: Int64? = nil) {
+        self.init(url: urls.first ?? "", headers: headers, expectedChecksum: expectedChecksum, expectedSize: expectedSize)
         self.mirrors = Array(urls.dropFirst())
     }
 

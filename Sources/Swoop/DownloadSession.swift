@@ -152,6 +152,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError) {
         guard phase == .probing, prober === self.prober else { throw DownloadError(.cancelled, "the download stopped") }
+        if case .ranged(let found, _) = step, let error = sizeMismatch(found.size) { throw error }
+        if case .stream(let found, _) = step, let error = sizeMismatch(found.size) { throw error }
         let transfer: TransferRun
         switch step {
         case .ranged(let found, let firstRange):
@@ -231,8 +233,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             logger.info("already complete", metadata: ["path": "\(paths.target)"])
             var size: Int64 = 0
             if case .completed(let record) = basis { size = record.size }
+            if let error = sizeMismatch(size) { return stop(with: .failure(error)) }
             stop(with: .success(result(size: size, alreadyComplete: true)))
         case .finishResumed(let found):
+            if let error = sizeMismatch(found.size) { return stop(with: .failure(error)) }
             object = found
             bytesResumed = found.size ?? 0
             var map: SegmentMap?
@@ -240,6 +244,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             startVerifying(found, store: nil, resumed: map)
             openThenFinalize(size: bytesResumed, resuming: true)
         case .empty(let found):
+            if let error = sizeMismatch(0) { return stop(with: .failure(error)) }
             object = found
             startVerifying(found, store: nil, resumed: nil)
             openThenFinalize(size: 0, resuming: false)
@@ -256,7 +261,19 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     func transferDidComplete(_ run: TransferRun) {
         guard phase == .transferring, run === transfer, let store else { return }
-        finalize(size: object?.size ?? store.streamPosition)
+        let size = object?.size ?? store.streamPosition
+        if let error = sizeMismatch(size) {
+            // Only a stream of unannounced length gets here: its bytes are not the expected object.
+            discardOnStop = true
+            return stop(with: .failure(error))
+        }
+        finalize(size: size)
+    }
+
+    /// The failure when the object is not ``DownloadRequest/expectedSize`` bytes.
+    private func sizeMismatch(_ size: Int64?) -> DownloadError? {
+        guard let expected = request.expectedSize, let size, size != expected else { return nil }
+        return DownloadError(.sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected", remedy: .correctExpectedSize)
     }
 
     func transfer(_ run: TransferRun, foundObjectChanged reason: String) {

@@ -11,30 +11,33 @@ import Musl
 
 extension Get {
     /// `swoop get -i FILE`: every URL of a list, `--jobs` at a time, sharing one connection pool.
-    /// The list is read twice and never held whole: once to check it and count its entries,
-    /// then line by line as files start.
+    /// The list is read twice and never held whole: once to check it, count its entries and (with
+    /// `--shard`) decide the split, then line by line as files start.
     func runList() async throws {
         guard let inputFile else { return }
         let source = try ManifestSource(path: inputFile)
-        let shard = self.shard
-        let counts: (entries: Int, included: Int, ignored: [String])
+        var builder = shard.map(ShardSelection.Builder.init)
+        let counts: (entries: Int, ignored: [String])
         do {
-            counts = try source.check { shard?.contains($0.url) ?? true }
+            counts = try source.check { builder?.add($0) }
         } catch let error as Manifest.ParseError {
             throw CommandFailure(status: .usage, message: "\(inputFile): \(error)")
         }
         for note in counts.ignored { printError("warning: \(inputFile) \(note): option not supported, ignored") }
+        let selection = builder?.finish()
+        if let warning = selection?.unbalancedWarning { printError("warning: \(inputFile): \(warning)") }
+        let included = selection?.included ?? counts.entries
         let rejections = Rejections()
-        let items = ListItems(source: source, shard: shard, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
+        let items = ListItems(source: source, shard: selection, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
 
         var configuration = downloaderConfiguration()
         configuration.progressInterval = .milliseconds(500)
         warnIfInsecure()
         let downloader = Downloader(configuration: configuration, logger: transfer.logger(quiet: quiet))
-        let board = BulkBoard(total: counts.included, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
+        let board = BulkBoard(total: included, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
         if !quiet && !json {
-            let share = shard.map { " (shard \($0.index)/\($0.count): \(counts.included) of \(counts.entries) entries)" } ?? ""
-            writeStderr("downloading \(counts.included) files, \(jobs) at a time\(share)\n")
+            let share = selection.map { " (\($0.description))" } ?? ""
+            writeStderr("downloading \(included) files, \(jobs) at a time\(share)\n")
         }
         let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs)
         let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
@@ -224,7 +227,7 @@ struct ListEntryError: Error {
 /// destination. An entry that cannot be fetched as written is set aside in ``Rejections``.
 struct ListItems: Sequence, Sendable {
     let source: ManifestSource
-    let shard: Shard?
+    let shard: ShardSelection?
     let defaultHeaders: [(name: String, value: String)]
     let directory: String?
     let rejections: Rejections
@@ -239,7 +242,7 @@ struct ListItems: Sequence, Sendable {
 
         mutating func next() -> BulkItem? {
             while let entry = entries.next() {
-                guard list.shard?.contains(entry.url) ?? true else { continue }
+                guard list.shard?.contains(entry) ?? true else { continue }
                 switch list.item(for: entry) {
                 case .success(let item): return item
                 case .failure(let error): list.rejections.add(entry, error.message)
@@ -274,7 +277,7 @@ struct ListItems: Sequence, Sendable {
             // Subdirectories are created by the download (Configuration.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
-        return .success(BulkItem(DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected), to: base + "/" + name))
+        return .success(BulkItem(DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size), to: base + "/" + name))
     }
 }
 

@@ -21,6 +21,7 @@ extension DownloadError.Remedy {
         case .sendCredentials: "pass them with --header 'Authorization: ...'"
         case .waitForOtherDownload: "wait for it to finish, or stop it and run this command again (it resumes)"
         case .createDirectory: "create the directory first"
+        case .correctExpectedSize: "correct or remove size= in the list (the file may have changed on the server since the list was made)"
         default: description
         }
     }

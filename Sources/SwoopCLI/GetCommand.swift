@@ -30,7 +30,7 @@ struct Get: AsyncParsableCommand {
     @Option(name: [.short, .long], help: "With -i: files downloaded at once.")
     var jobs: Int = 8
 
-    @Option(name: .long, help: ArgumentHelp("With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL.", valueName: "K/N"))
+    @Option(name: .long, help: ArgumentHelp("With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL, or balanced by bytes when every line has size=.", valueName: "K/N"))
     var shard: Shard?
 
     @Option(name: .long, help: ArgumentHelp("Verify the file's digest as it arrives (sha-256, sha-512, sha-384, sha-1, md5, crc32c, crc32, crc64nvme, crc64xz); on a mismatch nothing is kept.", valueName: "ALG=HEX"))

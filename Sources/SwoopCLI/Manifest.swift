@@ -15,11 +15,14 @@ import Musl
 ///   dir=/data/isos
 ///   header=Authorization: Bearer ...
 ///   checksum=sha-256=9f86d0...
+///   size=4781506560
 /// https://example.com/b.iso
 /// ```
 ///
 /// A line that starts with a non-blank character holds a URL, or several separated by tabs:
 /// sources of the same file (aria2's convention; the first names the file). Indented `key=value` lines apply to the URL above them.
+/// `size=` is Swoop's own (aria2 has none): the file's size in bytes, which balances shards by
+/// bytes and must match the server's.
 struct Manifest {
     struct Entry: Equatable, Sendable {
         var url: String
@@ -30,6 +33,8 @@ struct Manifest {
         var dir: String?
         var headers: [String] = []
         var checksum: String?
+        /// `size=`: the expected size in bytes.
+        var size: Int64?
     }
 
     var entries: [Entry] = []
@@ -80,6 +85,11 @@ struct Manifest {
                 case "dir": pending?.dir = value
                 case "header": pending?.headers.append(value)
                 case "checksum": pending?.checksum = value
+                case "size":
+                    guard let size = Int64(value.trimmed), size >= 0 else {
+                        throw ParseError(line: number, message: "size=\(value) is not a number of bytes: write the file's size in bytes, digits only (size=1048576)")
+                    }
+                    pending?.size = size
                 default: ignored.append("line \(number): \(key)")
                 }
                 return nil
@@ -123,17 +133,16 @@ struct ManifestSource: Sequence, Sendable {
         }
     }
 
-    /// Reads the whole list once without keeping it: the number of entries, the options it
-    /// ignores, or the first syntax error.
-    func check(counting include: (Manifest.Entry) -> Bool) throws -> (entries: Int, included: Int, ignored: [String]) {
+    /// Reads the whole list once without keeping it, showing each entry to `visit`: the number of
+    /// entries and the options it ignores, or the first syntax error.
+    func check(_ visit: (Manifest.Entry) -> Void = { _ in }) throws -> (entries: Int, ignored: [String]) {
         let iterator = makeIterator()
         var entries = 0
-        var included = 0
         while let entry = try iterator.nextEntry() {
             entries += 1
-            if include(entry) { included += 1 }
+            visit(entry)
         }
-        return (entries, included, iterator.ignored)
+        return (entries, iterator.ignored)
     }
 
     func makeIterator() -> Iterator {
@@ -170,7 +179,7 @@ struct ManifestSource: Sequence, Sendable {
 
         var ignored: [String] { parser.ignored }
 
-        /// The next entry; throws on a syntax error (``ManifestSource/check(counting:)`` finds
+        /// The next entry; throws on a syntax error (``ManifestSource/check(_:)`` finds
         /// those before a run, so iteration during a run stops at one instead).
         func nextEntry() throws -> Manifest.Entry? {
             while !ended {
@@ -202,31 +211,3 @@ struct ManifestSource: Sequence, Sendable {
         }
     }
 }
-
-/// `--shard K/N`: this node's deterministic share of a manifest.
-struct Shard: ExpressibleByArgument, Equatable {
-    var index: Int
-    var count: Int
-
-    init?(argument: String) {
-        let parts = argument.split(separator: "/")
-        guard parts.count == 2, let index = Int(parts[0].trimmed), let count = Int(parts[1].trimmed),
-              count >= 1, index >= 0, index < count
-        else { return nil }
-        self.index = index
-        self.count = count
-    }
-
-    /// Whether `url` belongs to this shard: FNV-1a (64-bit) of the URL's bytes, modulo the count,
-    /// so every machine computes the same split without talking to the others.
-    func contains(_ url: String) -> Bool {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in url.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01B3
-        }
-        return Int(hash % UInt64(count)) == index
-    }
-}
-
-import ArgumentParser
