@@ -93,6 +93,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case checkCertificate
             case sendCredentials
             case waitForOtherDownload
+            case checkProxy
         }
 
         fileprivate let code: Code
@@ -118,6 +119,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// Another download is writing the target: wait for it, or stop it and start this one
         /// again (it resumes what the other one fetched).
         public static let waitForOtherDownload = Remedy(code: .waitForOtherDownload)
+        /// The proxy failed or refused: check ``Downloader/Configuration/proxy`` (its address and
+        /// credentials) or, when it comes from the environment, `http_proxy`, `https_proxy`,
+        /// `all_proxy` and `no_proxy`.
+        public static let checkProxy = Remedy(code: .checkProxy)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -131,6 +136,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
+            case .checkProxy: "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy environment variables it defaults to"
             }
         }
     }
@@ -201,6 +207,7 @@ extension DownloadError {
         case 403: reason = "403 Forbidden: access denied; check credentials or whether a signed URL has expired"
         case 404: reason = "404 Not Found: no object at this URL; check the URL"
         case 405: reason = "405 Method Not Allowed: the server does not allow GET here"
+        case 407: reason = "407 Proxy Authentication Required: the proxy wants credentials (user:password@ in the proxy's URL)"
         case 408: reason = "408 Request Timeout: the server gave up waiting; try again"
         case 410: reason = "410 Gone: the object was removed from the server"
         case 412: reason = "412 Precondition Failed: the object changed on the server"
@@ -215,7 +222,7 @@ extension DownloadError {
                 ? "HTTP \(status): the server failed; try again later"
                 : "HTTP \(status): the server refused the request"
         }
-        return DownloadError(.httpStatus, "\(reason) (\(url))", remedy: status == 401 ? .sendCredentials : nil, httpStatus: status)
+        return DownloadError(.httpStatus, "\(reason) (\(url))", remedy: status == 401 ? .sendCredentials : status == 407 ? .checkProxy : nil, httpStatus: status)
     }
 
     /// A failed system call on a local file, with the fix for the common causes.

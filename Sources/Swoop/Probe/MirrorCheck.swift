@@ -67,8 +67,7 @@ final class MirrorCheck: ConnectionDelegate {
         found = nil
         unusable = nil
         headRetryAfter = nil
-        let request = ExchangeRequest(
-            url: url.absoluteString, headerLines: headers.lines(for: url, precondition: nil), range: .bounded(range), options: options)
+        let request = headers.request(for: url, range: .bounded(range), options: options)
         connection.begin(.sample(.bounded(range)), url: url, request: request)
     }
 

@@ -87,7 +87,7 @@ final class Prober: ConnectionDelegate {
         guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
         pending = nil
         headRetryAfter = nil
-        let request = ExchangeRequest(url: url.absoluteString, headerLines: headers.lines(for: url, precondition: precondition), range: range, options: options)
+        let request = headers.request(for: url, precondition: precondition, range: range, options: options)
         connection.begin(.probe(range), url: url, request: request)
         counters.willSend(busy: 1)
     }

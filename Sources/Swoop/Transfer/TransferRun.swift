@@ -213,14 +213,13 @@ final class TransferRun: ConnectionDelegate {
         let range = policy.nextRequest(position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
         let object = source.object
-        let lines = source.headers.lines(for: object.url, precondition: object.precondition)
         logger.trace("request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
         connection.attach(to: store, object: object)
         sourceOf[connection.id] = source
         source.active += 1
         connection.begin(
             .segment(segment, request: range), url: object.url,
-            request: ExchangeRequest(url: object.url.absoluteString, headerLines: lines, range: .bounded(range), options: options))
+            request: source.headers.request(for: object.url, precondition: object.precondition, range: .bounded(range), options: options))
         counters.willSend(busy: connections.count(where: \.isBusy))
     }
 
