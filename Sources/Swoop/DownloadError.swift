@@ -24,6 +24,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case interrupted
             case checksumMismatch
             case cancelled
+            case urlRefreshFailed
         }
 
         fileprivate let code: Code
@@ -57,6 +58,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let checksumMismatch = Kind(code: .checksumMismatch)
         /// The download was cancelled and its state deleted.
         public static let cancelled = Kind(code: .cancelled)
+        /// The URL stopped working and ``DownloadRequest/urlProvider`` gave no usable one: it
+        /// failed, timed out, kept giving refused URLs, or gave a URL to another object. The
+        /// partial download is kept.
+        public static let urlRefreshFailed = Kind(code: .urlRefreshFailed)
 
         public var description: String {
             switch code {
@@ -74,6 +79,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .interrupted: "interrupted"
             case .checksumMismatch: "checksum mismatch"
             case .cancelled: "cancelled"
+            case .urlRefreshFailed: "URL refresh failed"
             }
         }
     }
@@ -94,6 +100,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case sendCredentials
             case waitForOtherDownload
             case checkProxy
+            case checkURLProvider
         }
 
         fileprivate let code: Code
@@ -123,6 +130,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// credentials) or, when it comes from the environment, `http_proxy`, `https_proxy`,
         /// `all_proxy` and `no_proxy`.
         public static let checkProxy = Remedy(code: .checkProxy)
+        /// The URL could not be refreshed: check ``DownloadRequest/urlProvider``; the partial
+        /// download is kept, and starting the download again resumes it.
+        public static let checkURLProvider = Remedy(code: .checkURLProvider)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -136,6 +146,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
+            case .checkURLProvider: "check DownloadRequest.urlProvider; the partial download is kept, and starting the same download again resumes it"
             case .checkProxy: "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy environment variables it defaults to"
             }
         }

@@ -32,6 +32,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private var transfer: TransferRun?
     private var store: DownloadStore?
     private var object: RemoteObject?
+    /// Fresh URLs when the URL in use is refused; one for the whole download (a restart too).
+    private lazy var refresher = request.urlProvider.map {
+        URLRefresher(provider: $0, url: url, configuration: configuration, loop: loop, logger: logger)
+    }
     /// Only one restart per run: an object that keeps changing fails.
     private var restartedAfterChange = false
     /// Delete the partial state when stopping (a cancel, or an object that changed).
@@ -142,7 +146,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         phase = .probing
         let prober = Prober(
             url: url, basis: basis, target: paths.target, headers: RequestHeaders(request.headers, originalURL: url),
-            configuration: configuration, loop: loop, counters: counters, logger: logger)
+            configuration: configuration, loop: loop, counters: counters, logger: logger, refresher: refresher)
         prober.delegate = self
         self.prober = prober
         prober.start()
@@ -210,7 +214,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func makeTransfer(_ object: RemoteObject, store: DownloadStore, headers: RequestHeaders) -> TransferRun {
         let transfer = TransferRun(
             object: object, store: store, headers: headers, configuration: configuration, loop: loop,
-            counters: counters, logger: logger, mirrors: mirrors, requestHeaders: request.headers, target: paths.target)
+            counters: counters, logger: logger, mirrors: mirrors, requestHeaders: request.headers, target: paths.target,
+            refresher: refresher)
         transfer.delegate = self
         return transfer
     }
@@ -343,6 +348,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         progressTimer?.cancel()
         prober?.stop()
         transfer?.stop()
+        refresher?.stop()
         transferEnded()
         if case .success = result { onProgress?(progressSnapshot()) }
         let report = { [self] in

@@ -139,6 +139,12 @@ extension Downloader {
             public var baseDelay: Duration = .milliseconds(250)
             /// Longest delay between tries (also caps `Retry-After`).
             public var maxDelay: Duration = .seconds(30)
+            /// Fresh URLs asked of ``DownloadRequest/urlProvider`` in a row, with no byte arriving
+            /// in between, before the download fails; each call may take up to
+            /// ``urlRefreshTimeout``.
+            public var maxURLRefreshes = 3
+            /// How long one call of ``DownloadRequest/urlProvider`` may take.
+            public var urlRefreshTimeout: Duration = .seconds(60)
 
             public init() {}
         }

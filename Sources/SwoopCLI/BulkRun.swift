@@ -25,7 +25,8 @@ extension Get {
         }
         for note in counts.ignored { printError("warning: \(inputFile) \(note): option not supported, ignored") }
         let rejections = Rejections()
-        let items = ListItems(source: source, shard: shard, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
+        var items = ListItems(source: source, shard: shard, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
+        items.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
 
         var configuration = downloaderConfiguration()
         configuration.progressInterval = .milliseconds(500)
@@ -228,6 +229,8 @@ struct ListItems: Sequence, Sendable {
     let defaultHeaders: [(name: String, value: String)]
     let directory: String?
     let rejections: Rejections
+    /// `--url-command`, for every line (each with its own URL).
+    var urlProvider: (@Sendable (String) async throws -> String)?
 
     func makeIterator() -> Iterator {
         Iterator(list: self, entries: source.makeIterator())
@@ -274,7 +277,9 @@ struct ListItems: Sequence, Sendable {
             // Subdirectories are created by the download (Configuration.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
-        return .success(BulkItem(DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected), to: base + "/" + name))
+        var request = DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected)
+        request.urlProvider = urlProvider
+        return .success(BulkItem(request, to: base + "/" + name))
     }
 }
 
