@@ -89,7 +89,9 @@ final class URLRefresher: @unchecked Sendable {
                 do throws(DownloadError) {
                     result = .success(try RemoteURL(fresh))
                 } catch {
-                    result = .failure(DownloadError(.urlRefreshFailed, "the URL refresh gave an unusable URL: \(error.reason)", remedy: .checkURLProvider))
+                    // Not the parser's words: they quote the URL, signature included.
+                    let shown = RemoteURL.printable(RemoteURL.strippingQuery(fresh))
+                    result = .failure(DownloadError(.urlRefreshFailed, "the URL refresh gave an unusable URL '\(shown)' (an absolute http or https URL is needed)", remedy: .checkURLProvider))
                 }
             } catch {
                 result = .failure(DownloadError(.urlRefreshFailed, "the URL refresh failed: \(error)", remedy: .checkURLProvider))
