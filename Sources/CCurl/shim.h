@@ -74,6 +74,11 @@ static inline CURLcode swoop_easy_getinfo_pointer(CURL *handle, CURLINFO info, v
     return curl_easy_getinfo(handle, info, value);
 }
 
+/// For CURLSHOPT_SHARE and CURLSHOPT_UNSHARE, whose argument is a `curl_lock_data` read as an int.
+static inline CURLSHcode swoop_share_setopt_lock_data(CURLSH *share, CURLSHoption option, curl_lock_data data) {
+    return curl_share_setopt(share, option, data);
+}
+
 /// For CURLMOPT options of type long.
 static inline CURLMcode swoop_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);

@@ -25,6 +25,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case checksumMismatch
             case sizeMismatch
             case cancelled
+            case urlRefreshFailed
         }
 
         fileprivate let code: Code
@@ -60,6 +61,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let sizeMismatch = Kind(code: .sizeMismatch)
         /// The download was cancelled and its state deleted.
         public static let cancelled = Kind(code: .cancelled)
+        /// The URL stopped working and ``DownloadRequest/urlProvider`` gave no usable one: it
+        /// failed, timed out, kept giving refused URLs, or gave a URL to another object. The
+        /// partial download is kept.
+        public static let urlRefreshFailed = Kind(code: .urlRefreshFailed)
 
         public var description: String {
             switch code {
@@ -78,6 +83,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checksumMismatch: "checksum mismatch"
             case .sizeMismatch: "size mismatch"
             case .cancelled: "cancelled"
+            case .urlRefreshFailed: "URL refresh failed"
             }
         }
     }
@@ -98,6 +104,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case sendCredentials
             case waitForOtherDownload
             case correctExpectedSize
+            case checkProxy
+            case checkURLProvider
         }
 
         fileprivate let code: Code
@@ -126,6 +134,13 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// The object is not the size the request expected: correct or drop
         /// ``DownloadRequest/expectedSize`` (the object may have changed since it was recorded).
         public static let correctExpectedSize = Remedy(code: .correctExpectedSize)
+        /// The proxy failed or refused: check ``Downloader/Configuration/proxy`` (its address and
+        /// credentials) or, when it comes from the environment, `http_proxy`, `https_proxy`,
+        /// `all_proxy` and `no_proxy`.
+        public static let checkProxy = Remedy(code: .checkProxy)
+        /// The URL could not be refreshed: check ``DownloadRequest/urlProvider``; the partial
+        /// download is kept, and starting the download again resumes it.
+        public static let checkURLProvider = Remedy(code: .checkURLProvider)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -140,6 +155,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
             case .correctExpectedSize: "correct DownloadRequest.expectedSize or leave it unset (the object may have changed since its size was recorded)"
+            case .checkURLProvider: "check DownloadRequest.urlProvider; the partial download is kept, and starting the same download again resumes it"
+            case .checkProxy: "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy environment variables it defaults to"
             }
         }
     }
@@ -210,6 +227,7 @@ extension DownloadError {
         case 403: reason = "403 Forbidden: access denied; check credentials or whether a signed URL has expired"
         case 404: reason = "404 Not Found: no object at this URL; check the URL"
         case 405: reason = "405 Method Not Allowed: the server does not allow GET here"
+        case 407: reason = "407 Proxy Authentication Required: the proxy wants credentials (user:password@ in the proxy's URL)"
         case 408: reason = "408 Request Timeout: the server gave up waiting; try again"
         case 410: reason = "410 Gone: the object was removed from the server"
         case 412: reason = "412 Precondition Failed: the object changed on the server"
@@ -224,7 +242,7 @@ extension DownloadError {
                 ? "HTTP \(status): the server failed; try again later"
                 : "HTTP \(status): the server refused the request"
         }
-        return DownloadError(.httpStatus, "\(reason) (\(url))", remedy: status == 401 ? .sendCredentials : nil, httpStatus: status)
+        return DownloadError(.httpStatus, "\(reason) (\(url))", remedy: status == 401 ? .sendCredentials : status == 407 ? .checkProxy : nil, httpStatus: status)
     }
 
     /// A failed system call on a local file, with the fix for the common causes.

@@ -24,6 +24,17 @@ public struct DownloadRequest: Sendable {
     /// download with ``DownloadError/Kind/sizeMismatch`` at its first response, before anything
     /// is written (a file already complete at the target is left as it is).
     public var expectedSize: Int64?
+    /// Gives a fresh URL for ``url`` when the one in use stops working: a presigned URL that
+    /// expired. Called with the URL in use when a request to it is refused with `401` or `403`
+    /// (or another `4xx` while the expiry in its query is past), it returns the URL to use
+    /// instead. One call serves every connection: requests that fail meanwhile wait for it.
+    /// The new URL must lead to the same object (the same size, and the same strong `ETag` or
+    /// the same bytes in one chunk compared with those already written), or the download fails
+    /// with ``DownloadError/Kind/urlRefreshFailed``, as it does after
+    /// ``Downloader/Configuration/RetryPolicy/maxURLRefreshes`` refreshes in a row without a
+    /// byte in between, keeping the partial download. The segment map records the URL without
+    /// its query, so a signature is never written. `nil` (the default): no refresh.
+    public var urlProvider: (@Sendable (_ current: String) async throws -> String)?
 
     public init(url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil, expectedSize: Int64? = nil) {
         self.url = url

@@ -34,6 +34,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private var object: RemoteObject?
     /// Computes the digests the object is checked against, while it arrives.
     private var verifier: ObjectVerifier?
+    /// Fresh URLs when the URL in use is refused; one for the whole download (a restart too).
+    private lazy var refresher = request.urlProvider.map {
+        URLRefresher(provider: $0, url: url, configuration: configuration, loop: loop, logger: logger)
+    }
     /// Only one restart per run: an object that keeps changing fails.
     private var restartedAfterChange = false
     /// Delete the partial state when stopping (a cancel, or an object that changed).
@@ -144,7 +148,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         phase = .probing
         let prober = Prober(
             url: url, basis: basis, target: paths.target, headers: RequestHeaders(request.headers, originalURL: url),
-            configuration: configuration, loop: loop, counters: counters, logger: logger)
+            configuration: configuration, loop: loop, counters: counters, logger: logger, refresher: refresher)
         prober.delegate = self
         self.prober = prober
         prober.start()
@@ -220,7 +224,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func makeTransfer(_ object: RemoteObject, store: DownloadStore, headers: RequestHeaders) -> TransferRun {
         let transfer = TransferRun(
             object: object, store: store, headers: headers, configuration: configuration, loop: loop,
-            counters: counters, logger: logger, mirrors: mirrors, requestHeaders: request.headers, target: paths.target)
+            counters: counters, logger: logger, mirrors: mirrors, requestHeaders: request.headers, target: paths.target,
+            refresher: refresher)
         transfer.delegate = self
         return transfer
     }
@@ -417,6 +422,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         prober?.stop()
         transfer?.stop()
         verifier?.cancel()
+        refresher?.stop()
         transferEnded()
         if case .success = result { onProgress?(progressSnapshot()) }
         let report = { [self] in

@@ -40,6 +40,16 @@ extension Downloader {
         public var redirect = RedirectConfiguration()
         /// Verify the server's TLS certificate and host name. Turning this off is insecure.
         public var verifiesTLSCertificates = true
+        /// Which proxy requests go through; by default the environment says, as for curl.
+        public var proxy: Proxy = .fromEnvironment
+        /// Hosts reached without the proxy (curl's `NOPROXY`): names (a name also covers its
+        /// subdomains), IP addresses, or `*` for all; `nil`, the default, takes `no_proxy`
+        /// from the environment.
+        public var noProxy: [String]?
+        /// Credentials from a `.netrc` file, sent only to the host they name; off by default.
+        public var netrc: Netrc = .off
+        /// Cookies to send (from a file) and where to save the cookies servers set.
+        public var cookies = Cookies()
         /// How often the segment map is checkpointed while bytes arrive; `nil` turns checkpoints off
         /// (a crash then loses the partial download).
         public var checkpointInterval: Duration? = .seconds(1)
@@ -80,6 +90,7 @@ extension Downloader {
             if let rate = maximumBytesPerSecond, rate <= 0 {
                 throw .invalidRequest("Configuration.maximumBytesPerSecond must be more than 0 bytes per second, or nil for no cap (got \(rate))")
             }
+            try validateNetworkAccess()
         }
 
         struct Faults: Sendable {
@@ -134,6 +145,12 @@ extension Downloader {
             public var baseDelay: Duration = .milliseconds(250)
             /// Longest delay between tries (also caps `Retry-After`).
             public var maxDelay: Duration = .seconds(30)
+            /// Fresh URLs asked of ``DownloadRequest/urlProvider`` in a row, with no byte arriving
+            /// in between, before the download fails; each call may take up to
+            /// ``urlRefreshTimeout``.
+            public var maxURLRefreshes = 3
+            /// How long one call of ``DownloadRequest/urlProvider`` may take.
+            public var urlRefreshTimeout: Duration = .seconds(60)
 
             public init() {}
         }

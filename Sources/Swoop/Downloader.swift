@@ -42,7 +42,7 @@ public final class Downloader: Sendable {
         let budget = ConnectionBudget(
             total: configuration.connectionPool.maximumConnections,
             perHost: configuration.connectionPool.maximumConnectionsPerHost)
-        guard let loop = TransferLoop(budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond) else {
+        guard let loop = TransferLoop(budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond, cookies: configuration.cookies) else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
         }
         self.configuration = configuration

@@ -28,7 +28,8 @@ extension Get {
         if let warning = selection?.unbalancedWarning { printError("warning: \(inputFile): \(warning)") }
         let included = selection?.included ?? counts.entries
         let rejections = Rejections()
-        let items = ListItems(source: source, shard: selection, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
+        var items = ListItems(source: source, shard: selection, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
+        items.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
 
         var configuration = downloaderConfiguration()
         configuration.progressInterval = .milliseconds(500)
@@ -231,6 +232,8 @@ struct ListItems: Sequence, Sendable {
     let defaultHeaders: [(name: String, value: String)]
     let directory: String?
     let rejections: Rejections
+    /// `--url-command`, for every line (each with its own URL).
+    var urlProvider: (@Sendable (String) async throws -> String)?
 
     func makeIterator() -> Iterator {
         Iterator(list: self, entries: source.makeIterator())
@@ -277,7 +280,9 @@ struct ListItems: Sequence, Sendable {
             // Subdirectories are created by the download (Configuration.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
-        return .success(BulkItem(DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size), to: base + "/" + name))
+        var request = DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size)
+        request.urlProvider = urlProvider
+        return .success(BulkItem(request, to: base + "/" + name))
     }
 }
 

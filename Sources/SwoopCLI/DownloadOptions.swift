@@ -2,6 +2,12 @@ import ArgumentParser
 import Logging
 import Swoop
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Options shared by commands that download.
 struct DownloadOptions: ParsableArguments {
     @Option(name: [.short, .long], help: "Connections per download (1-1024). Default: adaptive, up to --max-connections.")
@@ -40,6 +46,24 @@ struct DownloadOptions: ParsableArguments {
     @Flag(name: [.short, .long], help: "Log more (repeat for debug output).")
     var verbose: Int
 
+    @Option(name: .long, help: ArgumentHelp("Send requests through this proxy: http://, https://, socks4://, socks5:// or socks5h://, with user:password@ if it wants them; '' for none. Default: the http_proxy, https_proxy and all_proxy environment variables.", valueName: "URL"))
+    var proxy: String?
+
+    @Option(name: .customLong("noproxy"), help: ArgumentHelp("Comma-separated hosts reached without the proxy (* for all); replaces no_proxy from the environment.", valueName: "list"))
+    var noProxy: String?
+
+    @Flag(name: .long, help: "Send the login ~/.netrc has for a URL's host (to that host only, never after a redirect elsewhere).")
+    var netrc = false
+
+    @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Like --netrc, with this file.", valueName: "FILE"))
+    var netrcFile: String?
+
+    @Option(name: [.customShort("b"), .long], help: ArgumentHelp("Send the cookies in FILE (curl's cookie-jar format) to the hosts they name; 'name=value' sends that cookie to the URL's host.", valueName: "FILE"))
+    var cookie: String?
+
+    @Option(name: .customLong("cookie-jar"), help: ArgumentHelp("Save all cookies (from -b and those servers set) to FILE when done.", valueName: "FILE"))
+    var cookieJar: String?
+
     func validate() throws {
         if let connections, !(1...1024).contains(connections) {
             throw ValidationError("--connections must be between 1 and 1024 (got \(connections))")
@@ -54,11 +78,38 @@ struct DownloadOptions: ParsableArguments {
             throw ValidationError("--limit-rate must be more than 0 bytes per second, e.g. 500k or 20m")
         }
         _ = try parsedHeaders()
+        try validateAccess()
+    }
+
+    private func validateAccess() throws {
+        if let proxy, !proxy.isEmpty {
+            let scheme = proxy.firstRange(of: "://").map { proxy[..<$0.lowerBound].lowercased() } ?? "http"
+            guard ["http", "https", "socks4", "socks4a", "socks5", "socks5h"].contains(scheme) else {
+                throw ValidationError("--proxy: unsupported scheme '\(scheme)://'; use http://, https://, socks4://, socks4a://, socks5:// or socks5h://")
+            }
+        }
+        if netrc && netrcFile != nil { throw ValidationError("give --netrc (~/.netrc) or --netrc-file FILE, not both") }
+        if let netrcFile { try Self.requireReadable(netrcFile, "--netrc-file") }
+        if let cookieFile { try Self.requireReadable(cookieFile, "-b/--cookie") }
+        if let cookieJar, cookieJar.isEmpty { throw ValidationError("--cookie-jar needs a file name") }
+    }
+
+    private static func requireReadable(_ path: String, _ flag: String) throws {
+        if access(path, R_OK) != 0 {
+            throw ValidationError("\(flag): cannot read '\(path)': \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// `-b`: a file of cookies, unless it is `name=value` and no such file exists (as in curl).
+    private var cookieFile: String? {
+        guard let cookie, !(cookie.contains("=") && access(cookie, F_OK) != 0) else { return nil }
+        return cookie
     }
 
     /// `--header` values split into name and value; a bad one is a usage error naming it.
     func parsedHeaders() throws -> [(name: String, value: String)] {
-        try header.map { line in
+        let cookieHeader = cookie.flatMap { cookieFile == nil ? "Cookie: \($0)" : nil }
+        return try (header + (cookieHeader.map { [$0] } ?? [])).map { line in
             guard let colon = line.firstIndex(of: ":") else {
                 throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
             }
@@ -82,6 +133,10 @@ struct DownloadOptions: ParsableArguments {
         configuration.replacesSlowConnections = !keepSlowConnections
         configuration.verifiesPublishedDigests = !noVerify
         configuration.maximumBytesPerSecond = limitRate?.bytes
+        if let proxy { configuration.proxy = proxy.isEmpty ? .direct : .url(proxy) }
+        configuration.noProxy = noProxy.map { $0.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty } }
+        configuration.netrc = netrcFile.map { .file($0) } ?? (netrc ? .defaultFile : .off)
+        configuration.cookies = .init(file: cookieFile, jar: cookieJar)
         return configuration
     }
 

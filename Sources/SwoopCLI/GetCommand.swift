@@ -68,6 +68,9 @@ struct Get: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")
     var checkpointInterval: Double = 1
 
+    @Option(name: .long, help: ArgumentHelp("When the URL is refused (401, 403: a presigned URL expired), run CMD with the URL in SWOOP_URL and use the URL it prints (the same object), for every connection; with -i, for each line.", valueName: "CMD"))
+    var urlCommand: String?
+
     func validate() throws {
         switch (urls.isEmpty, inputFile) {
         case (true, nil): throw ValidationError("give a URL to download, or -i FILE with a list of URLs")
@@ -141,7 +144,8 @@ struct Get: AsyncParsableCommand {
             try await runStream(urls: urls, configuration: configuration, logger: logger)
             return
         }
-        let request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
+        var request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
+        request.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
         let fixedPath = targetPath(for: url)
         let folder = directory?.trimmedTrailingSlash ?? "."
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)

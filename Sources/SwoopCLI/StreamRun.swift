@@ -15,7 +15,8 @@ extension Get {
     /// failure mid-stream exits non-zero with the reason, never a silent short stream. Nothing is
     /// written to disk, so nothing resumes.
     func runStream(urls: [String], configuration: Downloader.Configuration, logger: Logger) async throws {
-        let request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders())
+        var request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders())
+        request.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
         let downloader = Downloader(configuration: configuration, logger: logger)
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
         let bytes: DownloadBytes

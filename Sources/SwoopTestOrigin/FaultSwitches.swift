@@ -76,6 +76,8 @@ public struct FaultSwitches: Sendable, Hashable {
     /// `shortBody` and `gzipEncoding` apply only from request K + 1 on (so a probe succeeds and
     /// later segment requests meet the lie).
     public var honestFirstRequests = 0
+    /// Serve only presigned URLs that have not expired (see ``URLSigning``).
+    public var urlSigning: URLSigning? = nil
 
     /// One byte of the object served wrong (XOR 0xFF) in the responses that carry it; its
     /// published digests (``TestObject/headers``, `Content-Digest`) still describe the right bytes.

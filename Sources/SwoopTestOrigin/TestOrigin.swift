@@ -136,6 +136,34 @@ public final class TestOrigin: Sendable {
         core.setRedirect(.init(location: location, status: status), from: path)
     }
 
+    // MARK: Presigned URLs
+
+    /// Serves only presigned URLs from now on, each valid for `validity` (`nil`: any URL again).
+    public func requireSignedURLs(validFor validity: Duration?) {
+        core.updateFaults { $0.urlSigning = validity.map { URLSigning(validFor: $0) } }
+    }
+
+    /// A presigned URL for `path`, valid from now for the validity set by ``requireSignedURLs(validFor:)``.
+    public func signedURL(_ path: String) -> String {
+        guard let signing = faults.urlSigning else { preconditionFailure("call requireSignedURLs(validFor:) first") }
+        return url(path) + "?" + signing.query(for: path)
+    }
+
+    /// Refuses every presigned URL minted until now, even those still valid (as if their key
+    /// was rotated): the requests that follow fail at once.
+    public func revokeSignedURLs(answeringAfter delay: Duration? = nil) {
+        core.updateFaults {
+            $0.urlSigning?.revokedBefore = URLSigning.nowMilliseconds() + 1
+            $0.urlSigning?.refusalDelayMilliseconds = delay.map { $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000 }
+        }
+    }
+
+    /// Closes every open connection now, responses under way included (as a restarting server
+    /// or load balancer does): every request in flight fails at once.
+    public func dropConnections() {
+        for connection in core.openConnections { connection.close(promise: nil) }
+    }
+
     // MARK: Faults
 
     /// The fault switches in force.

@@ -36,6 +36,8 @@ final class MirrorCheck: ConnectionDelegate {
     private var headRetryAfter: Int?
     /// The head showed the mirror cannot serve this object (no retry helps).
     private var unusable: String?
+    /// It serves an object of another size: another object, not a passing failure.
+    private(set) var servesOtherObject = false
     private(set) var stopped = false
 
     init(
@@ -67,8 +69,7 @@ final class MirrorCheck: ConnectionDelegate {
         found = nil
         unusable = nil
         headRetryAfter = nil
-        let request = ExchangeRequest(
-            url: url.absoluteString, headerLines: headers.lines(for: url, precondition: nil), range: .bounded(range), options: options)
+        let request = headers.request(for: url, range: .bounded(range), options: options)
         connection.begin(.sample(.bounded(range)), url: url, request: request)
     }
 
@@ -91,6 +92,7 @@ final class MirrorCheck: ConnectionDelegate {
         if case .ranged(let object, let served) = step {
             guard object.size == size else {
                 unusable = "it reports \(object.size.map(String.init) ?? "no") bytes, not \(size)"
+                servesOtherObject = object.size != nil
                 return .abort
             }
             guard served == range else {

@@ -33,6 +33,8 @@ final class Prober: ConnectionDelegate {
     private let probeSize: Int64
     private let counters: DownloadCounters
     private let logger: Logger
+    /// Fresh URLs when the URL in use is refused (``DownloadRequest/urlProvider``).
+    private let refresher: URLRefresher?
     weak var delegate: (any ProberDelegate)?
 
     /// The decision's inputs: the URL so far, redirects so far, what is on disk.
@@ -54,9 +56,10 @@ final class Prober: ConnectionDelegate {
     init(
         url: RemoteURL, basis: ProbeBasis, target: String, headers: RequestHeaders,
         configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger,
-        purpose: Purpose = .download
+        purpose: Purpose = .download, refresher: URLRefresher? = nil
     ) {
         self.purpose = purpose
+        self.refresher = refresher
         self.loop = loop
         var options = TransferOptions(configuration)
         // The first response is at most about a MiB: a smaller receive buffer does it no harm,
@@ -87,14 +90,14 @@ final class Prober: ConnectionDelegate {
         guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
         pending = nil
         headRetryAfter = nil
-        let request = ExchangeRequest(url: url.absoluteString, headerLines: headers.lines(for: url, precondition: precondition), range: range, options: options)
+        let request = headers.request(for: url, precondition: precondition, range: range, options: options)
         connection.begin(.probe(range), url: url, request: request)
         counters.willSend(busy: 1)
     }
 
     /// What the probe waits for while no request is in flight (`nil`: one is).
     var idle: IdleWait? {
-        guard !connection.isBusy, !handedOver else { return nil }
+        guard !connection.isBusy, !handedOver, refresher?.isRefreshing != true else { return nil }
         if let retryTimer, !retryTimer.isCancelled { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
@@ -172,6 +175,21 @@ final class Prober: ConnectionDelegate {
     private func failed(_ error: DownloadError, retryAfter: Int?) {
         if error.kind == .objectChanged {
             delegate?.prober(self, didEndWith: .restart(error.message))
+            return
+        }
+        if let refresher, URLExpiry.isRefusal(error, url: decision.url, now: URLExpiry.now) {
+            // A presigned URL that expired: probe a fresh one (the refresher bounds the tries).
+            refresher.refresh(after: refresher.current) { [weak self] result in
+                guard let self, !stopped else { return }
+                switch result {
+                case .success(let url):
+                    decision.url = url
+                    decision.redirects = 0
+                    start()
+                case .failure(let error):
+                    delegate?.prober(self, didEndWith: .fail(error))
+                }
+            }
             return
         }
         tries += 1

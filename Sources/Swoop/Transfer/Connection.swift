@@ -47,8 +47,8 @@ final class Connection: ExchangeDelegate {
     /// Where the current job's bytes go, and the object they must belong to.
     private var store: DownloadStore?
     private var object: RemoteObject?
-    /// The URL of the current request, for messages.
-    private var url: RemoteURL?
+    /// The URL of the current (or last) request.
+    private(set) var url: RemoteURL?
     /// Set by the head or body handlers when the exchange must fail.
     private var failure: DownloadError?
     private var retryAfter: Int?

@@ -15,6 +15,9 @@ struct ExchangeRequest: Sendable {
     /// Open a new connection rather than reuse an idle one (a connection slot's first request,
     /// so that N slots really are N connections).
     var freshConnection = false
+    /// A `.netrc` login may be sent (the request goes to the original origin; see
+    /// ``RequestHeaders/mayCarryCredentials(to:)``).
+    var mayUseNetrc = false
 }
 
 /// Per-connection transfer settings, derived from the downloader's configuration.
@@ -26,6 +29,10 @@ struct TransferOptions: Sendable {
     var verifiesTLSCertificates: Bool
     var userAgent: String
     var receiveBufferSize: Int
+    var proxy: Downloader.Configuration.Proxy
+    /// curl's `NOPROXY` list, comma-separated; `nil`: `no_proxy` from the environment.
+    var noProxy: String?
+    var netrc: Downloader.Configuration.Netrc
 
     init(_ configuration: Downloader.Configuration) {
         connectTimeout = configuration.timeout.connect
@@ -41,6 +48,9 @@ struct TransferOptions: Sendable {
         verifiesTLSCertificates = configuration.verifiesTLSCertificates
         userAgent = configuration.userAgent
         receiveBufferSize = configuration.receiveBufferSize
+        proxy = configuration.proxy
+        noProxy = configuration.noProxy?.joined(separator: ",")
+        netrc = configuration.netrc
     }
 }
 
@@ -84,6 +94,9 @@ struct TransferFailure: Sendable {
     var isTimeout: Bool
     /// Name resolution failed or the server refused the connection: nobody is there.
     var isUnreachable = false
+    /// The proxy failed: it could not be resolved, its handshake failed, or it refused the
+    /// tunnel (a `CONNECT` answered with an error status, such as 407).
+    var isProxy = false
 }
 
 /// Receives an exchange's events on the transfer thread. Callbacks must not block.
@@ -116,6 +129,9 @@ final class HTTPExchange {
     var isHeldBack = false
     /// Paused by its delegate (no room for the bytes) until ``TransferLoop/resume(_:)``.
     fileprivate(set) var isPausedByDelegate = false
+    /// A proxy answered the `CONNECT` for this request with an error status (read from the easy
+    /// handle before it is recycled).
+    fileprivate var tunnelRefused = false
 
     /// Body bytes delivered to the delegate.
     private(set) var bodyBytesDelivered: Int64 = 0
@@ -155,6 +171,7 @@ final class HTTPExchange {
         easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)  // a proxy's CONNECT reply is not the response
         if request.freshConnection { easy.set(CURLOPT_FRESH_CONNECT, true) }
         easy.set(CURLOPT_USERAGENT, options.userAgent)
+        configureAccess(easy)
         errorBuffer.withUnsafeMutableBytes { easy.set(CURLOPT_ERRORBUFFER, pointer: $0.baseAddress) }
         var lines = request.headerLines
         if let range = request.range {
@@ -175,6 +192,28 @@ final class HTTPExchange {
                 isTLS: false, isTimeout: false)
         }
         return nil
+    }
+
+    /// The proxy and the `.netrc` login. Without a proxy setting libcurl reads `http_proxy`,
+    /// `https_proxy`, `all_proxy` and `no_proxy` itself, as curl does: nothing here may set
+    /// `CURLOPT_PROXY` then, or the environment would be ignored.
+    private func configureAccess(_ easy: CurlEasy) {
+        let options = request.options
+        switch options.proxy {
+        case .fromEnvironment: break
+        case .direct: easy.set(CURLOPT_PROXY, "")  // "" turns the environment's proxy off
+        case .url(let url): easy.set(CURLOPT_PROXY, url.trimmingWhitespace)
+        }
+        if let noProxy = options.noProxy { easy.set(CURLOPT_NOPROXY, noProxy) }
+        if request.mayUseNetrc {
+            switch options.netrc {
+            case .off: break
+            case .defaultFile: easy.set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+            case .file(let path):
+                easy.set(CURLOPT_NETRC, Int(CURL_NETRC_OPTIONAL.rawValue))
+                easy.set(CURLOPT_NETRC_FILE, path)
+            }
+        }
     }
 
     fileprivate func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
@@ -261,7 +300,8 @@ final class HTTPExchange {
         return TransferFailure(
             curlCode: Int(code.rawValue), message: message,
             isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT,
-            isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY)
+            isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY,
+            isProxy: code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_PROXY || tunnelRefused)
     }
 }
 
@@ -285,6 +325,7 @@ extension TransferLoop {
         assertOnLoopThread()
         let easy = dequeueEasyHandle()
         exchange.limiter = rateLimiter
+        if let cookies { cookies.attach(easy) }
         if let failure = exchange.configure(easy) {
             exchange.easy = nil
             recycle(easy)
@@ -324,6 +365,7 @@ extension TransferLoop {
     func finish(_ exchange: HTTPExchange, code: CURLcode) {
         if exchange.isHeldBack { rateLimiter?.forget(exchange) }
         if let easy = exchange.easy {
+            if code != CURLE_OK { exchange.tunnelRefused = (easy.getLong(CURLINFO_HTTP_CONNECTCODE) ?? 0) >= 300 }
             exchange.easy = nil
             recycle(easy)
         }

@@ -17,12 +17,29 @@ struct RequestHeaders: Sendable {
         if !url.isSameOrigin(as: originalURL) { crossedOrigin = true }
     }
 
+    /// Whether a request to `url` may carry credentials: the caller's headers that may hold
+    /// them, and a `.netrc` login. Only the original origin gets them, and only until a redirect
+    /// has left it.
+    func mayCarryCredentials(to url: RemoteURL) -> Bool {
+        !crossedOrigin && url.isSameOrigin(as: originalURL)
+    }
+
+    /// A GET of `url` with these headers (see ``lines(for:precondition:)``), `range` and
+    /// `options`; a `.netrc` login only where credentials may go.
+    func request(
+        for url: RemoteURL, precondition: (name: String, value: String)? = nil, range: RequestedRange?, options: TransferOptions
+    ) -> ExchangeRequest {
+        var request = ExchangeRequest(url: url.absoluteString, headerLines: lines(for: url, precondition: precondition), range: range, options: options)
+        request.mayUseNetrc = mayCarryCredentials(to: url)
+        return request
+    }
+
     /// The lines for a request to `url`: `Accept-Encoding: identity` and the caller's headers,
     /// without those that may carry credentials when `url` is not the original origin (or a
     /// redirect left it before), plus `precondition` if given.
     func lines(for url: RemoteURL, precondition: (name: String, value: String)? = nil) -> [String] {
         var lines = ["Accept-Encoding: identity"]
-        let stripCredentials = crossedOrigin || !url.isSameOrigin(as: originalURL)
+        let stripCredentials = !mayCarryCredentials(to: url)
         for (name, value) in headers {
             if stripCredentials && !DownloadRequest.headersSafeAcrossHosts.contains(name.lowercased()) { continue }
             lines.append("\(name): \(value)")
@@ -37,6 +54,9 @@ extension DownloadError {
     /// like curl and wget, a host nobody answers before the first response is not retried; once
     /// a download is under way the same failure is.
     static func transport(_ failure: TransferFailure, url: String, beforeAnyResponse: Bool) -> DownloadError {
+        if failure.isProxy {
+            return DownloadError(beforeAnyResponse ? .unreachable : .network, "the proxy failed on the way to \(url): \(failure.message)", remedy: .checkProxy, curlCode: failure.curlCode)
+        }
         if failure.isUnreachable && beforeAnyResponse {
             return DownloadError(.unreachable, "cannot connect to \(url): \(failure.message); check the host name and port, and that the server is up", curlCode: failure.curlCode)
         }

@@ -4,7 +4,8 @@ import Logging
 /// has its own object identity (mirrors do not share `ETag`s), so its own precondition.
 final class Source {
     let index: Int
-    let object: RemoteObject
+    /// Its URL and identity; the first source's URL changes when a fresh one replaces it.
+    var object: RemoteObject
     let headers: RequestHeaders
     /// Requests in flight to it.
     var active = 0
@@ -46,6 +47,9 @@ final class SourceSet: MirrorCheckDelegate {
     private var rejected: [(url: String, reason: String)] = []
     /// A mirror joined: the transfer can use more connections.
     var onSourceAdded: (() -> Void)?
+    /// Checks of fresh URLs for a source (``verifyReplacement(of:with:range:requestHeaders:target:configuration:loop:done:)``),
+    /// with what to tell when each ends.
+    private var replacements: [(check: MirrorCheck, done: (ReplacementVerdict) -> Void)] = []
 
     init(first: RemoteObject, headers: RequestHeaders, store: DownloadStore, logger: Logger) {
         self.sources = [Source(index: 0, object: first, headers: headers)]
@@ -56,8 +60,19 @@ final class SourceSet: MirrorCheckDelegate {
     var primary: Source { sources[0] }
     var usable: [Source] { sources.filter { $0.dropped == nil } }
     var hasSeveral: Bool { usable.count > 1 }
-    /// A mirror check has a request in flight.
-    var isChecking: Bool { checks.contains(where: \.isBusy) }
+    /// A mirror check, or the check of a fresh URL, has a request in flight.
+    var isChecking: Bool { checks.contains(where: \.isBusy) || replacements.contains { $0.check.isBusy } }
+
+    /// The range another source's bytes are compared on (a mirror before it contributes, a
+    /// fresh URL before it replaces the old one): one chunk the first source has written, or is
+    /// writing now (`firstRange`, the probe's).
+    func sampleRange(near firstRange: ByteRange) -> ByteRange? {
+        guard let plan = store.plan else { return nil }
+        let layout = plan.layout
+        let chunk = (0..<layout.chunkCount).first { plan.written.contains($0) } ?? Int(firstRange.lowerBound / layout.chunkSize)
+        let start = layout.byteRange(ofChunks: chunk..<(chunk + 1)).lowerBound
+        return ByteRange(start, min(start + min(layout.chunkSize, 1 << 20), layout.objectSize))
+    }
 
     /// The source the next request goes to (see ``TransferPolicy/chooseSource(_:avoiding:)``).
     func choose(avoiding: Source? = nil, now: ContinuousClock.Instant) -> Source? {
@@ -144,9 +159,90 @@ final class SourceSet: MirrorCheckDelegate {
     }
 
     func stop() {
-        for check in checks { check.stop() }
+        for check in checks + replacements.map(\.check) { check.stop() }
         samples.removeAll()
+        replacements.removeAll()
     }
+
+    // MARK: Fresh URLs
+
+    /// What the check of a fresh URL found.
+    enum ReplacementVerdict {
+        /// The same object: the source continues with it.
+        case same(RemoteObject)
+        /// Another object (another size, or other bytes): it must never contribute.
+        case otherObject(String)
+        /// It cannot be used now (refused, failing): why.
+        case unusable(String)
+    }
+
+    /// Checks that `url`, a fresh URL for `source` (a presigned URL signed again), leads to the
+    /// same object, the way a mirror is checked: the same size, and the same bytes at `range`,
+    /// which the source has written. Credentials go with it only where the source's may.
+    func verifyReplacement(
+        of source: Source, with url: RemoteURL, range: ByteRange, requestHeaders: [(name: String, value: String)], target: String,
+        configuration: Downloader.Configuration, loop: TransferLoop, done: @escaping (ReplacementVerdict) -> Void
+    ) {
+        guard let size = source.object.size else { return done(.unusable("the object's size is unknown")) }
+        let headers = source.headers.mayCarryCredentials(to: url)
+            ? requestHeaders : requestHeaders.filter { DownloadRequest.headersSafeAcrossHosts.contains($0.name.lowercased()) }
+        let check = MirrorCheck(
+            url: url, headers: headers, size: size, range: range, target: target,
+            configuration: configuration, loop: loop, logger: logger)
+        check.delegate = self
+        replacements.append((check, done))
+        check.start()
+    }
+
+    /// The first source's fresh URL is being fetched or checked; it takes no request meanwhile.
+    private(set) var isRefreshingPrimary = false
+
+    /// A request to the first source's `refused` URL was refused as expired: gets a fresh URL from
+    /// `refresher` (one for every request refused meanwhile: a request sent to an older URL
+    /// than the source's now only waits), checks that it leads to the same object, and points
+    /// the source at it. `done(nil)` when it may take requests again; `done(error)` when the
+    /// download cannot go on.
+    func refreshPrimary(
+        refused: RemoteURL, refresher: URLRefresher, range: ByteRange, requestHeaders: [(name: String, value: String)], target: String,
+        configuration: Downloader.Configuration, loop: TransferLoop, done: @escaping (DownloadError?) -> Void
+    ) {
+        let source = primary
+        guard source.object.url == refused, !isRefreshingPrimary else { return }
+        isRefreshingPrimary = true
+        source.notBefore = .now + .seconds(365 * 86_400)  // rests until its fresh URL is checked
+        func fresh(_ result: Result<RemoteURL, DownloadError>) {
+            switch result {
+            case .failure(let error):
+                isRefreshingPrimary = false
+                done(error)
+            case .success(let url):
+                verifyReplacement(of: source, with: url, range: range, requestHeaders: requestHeaders, target: target, configuration: configuration, loop: loop) { [weak self] verdict in
+                    guard let self else { return }
+                    switch verdict {
+                    case .same(let object):
+                        source.object = object
+                        source.notBefore = nil
+                        isRefreshingPrimary = false
+                        logger.info("continuing with the fresh URL", metadata: ["source": "\(url.redacted)"])
+                        done(nil)
+                    case .otherObject(let reason):
+                        isRefreshingPrimary = false
+                        done(DownloadError(.urlRefreshFailed, "the fresh URL \(url.redacted) leads to another object than \(refused.redacted): \(reason); not mixing two objects", remedy: .checkURLProvider))
+                    case .unusable(let reason):
+                        refresher.reject(url, because: reason, fresh)
+                    }
+                }
+            }
+        }
+        refresher.refresh(after: refused, fresh)
+    }
+
+    private func takeReplacement(_ check: MirrorCheck) -> ((ReplacementVerdict) -> Void)? {
+        guard let index = replacements.firstIndex(where: { $0.check === check }) else { return nil }
+        return replacements.remove(at: index).done
+    }
+
+    // MARK: Mirror checks (and fresh URLs)
 
     func mirrorCheck(_ check: MirrorCheck, sampled object: RemoteObject, headers: RequestHeaders, bytes: [UInt8]) {
         samples.append((check, object, headers, bytes))
@@ -154,6 +250,9 @@ final class SourceSet: MirrorCheckDelegate {
     }
 
     func mirrorCheck(_ check: MirrorCheck, failed reason: String) {
+        if let done = takeReplacement(check) {
+            return done(check.servesOtherObject ? .otherObject(reason) : .unusable(reason))
+        }
         checks.removeAll { $0 === check }
         reject(check.url, reason)
     }
@@ -162,13 +261,23 @@ final class SourceSet: MirrorCheckDelegate {
     func settleAgreements() {
         guard !samples.isEmpty, let plan = store.plan else { return }
         let layout = plan.layout
+        var verdicts: [() -> Void] = []
+        defer { for verdict in verdicts { verdict() } }
         samples.removeAll { sample in
             let range = sample.check.range
             let chunks = layout.chunksCompleted(from: layout.alignDown(range.lowerBound), to: layout.alignUp(range.upperBound))
             let written = chunks.allSatisfy { plan.written.contains($0) } || plan.isComplete
             guard written else { return false }
             checks.removeAll { $0 === sample.check }
-            guard let ours = store.readBack(range) else {
+            let ours = store.readBack(range)
+            if let done = takeReplacement(sample.check) {
+                let verdict: ReplacementVerdict = ours == nil ? .unusable("the bytes to compare it with cannot be read back")
+                    : ours == sample.bytes ? .same(sample.object)
+                    : .otherObject("it serves other bytes at \(range) (same size, different content)")
+                verdicts.append { done(verdict) }  // after this pass: the verdict may settle more
+                return true
+            }
+            guard let ours else {
                 reject(sample.check.url, "the bytes to compare it with cannot be read back")
                 return true
             }

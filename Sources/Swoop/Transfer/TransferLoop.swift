@@ -32,6 +32,8 @@ final class TransferLoop: @unchecked Sendable {
     let budget: ConnectionBudget
     /// The byte-rate cap on everything this loop receives, if there is one (transfer thread only).
     private(set) var rateLimiter: RateLimiter?
+    /// The cookie store every exchange uses, when cookies are configured (transfer thread only).
+    private(set) var cookies: CookieEngine?
     private var thread = pthread_t()
 
     // Loop-thread state.
@@ -43,10 +45,11 @@ final class TransferLoop: @unchecked Sendable {
     private var idleHandles: [CurlEasy] = []
 
     /// Starts the thread. `maximumBytesPerSecond` caps the sum of every exchange's body bytes.
-    init?(name: String = "swoop-transfer", budget: ConnectionBudget, maximumBytesPerSecond: Int64? = nil) {
+    init?(name: String = "swoop-transfer", budget: ConnectionBudget, maximumBytesPerSecond: Int64? = nil, cookies: Downloader.Configuration.Cookies = .init()) {
         guard CurlRuntime.ensureInitialized(), let multi = curl_multi_init() else { return nil }
         self.multi = multi
         self.budget = budget
+        self.cookies = CookieEngine(cookies)
         if let rate = maximumBytesPerSecond, rate > 0 {
             rateLimiter = RateLimiter(bytesPerSecond: rate, loop: self)
         }
@@ -265,6 +268,8 @@ final class TransferLoop: @unchecked Sendable {
         runAfterCallbackWork()
         timers.removeAll()
         idleHandles.removeAll()
+        cookies?.save()
+        cookies = nil  // after every handle that used its share
     }
 }
 

@@ -42,12 +42,18 @@ final class TransferRun: ConnectionDelegate {
     private let mirrors: [RemoteURL]
     private let requestHeaders: [(name: String, value: String)]
     private let target: String
+    /// Fresh URLs for the first source when its URL is refused (``DownloadRequest/urlProvider``).
+    private let refresher: URLRefresher?
+    /// The probe's range, near which a source's bytes are compared.
+    private var firstRange = ByteRange(0, 0)
 
     init(
         object: RemoteObject, store: DownloadStore, headers: RequestHeaders, configuration: Downloader.Configuration,
         loop: TransferLoop, counters: DownloadCounters, logger: Logger,
-        mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [], target: String = ""
+        mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [], target: String = "",
+        refresher: URLRefresher? = nil
     ) {
+        self.refresher = refresher
         self.sources = SourceSet(first: object, headers: headers, store: store, logger: logger)
         self.mirrors = mirrors
         self.requestHeaders = requestHeaders
@@ -71,7 +77,7 @@ final class TransferRun: ConnectionDelegate {
     /// What the transfer waits for while no request is in flight (`nil`: one is), for the
     /// session's watchdog: a retry's backoff, a connection permit, or nothing at all.
     var idle: IdleWait? {
-        guard !connections.contains(where: \.isBusy), !sources.isChecking else { return nil }
+        guard !connections.contains(where: \.isBusy), !sources.isChecking, refresher?.isRefreshing != true else { return nil }
         if let retryTimer, !retryTimer.isCancelled { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
@@ -87,6 +93,7 @@ final class TransferRun: ConnectionDelegate {
         guard let segment = plan.reserve(ByteRange(firstRange.lowerBound, layout.alignUp(firstRange.upperBound)), ownerID: connection.id) else {
             throw .invalidResponse("internal: the probe's range \(firstRange) is not missing")
         }
+        self.firstRange = firstRange
         adopt(connection)
         connection.adopt(.segment(segment, request: firstRange), store: store, object: object)
         plan.noteRequested(segment, upTo: firstRange.upperBound)
@@ -97,7 +104,9 @@ final class TransferRun: ConnectionDelegate {
             if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
             return
         }
-        checkMirrors(firstRange: firstRange)
+        if !mirrors.isEmpty, let range = sources.sampleRange(near: firstRange) {
+            sources.check(mirrors, range: range, requestHeaders: requestHeaders, target: target, configuration: configuration, loop: loop)
+        }
         if case .adaptive(let maximum) = configuration.connections {
             let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
             targetConnections = ConnectionController.initialCount(probeTimeToFirstByte: headAfter, maximum: maximum)
@@ -142,17 +151,6 @@ final class TransferRun: ConnectionDelegate {
             plan.limit = consumed + max(plan.layout.chunkSize, window - piece)
             dispatchWork()
         }
-    }
-
-    /// Checks each mirror on one range the first source has written (resuming) or is writing
-    /// now (the probe's first chunk), before it may contribute.
-    private func checkMirrors(firstRange: ByteRange) {
-        guard !mirrors.isEmpty, let plan = store.plan else { return }
-        let layout = plan.layout
-        let chunk = (0..<layout.chunkCount).first { plan.written.contains($0) } ?? Int(firstRange.lowerBound / layout.chunkSize)
-        let start = layout.byteRange(ofChunks: chunk..<(chunk + 1)).lowerBound
-        let range = ByteRange(start, min(start + min(layout.chunkSize, 1 << 20), layout.objectSize))
-        sources.check(mirrors, range: range, requestHeaders: requestHeaders, target: target, configuration: configuration, loop: loop)
     }
 
     /// Cancels every exchange and timer; outcomes that arrive later are ignored.
@@ -222,14 +220,13 @@ final class TransferRun: ConnectionDelegate {
         let range = policy.nextRequest(position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
         let object = source.object
-        let lines = source.headers.lines(for: object.url, precondition: object.precondition)
         logger.trace("request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
         connection.attach(to: store, object: object)
         sourceOf[connection.id] = source
         source.active += 1
         connection.begin(
             .segment(segment, request: range), url: object.url,
-            request: ExchangeRequest(url: object.url.absoluteString, headerLines: lines, range: .bounded(range), options: options))
+            request: source.headers.request(for: object.url, precondition: object.precondition, range: .bounded(range), options: options))
         counters.willSend(busy: connections.count(where: \.isBusy))
     }
 
@@ -358,6 +355,20 @@ final class TransferRun: ConnectionDelegate {
             source.active -= 1
             source.bytes += connection.bytesThisRequest
             if connection.bytesThisRequest > 0 { source.failures = 0 }
+            if connection.bytesThisRequest > 0 && source === sources.primary { refresher?.noteProgress() }
+        }
+        if case .failed(let error, _) = outcome, let refresher, source === sources.primary, let sent = connection.url,
+           URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange) {
+            // The URL expired: the range waits for a fresh one, which every refused request shares.
+            plan.release(segment, failed: false)
+            sources.refreshPrimary(
+                refused: sent, refresher: refresher, range: range, requestHeaders: requestHeaders, target: target,
+                configuration: configuration, loop: loop) { [weak self] error in
+                guard let self, !stopped else { return }
+                if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
+            }
+            dispatchWork()
+            return
         }
         if case .failed(let error, let retryAfter) = outcome, let source,
            case let verdict = sources.failed(source, error, retryAfter: retryAfter, policy: policy, maxTries: configuration.retry.maxTries),

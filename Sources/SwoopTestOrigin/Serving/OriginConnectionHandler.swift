@@ -89,7 +89,12 @@ final class OriginConnectionHandler: ChannelInboundHandler {
             guard let head = requestHead, response == nil else { return }
             requestHead = nil
             let (ticket, plan) = core.begin(head, connectionID: connectionID)
-            start(Response(ticket: ticket, plan: plan), context: context)
+            guard let delay = plan.headDelayMilliseconds else {
+                return start(Response(ticket: ticket, plan: plan), context: context)
+            }
+            _ = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(delay)) { [self] in
+                if context.channel.isActive { start(Response(ticket: ticket, plan: plan), context: context) }
+            }
         }
     }
 

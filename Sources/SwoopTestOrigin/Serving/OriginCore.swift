@@ -62,6 +62,9 @@ final class OriginCore: Sendable {
 
     var connectionsAccepted: Int { state.withLock { $0.connectionsAccepted } }
 
+    /// The connections open now.
+    var openConnections: [any Channel] { state.withLock { $0.openChannels.values.map(\.channel) } }
+
     // MARK: Lifecycle
 
     var isShutDown: Bool { state.withLock { $0.isShutDown } }

@@ -35,6 +35,8 @@ struct ResponsePlan: Sendable {
     /// Body pacing in bytes per second; nil = as fast as the socket takes it.
     var bytesPerSecond: Int?
     var keepAlive: Bool
+    /// Wait this long before answering at all (a refusal from a slow authorisation service).
+    var headDelayMilliseconds: Int64? = nil
     /// Faults applied while planning (body faults are added when they happen).
     var faults: [String]
     /// The request as it will be logged, with `bodyBytesSent` and the body faults still to fill in.
@@ -75,6 +77,14 @@ struct ResponsePlanner {
 
         if ordinal <= faults.failFirstRequests {
             fail(&plan)
+        } else if let signing = faults.urlSigning, target.path.hasPrefix(URLSigning.mintPrefix) {
+            let path = "/" + target.path.dropFirst(URLSigning.mintPrefix.count)
+            let host = request.headers.first(name: "Host") ?? "127.0.0.1"
+            setText(&plan, status: .ok, "http://\(host)\(path)?\(signing.query(for: path))\n")
+        } else if let refusal = faults.urlSigning?.refusal(path: target.path, query: target.query) {
+            setText(&plan, status: .forbidden, URLSigning.refusalBody, contentType: "application/xml")
+            plan.headDelayMilliseconds = faults.urlSigning?.refusalDelayMilliseconds
+            plan.faults.append("signature \(refusal)")
         } else if let redirect {
             plan.head.status = HTTPResponseStatus(statusCode: redirect.status)
             plan.head.headers.add(name: "Location", value: redirect.location)
