@@ -49,6 +49,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private let startedAt = ContinuousClock.now
     private var progressTimer: LoopTimer?
     private var meter = ThroughputMeter()
+    private var quiet: QuietWatch
 
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
@@ -70,6 +71,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         self.onProgress = progress
         self.onTransferEnd = transferEnded
         self.completion = completion
+        quiet = QuietWatch(configuration)
     }
 
     // MARK: Start
@@ -89,57 +91,14 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         probe()
     }
 
-    /// What the disk holds for this target: a finished file to confirm, a partial download to
-    /// continue, or nothing (stale state is cleared). An existing file that is not this download's
-    /// is an error unless overwriting is allowed.
+    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:)``).
+    /// A map belongs to one source (its validators are that source's): that source goes first.
     private func inspectLocalState() throws(DownloadError) -> ProbeBasis {
-        try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
-        var state = PartialState.inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
-        if state.isPartial {
-            // Another run's partial download: take the target before trusting or changing it,
-            // then read it again (its holder may have changed or finished it meanwhile).
-            try sink.claim()
-            state = PartialState.inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+        let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger)
+        if case .resuming(let map) = basis, map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
+            swap(&url, &mirrors[index])
         }
-        switch state {
-        case .directory:
-            sink.releaseClaim()
-            throw DownloadError(.localIO, "\(paths.target) is a directory", remedy: .nameAFile, errno: EISDIR)
-        case .complete(_, let record?):
-            sink.releaseClaim()
-            return .completed(record)
-        case .complete:
-            sink.releaseClaim()
-            throw DownloadError(.targetExists, "\(paths.target) already exists", remedy: .replaceTarget)
-        case .unreadable(let error):
-            throw error
-        case .absent:
-            return .fresh
-        case .orphanedPart(let reason):
-            // Small files and streams keep no map: an interrupted one leaves this, expectedly.
-            logger.info("\(reason); starting over")
-            try sink.discardPartialState()
-            return .fresh
-        case .stale(let reason, _):
-            if configuration.resumes {
-                logger.warning("\(reason); starting over")
-            } else {
-                logger.info("starting over (resuming is turned off): discarding \(paths.part)")
-            }
-            try sink.discardPartialState()
-            return .fresh
-        case .resumable(let map):
-            guard configuration.resumes else {
-                logger.info("starting over (resuming is turned off): discarding \(paths.part)")
-                try sink.discardPartialState()
-                return .fresh
-            }
-            // The map belongs to one source (its validators are that source's): it goes first.
-            if map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
-                swap(&url, &mirrors[index])
-            }
-            return .resuming(map)
-        }
+        return basis
     }
 
     // MARK: Probe
@@ -148,7 +107,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         phase = .probing
         let prober = Prober(
             url: url, basis: basis, target: paths.target, headers: RequestHeaders(request.headers, originalURL: url),
-            configuration: configuration, loop: loop, counters: counters, logger: logger, refresher: refresher)
+            configuration: configuration, loop: loop, counters: counters, logger: logger, refresher: refresher,
+            expectedSize: request.expectedSize)
         prober.delegate = self
         self.prober = prober
         prober.start()
@@ -156,8 +116,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError) {
         guard phase == .probing, prober === self.prober else { throw DownloadError(.cancelled, "the download stopped") }
-        if case .ranged(let found, _) = step, let error = sizeMismatch(found.size) { throw error }
-        if case .stream(let found, _) = step, let error = sizeMismatch(found.size) { throw error }
         let transfer: TransferRun
         switch step {
         case .ranged(let found, let firstRange):
@@ -238,10 +196,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             logger.info("already complete", metadata: ["path": "\(paths.target)"])
             var size: Int64 = 0
             if case .completed(let record) = basis { size = record.size }
-            if let error = sizeMismatch(size) { return stop(with: .failure(error)) }
             stop(with: .success(result(size: size, alreadyComplete: true)))
         case .finishResumed(let found):
-            if let error = sizeMismatch(found.size) { return stop(with: .failure(error)) }
             object = found
             bytesResumed = found.size ?? 0
             var map: SegmentMap?
@@ -249,7 +205,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             startVerifying(found, store: nil, resumed: map)
             openThenFinalize(size: bytesResumed, resuming: true)
         case .empty(let found):
-            if let error = sizeMismatch(0) { return stop(with: .failure(error)) }
             object = found
             startVerifying(found, store: nil, resumed: nil)
             openThenFinalize(size: 0, resuming: false)
@@ -267,18 +222,13 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     func transferDidComplete(_ run: TransferRun) {
         guard phase == .transferring, run === transfer, let store else { return }
         let size = object?.size ?? store.streamPosition
-        if let error = sizeMismatch(size) {
-            // Only a stream of unannounced length gets here: its bytes are not the expected object.
+        if let expected = request.expectedSize, size != expected {
+            // A stream of unannounced length (the probe checked any announced one): not the object.
             discardOnStop = true
-            return stop(with: .failure(error))
+            return stop(with: .failure(DownloadError(
+                .sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected", remedy: .correctExpectedSize)))
         }
         finalize(size: size)
-    }
-
-    /// The failure when the object is not ``DownloadRequest/expectedSize`` bytes.
-    private func sizeMismatch(_ size: Int64?) -> DownloadError? {
-        guard let expected = request.expectedSize, let size, size != expected else { return nil }
-        return DownloadError(.sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected", remedy: .correctExpectedSize)
     }
 
     func transfer(_ run: TransferRun, foundObjectChanged reason: String) {
@@ -330,23 +280,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     // MARK: Verify
 
-    /// Checks the object against the expected checksum and the digest the server published (the
-    /// first whole-object one it prefers), as the bytes arrive.
+    /// Checks the object against the expected checksum and the server's digest as it arrives.
     private func startVerifying(_ found: RemoteObject, store: DownloadStore?, resumed map: SegmentMap?) {
         guard sink.keepsPartialState else { return }
-        let checks = DigestCheck.checks(
-            expected: request.expectedChecksum, published: found.digests, verifyingPublished: configuration.verifiesPublishedDigests,
-            logger: logger)
-        guard !checks.isEmpty else { return }
-        let resumedRuns = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }
-        let verifier = ObjectVerifier(checks: checks, path: paths.part, target: paths.target, loop: loop, resumed: resumedRuns)
-        self.verifier = verifier
-        // An object small enough to be held in memory is checked there at the end.
-        guard let store, (found.size ?? .max) > PartFileSink.holdLimit || map != nil else { return }
-        store.verify(with: verifier)
-        // What an earlier run wrote: checked now, while the rest arrives (CRC runs the map kept
-        // are not read again; a hash starts from the beginning of the file).
-        if let map { verifier.add(map.completeRanges) }
+        verifier = ObjectVerifier.start(
+            checking: found, expected: request.expectedChecksum, configuration: configuration, paths: paths, store: store,
+            resumed: map, loop: loop, logger: logger)
     }
 
     /// Every byte is in the sink: check its digests, then let it deliver the object (make it
@@ -455,48 +394,23 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             meter.record(totalBytes: counters.bytesReceived, at: .now)
             onProgress?(progressSnapshot())
             if phase == .transferring { store?.checkpointIfDue() }
-            watchQuiet(now: .now)
+            watchQuiet()
             scheduleProgress()
         }
     }
 
     var bytesDone: Int64 { store?.bytesDone ?? bytesResumed }
 
-    // MARK: Watchdog
-
-    /// Since when the download has had no request in flight and no new byte (`nil`: it has).
-    private var quietSince: ContinuousClock.Instant?
-    private var bytesAtLastLook: Int64 = 0
-
-    /// Ends a download that has gone longer than any legitimate wait with no request in flight
-    /// and no new byte, naming what it waited for, rather than let it wait forever. Waiting for
-    /// a connection that other downloads hold is not quiet: they are the ones progressing.
-    private func watchQuiet(now: ContinuousClock.Instant) {
+    /// Ends a download stuck with nothing in flight (see ``QuietWatch``), keeping what it has.
+    private func watchQuiet() {
         let idle: IdleWait? = switch phase {
         case .probing: prober?.idle
         case .transferring: transfer?.idle
         default: nil
         }
-        let bytes = counters.bytesReceived
-        defer { bytesAtLastLook = bytes }
-        guard let idle, bytes == bytesAtLastLook, !(idle == .permit && loop.budget.active > 0) else {
-            quietSince = nil
-            return
-        }
-        guard let since = quietSince else {
-            quietSince = now
-            return
-        }
-        let limit = TransferPolicy(configuration).longestQuietPeriod(
-            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
-            maxTries: configuration.retry.maxTries)
-        guard now - since > limit else { return }
-        let seconds = Int((now - since).seconds.rounded())
-        logger.error("no request in flight and no progress; stopping", metadata: ["waiting for": "\(idle.description)"])
-        stop(with: .failure(DownloadError(
-            .network,
-            "no request in flight and no progress for \(seconds) s while waiting for \(idle.description); stopped rather than wait forever (a bug: please report it); the partial download is kept",
-            remedy: .resume)))
+        guard let failure = quiet.look(idle: idle, bytes: counters.bytesReceived, othersActive: loop.budget.active > 0, now: .now) else { return }
+        logger.error("no request in flight and no progress; stopping", metadata: ["waiting for": "\(idle?.description ?? "")"])
+        stop(with: .failure(failure))
     }
 
     /// Each source's bytes and state, for a download from several URLs.

@@ -179,3 +179,13 @@ public enum Swoop {
     /// The library version.
     public static let version = "0.1.0"
 }
+
+extension Downloader.Configuration.Connections {
+    /// Connections to start with.
+    var initial: Int {
+        switch self {
+        case .fixed(let count): count
+        case .adaptive(let maximum): min(maximum, 8)
+        }
+    }
+}

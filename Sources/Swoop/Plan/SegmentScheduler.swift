@@ -159,6 +159,17 @@ final class SegmentScheduler {
         }
     }
 
+    /// Lowest work first, in pieces of at most `size` bytes (chunk-aligned, a chunk at least), so
+    /// a reader of the object's complete prefix (a pipe, a hash in order) waits for little.
+    /// Returns the piece size.
+    @discardableResult
+    func takeInOrder(pieces size: Int64) -> Int64 {
+        let piece = max(layout.chunkSize, layout.alignDown(size))
+        inOrder = true
+        chop(maxSize: piece)
+        return piece
+    }
+
     /// Every piece of work that may be handed out now is owned (hedging looks at the slow ones).
     var allAvailableWorkOwned: Bool {
         segments.allSatisfy { $0.isOwned || $0.start >= limit }

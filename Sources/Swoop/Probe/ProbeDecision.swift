@@ -30,6 +30,9 @@ struct ProbeDecision {
     var maxRedirects: Int
     /// The target path, for messages.
     var target: String
+    /// The size the request expects (``DownloadRequest/expectedSize``): an object of another size
+    /// fails at its first response, before anything is written.
+    var expectedSize: Int64? = nil
 
     /// What the probe does next, and what becomes of the response body.
     enum Step {
@@ -82,6 +85,23 @@ struct ProbeDecision {
 
     /// Decides what the response head to a probe of `requested` means.
     func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
+        let decided = decideAnySize(head, requested: requested)
+        guard let expected = expectedSize, let size = objectSize(decided.step), size != expected else { return decided }
+        let error = DownloadError(.sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected", remedy: .correctExpectedSize)
+        return (.fail(error), .abort)
+    }
+
+    /// The object's size a step goes on with, if it names one.
+    private func objectSize(_ step: Step) -> Int64? {
+        switch step {
+        case .ranged(let found, _), .stream(let found, _), .finishResumed(let found): found.size
+        case .empty: 0
+        case .alreadyComplete: if case .completed(let record) = basis { record.size } else { nil }
+        case .redirect, .restart, .fail: nil
+        }
+    }
+
+    private func decideAnySize(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
         let result: ResponseValidator.ProbeResult
         do {
             result = try ResponseValidator.probe(head, requested: requested, url: url)

@@ -56,7 +56,7 @@ final class Prober: ConnectionDelegate {
     init(
         url: RemoteURL, basis: ProbeBasis, target: String, headers: RequestHeaders,
         configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger,
-        purpose: Purpose = .download, refresher: URLRefresher? = nil
+        purpose: Purpose = .download, refresher: URLRefresher? = nil, expectedSize: Int64? = nil
     ) {
         self.purpose = purpose
         self.refresher = refresher
@@ -78,7 +78,7 @@ final class Prober: ConnectionDelegate {
         self.headers = headers
         self.decision = ProbeDecision(
             url: url, originalURL: headers.originalURL, basis: basis, redirects: 0,
-            maxRedirects: configuration.redirect.maxRedirects, target: target)
+            maxRedirects: configuration.redirect.maxRedirects, target: target, expectedSize: expectedSize)
         self.connection = Connection(id: 0, loop: loop, delegate: self)
     }
 

@@ -1,3 +1,4 @@
+import Logging
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -123,3 +124,48 @@ struct DownloadPaths: Sendable, Equatable {
 
 import SystemPackage
 import Synchronization
+
+extension PartialState {
+    /// What the disk holds for a download to `paths` from `url`, as the basis of its probe: a
+    /// finished file to confirm, a partial download to continue, or nothing (stale or orphaned
+    /// state is cleared, under the target's lock). An existing file that is not this download's
+    /// is an error unless overwriting is allowed; a missing directory is created if allowed.
+    static func basis(
+        for paths: DownloadPaths, url: RemoteURL, sink: BodySink, configuration: Downloader.Configuration, logger: Logger
+    ) throws(DownloadError) -> ProbeBasis {
+        try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
+        var state = inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+        if state.isPartial {
+            // Another run's partial download: take the target before trusting or changing it,
+            // then read it again (its holder may have changed or finished it meanwhile).
+            try sink.claim()
+            state = inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+        }
+        switch state {
+        case .directory:
+            sink.releaseClaim()
+            throw DownloadError(.localIO, "\(paths.target) is a directory", remedy: .nameAFile, errno: EISDIR)
+        case .complete(_, let record?):
+            sink.releaseClaim()
+            return .completed(record)
+        case .complete:
+            sink.releaseClaim()
+            throw DownloadError(.targetExists, "\(paths.target) already exists", remedy: .replaceTarget)
+        case .unreadable(let error):
+            throw error
+        case .absent:
+            return .fresh
+        case .orphanedPart(let reason):
+            // Small files and streams keep no map: an interrupted one leaves this, expectedly.
+            logger.info("\(reason); starting over")
+        case .stale(let reason, _) where configuration.resumes:
+            logger.warning("\(reason); starting over")
+        case .resumable(let map) where configuration.resumes:
+            return .resuming(map)
+        case .stale, .resumable:
+            logger.info("starting over (resuming is turned off): discarding \(paths.part)")
+        }
+        try sink.discardPartialState()
+        return .fresh
+    }
+}

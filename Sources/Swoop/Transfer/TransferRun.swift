@@ -117,11 +117,8 @@ final class TransferRun: ConnectionDelegate {
         if let window = store.sink.window {
             keepWithin(window: window, plan: plan)
         } else if store.verifier?.hashesInOrder == true {
-            // A hash follows the file's complete prefix: lowest work first, in pieces small enough
-            // that what is left to hash when the last byte lands is a few of them.
-            let piece = plan.layout.alignDown(max(8 << 20, plan.remainingBytes / Int64(16 * max(1, targetConnections))))
-            plan.inOrder = true
-            plan.chop(maxSize: max(plan.layout.chunkSize, piece))
+            // A hash follows the complete prefix: what is left to hash at the end is a few pieces.
+            plan.takeInOrder(pieces: max(8 << 20, plan.remainingBytes / Int64(16 * max(1, targetConnections))))
         }
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
@@ -141,10 +138,7 @@ final class TransferRun: ConnectionDelegate {
     /// the connections, 1 MiB at least): the reader waits for the lowest piece, so the pieces near
     /// it must be fetched side by side, not one connection crawling through a long one.
     private func keepWithin(window: Int64, plan: SegmentScheduler) {
-        let share = min(window / 4, window / Int64(2 * max(1, targetConnections)))
-        let piece = max(plan.layout.chunkSize, plan.layout.alignDown(max(1 << 20, share)))
-        plan.inOrder = true
-        plan.chop(maxSize: piece)
+        let piece = plan.takeInOrder(pieces: max(1 << 20, min(window / 4, window / Int64(2 * max(1, targetConnections)))))
         plan.limit = max(plan.layout.chunkSize, window - piece)
         store.sink.observeRoom { [weak self, weak plan] consumed in
             guard let self, let plan else { return }
@@ -201,7 +195,6 @@ final class TransferRun: ConnectionDelegate {
             }
             request(segment, on: connection, from: source)
         }
-        // A response checked against its own digest cannot be cut short or shared by a hedge.
         if configuration.hedgesSlowTail && !store.checksEachResponse && !isCapped(at: now) { hedgeSlowTail(now: now) }
         if !connections.contains(where: \.isBusy), let next = [plan.nextRetryTime, sources.nextWake].compactMap({ $0 }).min() {
             retryTimer?.cancel()
@@ -237,6 +230,7 @@ final class TransferRun: ConnectionDelegate {
     /// Where to cut `victim`'s request in flight for an idle connection (see
     /// ``TransferPolicy/cutPoint(_:rate:others:roundTrip:minimumStealSize:layout:)``).
     private func cutPoint(_ victim: Segment, roundTrip: Double, now: ContinuousClock.Instant) -> Int64? {
+        // A response checked against its own digest (Content-Digest) is never cut, nor hedged.
         guard let plan = store.plan, !store.checksEachResponse, let id = victim.ownerID, connections.indices.contains(id),
               connections[id].isTransferring else { return nil }
         let others = connections.filter(\.isTransferring).map(\.recentRate)
@@ -444,16 +438,6 @@ final class TransferRun: ConnectionDelegate {
             delegate?.transfer(self, didFailWith: error.adding("; the server does not support ranges, so the download cannot resume"))
         case .stopped, .cancelled:
             break
-        }
-    }
-}
-
-extension Downloader.Configuration.Connections {
-    /// Connections to start with.
-    var initial: Int {
-        switch self {
-        case .fixed(let count): count
-        case .adaptive(let maximum): min(maximum, 8)
         }
     }
 }

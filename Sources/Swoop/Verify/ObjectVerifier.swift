@@ -260,6 +260,27 @@ final class ObjectVerifier: @unchecked Sendable {
     }
 }
 
+extension ObjectVerifier {
+    /// A verifier for `found` (nil when nothing is to be checked): the expected checksum and the
+    /// server's preferred published digest. It follows `store`'s completed chunks (an object small
+    /// enough to be held in memory is checked there at the end instead); a resumed `map`'s CRC runs
+    /// are kept, and its complete bytes are checked now, while the rest arrives.
+    static func start(
+        checking found: RemoteObject, expected: Checksum?, configuration: Downloader.Configuration, paths: DownloadPaths,
+        store: DownloadStore?, resumed map: SegmentMap?, loop: TransferLoop, logger: Logger
+    ) -> ObjectVerifier? {
+        let checks = DigestCheck.checks(
+            expected: expected, published: found.digests, verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
+        guard !checks.isEmpty else { return nil }
+        let runs = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }
+        let verifier = ObjectVerifier(checks: checks, path: paths.part, target: paths.target, loop: loop, resumed: runs)
+        guard let store, (found.size ?? .max) > PartFileSink.holdLimit || map != nil else { return verifier }
+        store.verify(with: verifier)
+        if let map { verifier.add(map.completeRanges) }
+        return verifier
+    }
+}
+
 /// A digest a download was checked against, for ``DownloadResult``.
 public struct VerifiedDigest: Sendable, Equatable, CustomStringConvertible {
     /// Where the expected value came from.

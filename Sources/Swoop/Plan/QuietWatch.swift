@@ -1,0 +1,37 @@
+/// The session's watchdog: a download that has gone longer than any legitimate wait with no
+/// request in flight and no new byte is stuck (a bug), and ends naming what it waited for rather
+/// than wait forever. Waiting for a connection that other downloads hold is not quiet: they are
+/// the ones progressing. Pure: the caller looks every progress tick, with the time.
+struct QuietWatch {
+    /// The longest legitimate quiet: the timeouts and every retry's backoff.
+    let limit: Duration
+    /// Since when nothing has been in flight and no byte arrived (`nil`: something has).
+    private var quietSince: ContinuousClock.Instant?
+    private var bytesAtLastLook: Int64 = 0
+
+    init(_ configuration: Downloader.Configuration) {
+        limit = TransferPolicy(configuration).longestQuietPeriod(
+            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
+            maxTries: configuration.retry.maxTries)
+    }
+
+    /// One look: `idle` is what the download waits for with nothing in flight (`nil`: a request
+    /// is in flight), `bytes` what it received so far. Returns the failure once quiet too long.
+    mutating func look(idle: IdleWait?, bytes: Int64, othersActive: Bool, now: ContinuousClock.Instant) -> DownloadError? {
+        defer { bytesAtLastLook = bytes }
+        guard let idle, bytes == bytesAtLastLook, !(idle == .permit && othersActive) else {
+            quietSince = nil
+            return nil
+        }
+        guard let since = quietSince else {
+            quietSince = now
+            return nil
+        }
+        guard now - since > limit else { return nil }
+        let seconds = Int((now - since).seconds.rounded())
+        return DownloadError(
+            .network,
+            "no request in flight and no progress for \(seconds) s while waiting for \(idle.description); stopped rather than wait forever (a bug: please report it); the partial download is kept",
+            remedy: .resume)
+    }
+}
