@@ -16,8 +16,11 @@ final class DownloadStore {
     private(set) var streamPosition: Int64 = 0
     /// Computes the object's digests from the stretches that become complete.
     private(set) var verifier: ObjectVerifier?
-    /// Complete stretches not yet handed to the verifier (it gets them in batches).
+    /// Complete stretches not yet handed to the verifier (it gets them in batches of about
+    /// ``verificationBatch`` bytes, so it works while the bytes arrive and little is left at the end).
     private var completed: [ByteRange] = []
+    private var completedBytes: Int64 = 0
+    private static let verificationBatch: Int64 = 4 << 20
     /// Each response's bytes are checked against its own digest (`Content-Digest`) before they
     /// count; hedging and cutting requests short are off then (a cut response cannot be checked).
     var checksEachResponse = false
@@ -72,6 +75,8 @@ final class DownloadStore {
         } else {
             completed.append(range)
         }
+        completedBytes += range.count
+        if completedBytes >= Self.verificationBatch { flushVerification() }
     }
 
     /// Hands the stretches completed since the last time to the verifier.
@@ -79,6 +84,7 @@ final class DownloadStore {
         guard let verifier, !completed.isEmpty else { return }
         verifier.add(completed)
         completed.removeAll(keepingCapacity: true)
+        completedBytes = 0
     }
 
     /// Whether what this store wrote can be resumed by a later run (it has a segment map).
