@@ -85,6 +85,9 @@ final class ObjectVerifier: @unchecked Sendable {
     private var ahead: [ByteRange] = []
     private var descriptor: FileDescriptor?
     private var failure: DownloadError?
+    /// Where read-back bytes land: one buffer for the verifier's life, made at the first read (a
+    /// fresh 1 MiB for every read was a fresh mapping each time, its page faults a real cost).
+    private var readBuffer: UnsafeMutableRawBufferPointer?
 
     /// `resumed`: CRC runs a segment map kept, already limited to its complete chunks.
     init(checks: [DigestCheck], path: String, target: String, loop: TransferLoop, resumed: CRCRuns?) {
@@ -229,8 +232,8 @@ final class ObjectVerifier: @unchecked Sendable {
             }
             self.descriptor = descriptor
         }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(min(range.count, 1 << 20)), alignment: 16)
-        defer { buffer.deallocate() }
+        let buffer = readBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        readBuffer = buffer
         var offset = range.lowerBound
         while offset < range.upperBound {
             if cancelled.load(ordering: .relaxed) {
@@ -252,6 +255,10 @@ final class ObjectVerifier: @unchecked Sendable {
             body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             offset += Int64(count)
         }
+    }
+
+    deinit {
+        readBuffer?.deallocate()
     }
 
     private func closeDescriptor() {
