@@ -282,7 +282,15 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// Checks the object against the expected checksum and the server's digest as it arrives.
     private func startVerifying(_ found: RemoteObject, store: DownloadStore?, resumed map: SegmentMap?) {
-        guard sink.keepsPartialState else { return }
+        guard sink.keepsPartialState else {
+            // An in-order sink (a pipe) checks the bytes itself as they go out; a measurement nothing.
+            guard sink.window != nil else { return }
+            let checks = DigestCheck.checks(
+                expected: request.expectedChecksum, published: found.digests,
+                verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
+            if !checks.isEmpty { sink.verifyInOrder(checks) }
+            return
+        }
         verifier = ObjectVerifier.start(
             checking: found, expected: request.expectedChecksum, configuration: configuration, paths: paths, store: store,
             resumed: map, loop: loop, logger: logger)

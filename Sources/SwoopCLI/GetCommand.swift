@@ -93,7 +93,6 @@ struct Get: AsyncParsableCommand {
         }
         if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
         if output == "-" {
-            if checksum != nil { throw ValidationError("--checksum verifies a file; with -o - pipe the stream into sha256sum instead") }
             if directory != nil { throw ValidationError("-d chooses a directory for a file; -o - writes to standard output") }
         }
         guard streamWindow.bytes >= Int64(DownloadBytes.minimumWindow) else {

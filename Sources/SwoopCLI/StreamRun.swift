@@ -53,7 +53,9 @@ extension Get {
             if json, let result { writeStderr(jsonText(Summary(result, url: urls[0])) + "\n") }
         case .failed(let error?) where error.kind != .cancelled:
             if json { writeStderr(jsonText(Summary(error: error, path: "-")) + "\n") }
-            throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage + " (the stream to standard output is incomplete)")
+            // A mismatch comes after the last byte: the stream is complete, and wrong.
+            let state = error.kind == .checksumMismatch ? "" : " (the stream to standard output is incomplete)"
+            throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage + state)
         case .failed:
             throw CommandFailure(status: .interrupted, message: "interrupted; a stream to standard output cannot resume: run the command again to start over")
         }

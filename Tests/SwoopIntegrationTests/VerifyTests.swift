@@ -108,6 +108,34 @@ struct VerifyTests {
         #expect(crcOnly.status == 0 && crcOnly.stdout.contains("\"algorithm\":\"crc64xz\""), "\(crcOnly.stderr)")
     }
 
+    @Test("-o -: the stream is checked as it goes out; a mismatch exits non-zero after the last byte")
+    func streamIsVerified() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let bytes = object(size: 5 << 20, seed: 9)
+        let kind = Self.kinds.first { $0.header == "x-goog-hash" }!
+        let nginx = try serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
+        defer { nginx.stop() }
+        for (name, good) in [("good.bin", true), ("bad.bin", false)] {
+            let out = scratch.path("\(name).out")
+            let command = "'\(CLI.executable)' '\(nginx.url("/" + name))' -o - -c 4 --stream-window 4M > '\(out)'"
+            let shell = try ChildProcess(
+                executable: "/bin/sh", arguments: ["-c", command + " 2>'\(out).err'"])
+            let status = await shell.wait(timeout: .seconds(120))
+            let stderr = (try? String(contentsOfFile: out + ".err", encoding: .utf8)) ?? ""
+            let written = try Data(contentsOf: URL(fileURLWithPath: out))
+            #expect(written.count == bytes.count, "\(name): every byte goes out either way")
+            if good {
+                #expect(status == 0, "stderr: \(stderr)")
+                #expect(TestData.sha256(written) == TestData.sha256(bytes))
+            } else {
+                #expect(status == 1, "stderr: \(stderr)")
+                #expect(stderr.contains("checksum mismatch") && stderr.contains("x-goog-hash") && stderr.contains("discard them"), "stderr: \(stderr)")
+                #expect(!stderr.contains("incomplete"))
+            }
+        }
+    }
+
     @Test("Content-Digest: a response with a flipped byte is fetched again, the file comes out right")
     func contentDigestRetriesABadResponse() async throws {
         try await withTestOrigin { origin in

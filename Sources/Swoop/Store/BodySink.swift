@@ -51,6 +51,11 @@ protocol BodySink: AnyObject {
     /// calls `then` on the transfer thread with the failure, if any.
     func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void)
 
+    /// An in-order sink (a pipe, nothing to read back) checks the bytes against `checks` itself as
+    /// it delivers them, and fails ``finish(size:record:then:)`` on a mismatch. (A file is checked
+    /// by an ``ObjectVerifier``; the others do nothing.)
+    func verifyInOrder(_ checks: [DigestCheck])
+
     /// The object is complete at `size` bytes: deliver it (for a file: verify, make durable and
     /// visible), then call `then` on the transfer thread with the failure, if any.
     func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void)
@@ -65,6 +70,7 @@ extension BodySink {
     var window: Int64? { nil }
     func hasRoom(for count: Int, at offset: Int64) -> Bool { true }
     func observeRoom(_ handler: @escaping (Int64) -> Void) {}
+    func verifyInOrder(_ checks: [DigestCheck]) {}
 }
 
 /// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.

@@ -53,6 +53,18 @@ final class StreamBuffer: @unchecked Sendable {
         }
     }
 
+    /// Hands `body` the ring's bytes at `range` (one or two pieces, where the ring wraps). Only
+    /// for bytes written and not yet taken by the reader: the writer is the only one to change them.
+    func withBytes(_ range: ByteRange, _ body: (UnsafeRawBufferPointer) -> Void) {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let position = Int(offset % Int64(capacity))
+            let count = Int(min(range.upperBound - offset, Int64(capacity - position)))
+            body(UnsafeRawBufferPointer(rebasing: storage[position..<(position + count)]))
+            offset += Int64(count)
+        }
+    }
+
     /// The prefix up to `offset` is written: the reader may take it.
     func deliver(upTo offset: Int64) {
         wake { $0.delivered = max($0.delivered, offset) }
@@ -156,6 +168,9 @@ final class StreamSink: BodySink, @unchecked Sendable {
     private(set) var consumed: Int64 = 0
     /// The reader made room: the transfer may fetch further.
     private var onRoom: ((Int64) -> Void)?
+    /// Digests the stream is checked against, and their hashers over the bytes delivered so far.
+    private var checks: [DigestCheck] = []
+    private var hashers: [DigestHasher] = []
 
     func observeRoom(_ handler: @escaping (Int64) -> Void) {
         onRoom = handler
@@ -195,10 +210,17 @@ final class StreamSink: BodySink, @unchecked Sendable {
         buffer.write(bytes, at: offset)
         let range = ByteRange(offset, offset + Int64(bytes.count))
         if offset == delivered {
+            let before = delivered
             delivered = range.upperBound
             while let first = pending.first, first.lowerBound <= delivered {
                 delivered = max(delivered, first.upperBound)
                 pending.removeFirst()
+            }
+            // Hashed before the reader may take them (afterwards the ring may be reused).
+            if !hashers.isEmpty {
+                buffer.withBytes(ByteRange(before, delivered)) { bytes in
+                    for index in hashers.indices { hashers[index].update(bytes) }
+                }
             }
             buffer.deliver(upTo: delivered)
         } else {
@@ -225,7 +247,18 @@ final class StreamSink: BodySink, @unchecked Sendable {
 
     func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
 
+    func verifyInOrder(_ checks: [DigestCheck]) {
+        self.checks = checks
+        hashers = checks.map { DigestHasher($0.expected.algorithm) }
+    }
+
+    /// The last bytes are out: a digest that does not match fails the download (the reader has
+    /// every byte, and they are wrong); otherwise the reader sees the end.
     func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
+        for (check, hasher) in zip(checks, hashers) where hasher.finalize() != check.expected {
+            then(check.mismatch(hasher.finalize(), target: "standard output", consequence: "every byte was written out, and they are wrong: discard them"))
+            return
+        }
         buffer.finish(size: size)
         then(nil)
     }

@@ -22,15 +22,17 @@ struct DigestCheck: Sendable {
     }
 
     /// The failure when the bytes give `computed`.
-    func mismatch(_ computed: Checksum, target: String) -> DownloadError {
+    func mismatch(
+        _ computed: Checksum, target: String,
+        consequence: String = "nothing was kept at the target and the partial download was deleted"
+    ) -> DownloadError {
         let what = switch source {
         case .expectedChecksum: "the expected checksum"
         case .server(let header): "the server's \(header) header"
         }
         return DownloadError(
             .checksumMismatch,
-            "checksum mismatch for \(target): \(what) says \(shown(expected)), the downloaded bytes give \(shown(computed)); "
-                + "nothing was kept at the target and the partial download was deleted")
+            "checksum mismatch for \(target): \(what) says \(shown(expected)), the downloaded bytes give \(shown(computed)); \(consequence)")
     }
 }
 
