@@ -38,6 +38,27 @@ struct DigestTests {
         #expect(incremental == whole)
     }
 
+    @Test(arguments: [CRC.crc32, .crc32c, .crc64xz, .crc64nvme])
+    func everyPathGivesTheTablesCRC(_ kind: CRC) {
+        // The carry-less fold (64-bit CRCs on x86-64 with PCLMULQDQ), the lanes and the tables.
+        var random = SplitMix64(seed: 3)
+        let bytes = (0..<70_001).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        for count in [0, 1, 15, 16, 17, 255, 256, 257, 1000, 4096, 16_400, 65_536, 70_001] {
+            let start = UInt64(count) &* 0x9E37_79B9_7F4A_7C15 & (kind.width == 64 ? .max : 0xFFFF_FFFF)
+            bytes.withUnsafeBytes { all in
+                let piece = UnsafeRawBufferPointer(rebasing: all[..<count])
+                var reference = ~start & (kind.width == 64 ? .max : 0xFFFF_FFFF)
+                for byte in piece {
+                    reference ^= UInt64(byte)
+                    for _ in 0..<8 { reference = reference & 1 != 0 ? (reference >> 1) ^ kind.polynomial : reference >> 1 }
+                }
+                reference = ~reference & (kind.width == 64 ? .max : 0xFFFF_FFFF)
+                #expect(kind.update(start, piece) == reference, "\(count) bytes")
+                #expect(kind.tableUpdate(start, piece) == reference, "\(count) bytes (tables)")
+            }
+        }
+    }
+
     @Test func runsMergeInAnyOrderIntoTheWholeCRC() {
         var random = SplitMix64(seed: 11)
         let bytes = (0..<10_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }

@@ -45,4 +45,13 @@ int swoop_start_writeback(int fd, int64_t offset, int64_t length);
 /// pthread_setname_np(thread, name): names a thread for debuggers and `top -H` (15 chars max).
 int swoop_set_thread_name(pthread_t thread, const char *name);
 
+/// Whether swoop_clmul_fold can run here (x86-64 with PCLMULQDQ and SSE4.1).
+int swoop_has_clmul(void);
+
+/// For a reflected 64-bit CRC: XORs `reg` into the first 8 bytes of `data`, then folds the first
+/// `length` bytes (a multiple of 16, at least 16) into 16 bytes written to `out16`, whose CRC
+/// from a zero register equals the register the whole would leave. `k_first`, `k_second`: x^191
+/// and x^127 modulo the polynomial, reflected (the products come out one bit short).
+void swoop_clmul_fold(uint64_t reg, const void *data, size_t length, uint64_t k_first, uint64_t k_second, void *out16);
+
 #endif
