@@ -150,11 +150,16 @@ final class ObjectVerifier: @unchecked Sendable {
             absorb(ByteRange(0, size))
             advancePrefix(to: size)
             if let failure { return .failure(failure) }
-            let computed = checks.map { check -> Checksum in
-                if let crc, crc.algorithm == check.expected.algorithm, let value = crc.whole(size: size) {
-                    return Checksum(algorithm: crc.algorithm, crc: value)
+            var computed: [Checksum] = []
+            for check in checks {
+                if let crc, crc.algorithm == check.expected.algorithm {
+                    guard let value = crc.whole(size: size) else {
+                        return .failure(DownloadError(.localIO, "internal: the CRC of \(path) does not cover its \(size) bytes"))
+                    }
+                    computed.append(Checksum(algorithm: crc.algorithm, crc: value))
+                } else if let hasher = ordered.first(where: { $0.algorithm == check.expected.algorithm }) {
+                    computed.append(hasher.finalize())
                 }
-                return ordered.first { $0.algorithm == check.expected.algorithm }!.finalize()
             }
             return compare(computed)
         }, then: then)
