@@ -282,18 +282,18 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// Checks the object against the expected checksum and the server's digest as it arrives.
     private func startVerifying(_ found: RemoteObject, store: DownloadStore?, resumed map: SegmentMap?) {
+        // A file is checked by an ObjectVerifier, an in-order sink (a pipe) checks the bytes
+        // itself as they go out, a measurement checks nothing.
+        guard sink.keepsPartialState || sink.window != nil else { return }
+        let checks = DigestCheck.checks(
+            expected: request.expectedChecksum, published: found.digests,
+            verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
+        guard !checks.isEmpty else { return }
         guard sink.keepsPartialState else {
-            // An in-order sink (a pipe) checks the bytes itself as they go out; a measurement nothing.
-            guard sink.window != nil else { return }
-            let checks = DigestCheck.checks(
-                expected: request.expectedChecksum, published: found.digests,
-                verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
-            if !checks.isEmpty { sink.verifyInOrder(checks) }
+            sink.verifyInOrder(checks)
             return
         }
-        verifier = ObjectVerifier.start(
-            checking: found, expected: request.expectedChecksum, configuration: configuration, paths: paths, store: store,
-            resumed: map, loop: loop, logger: logger)
+        verifier = ObjectVerifier.start(checks, for: found, paths: paths, store: store, resumed: map, loop: loop)
     }
 
     /// Every byte is in the sink: check its digests, then let it deliver the object (make it

@@ -104,17 +104,17 @@ struct PublishedDigests: Sendable, Equatable {
     }
 
     /// The whole-object digest to verify, if any.
-    var preferred: PublishedDigest? {
-        for algorithm in Self.preference {
-            if let found = object.first(where: { $0.checksum.algorithm == algorithm }) { return found }
-        }
-        return nil
-    }
+    var preferred: PublishedDigest? { Self.first(of: object, in: Self.preference) }
 
     /// The response digest to check a body against, if any (the strongest hash first).
     var preferredForResponse: PublishedDigest? {
-        for algorithm in [Checksum.Algorithm.sha512, .sha256, .sha384, .sha1, .md5, .crc64nvme, .crc64xz, .crc32c, .crc32] {
-            if let found = response.first(where: { $0.checksum.algorithm == algorithm }) { return found }
+        Self.first(of: response, in: [.sha512, .sha256, .sha384, .sha1, .md5, .crc64nvme, .crc64xz, .crc32c, .crc32])
+    }
+
+    /// The digest of `digests` whose algorithm comes first in `order`.
+    private static func first(of digests: [PublishedDigest], in order: [Checksum.Algorithm]) -> PublishedDigest? {
+        for algorithm in order {
+            if let found = digests.first(where: { $0.checksum.algorithm == algorithm }) { return found }
         }
         return nil
     }

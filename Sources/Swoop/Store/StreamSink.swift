@@ -43,25 +43,30 @@ final class StreamBuffer: @unchecked Sendable {
 
     /// Copies `bytes` to their place in the ring. The caller keeps `offset` within the window.
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        pieces(from: offset, count: bytes.count) { ring, done in
+            UnsafeMutableRawBufferPointer(rebasing: storage[ring])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[done..<(done + ring.count)]))
+        }
+    }
+
+    /// The ring's pieces for `count` bytes of the object from `offset` (two where the ring wraps):
+    /// each piece's place in the ring, and how far into the `count` bytes it starts.
+    @inline(__always)
+    private func pieces(from offset: Int64, count: Int, _ body: (_ ring: Range<Int>, _ done: Int) -> Void) {
         var done = 0
-        while done < bytes.count {
+        while done < count {
             let position = Int((offset + Int64(done)) % Int64(capacity))
-            let count = min(bytes.count - done, capacity - position)
-            UnsafeMutableRawBufferPointer(rebasing: storage[position..<(position + count)])
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[done..<(done + count)]))
-            done += count
+            let piece = min(count - done, capacity - position)
+            body(position..<(position + piece), done)
+            done += piece
         }
     }
 
     /// Hands `body` the ring's bytes at `range` (one or two pieces, where the ring wraps). Only
     /// for bytes written and not yet taken by the reader: the writer is the only one to change them.
     func withBytes(_ range: ByteRange, _ body: (UnsafeRawBufferPointer) -> Void) {
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let position = Int(offset % Int64(capacity))
-            let count = Int(min(range.upperBound - offset, Int64(capacity - position)))
-            body(UnsafeRawBufferPointer(rebasing: storage[position..<(position + count)]))
-            offset += Int64(count)
+        pieces(from: range.lowerBound, count: Int(range.count)) { ring, _ in
+            body(UnsafeRawBufferPointer(rebasing: storage[ring]))
         }
     }
 
@@ -119,13 +124,9 @@ final class StreamBuffer: @unchecked Sendable {
             case .ready(let from, let count):
                 var bytes = [UInt8](repeating: 0, count: count)
                 bytes.withUnsafeMutableBytes { target in
-                    var done = 0
-                    while done < count {
-                        let position = Int((from + Int64(done)) % Int64(capacity))
-                        let piece = min(count - done, capacity - position)
-                        UnsafeMutableRawBufferPointer(rebasing: target[done..<(done + piece)])
-                            .copyMemory(from: UnsafeRawBufferPointer(rebasing: storage[position..<(position + piece)]))
-                        done += piece
+                    pieces(from: from, count: count) { ring, done in
+                        UnsafeMutableRawBufferPointer(rebasing: target[done..<(done + ring.count)])
+                            .copyMemory(from: UnsafeRawBufferPointer(rebasing: storage[ring]))
                     }
                 }
                 let consumed = state.withLock { state -> Int64 in

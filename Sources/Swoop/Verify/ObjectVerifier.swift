@@ -275,17 +275,14 @@ final class ObjectVerifier: @unchecked Sendable {
 }
 
 extension ObjectVerifier {
-    /// A verifier for `found` (nil when nothing is to be checked): the expected checksum and the
-    /// server's preferred published digest. It follows `store`'s completed chunks (an object small
+    /// A verifier of `checks` (``DigestCheck/checks(expected:published:verifyingPublished:logger:)``)
+    /// for `found`. It follows `store`'s completed chunks (an object small
     /// enough to be held in memory is checked there at the end instead); a resumed `map`'s CRC runs
     /// are kept, and its complete bytes are checked now, while the rest arrives.
     static func start(
-        checking found: RemoteObject, expected: Checksum?, configuration: Downloader.Configuration, paths: DownloadPaths,
-        store: DownloadStore?, resumed map: SegmentMap?, loop: TransferLoop, logger: Logger
-    ) -> ObjectVerifier? {
-        let checks = DigestCheck.checks(
-            expected: expected, published: found.digests, verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
-        guard !checks.isEmpty else { return nil }
+        _ checks: [DigestCheck], for found: RemoteObject, paths: DownloadPaths, store: DownloadStore?, resumed map: SegmentMap?,
+        loop: TransferLoop
+    ) -> ObjectVerifier {
         let runs = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }
         let verifier = ObjectVerifier(checks: checks, path: paths.part, target: paths.target, loop: loop, resumed: runs)
         guard let store, (found.size ?? .max) > PartFileSink.holdLimit || map != nil else { return verifier }
