@@ -16,9 +16,9 @@ import subprocess
 
 from . import origins, sources
 from .runner import run_once, run_once_digest, run_once_files
-from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median
+from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median, size_token
 
-ALL = ["S1", "S2", "S3a", "S3b", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 
@@ -248,6 +248,64 @@ def build(name, quick, cfg):
              swoop("swoop-c16", "swoop -c16", ["--connections", "16"]),
              aria2c(), axel(), axel("axel-n64", "axel -n64 (reference)", n=64)],
             "netlab-nginx", netlab=(20, 1.0), timeout=600, targets=targets)
+
+    if name == "S3d":
+        sizes = [16 * MiB, 32 * MiB] if q else [16 * MiB, 32 * MiB, 64 * MiB, 128 * MiB, 256 * MiB]
+
+        def targets(s):
+            out = []
+            for size in sizes:
+                tag = size_token(size)
+                w = _by_tool(s, "swoop-c16-" + tag)
+                peers = [p for p in (_by_tool(s, "axel-n16-" + tag), _by_tool(s, "aria2c-x16-" + tag)) if p]
+                if not (w and peers):
+                    continue
+                best = min(peers, key=lambda p: p["median_wall_s"])
+                r = w["median_wall_s"] / best["median_wall_s"]
+                out.append(("%s: swoop -c16 <= 0.95x the best peer at 16 connections (%s): %.2f s vs %.2f s (%.2fx)" % (
+                    human_size(size), best["label"], w["median_wall_s"], best["median_wall_s"], r), r <= 0.95))
+            return out
+
+        entries = []
+        for size in sizes:
+            tag = size_token(size)
+            entries += [swoop("swoop-c16-" + tag, "swoop -c16, %s" % human_size(size), ["--connections", "16"], obj=tag, group=tag),
+                        axel("axel-n16-" + tag, "axel -n16, %s" % human_size(size), obj=tag, group=tag),
+                        aria2c("aria2c-x16-" + tag, "aria2c -x16 -s16 -k1M, %s" % human_size(size), obj=tag, group=tag)]
+        return Scenario(
+            "S3d", "Emulated WAN: 40 ms RTT, 1%% loss, 16 connections, %s" % " to ".join(human_size(x) for x in (sizes[0], sizes[-1])),
+            "S3b's link (20 ms each way, 1%% server-to-client loss) at a fixed 16 connections over a range of sizes "
+            "(%s): each connection is loss-bound (about 0.5 MiB/s), so what separates the tools is how they start, "
+            "how few round trips they leave idle between requests, and how their last connections finish. Every "
+            "size of every tool runs in each round." % ", ".join(human_size(x) for x in sizes) + tcp_metrics_note,
+            {size_token(size): ("random", size) for size in sizes}, entries,
+            "netlab-nginx", netlab=(20, 1.0), timeout=900, targets=targets)
+
+    if name == "S3c":
+        size = 64 * MiB if q else 256 * MiB
+
+        def targets(s):
+            w = _by_tool(s, "swoop-adaptive")
+            peers = [p for p in (_by_tool(s, "axel-n16"), _by_tool(s, "aria2c-x16")) if p]
+            if not (w and peers):
+                return []
+            best = min(peers, key=lambda p: p["median_wall_s"])
+            r = w["median_wall_s"] / best["median_wall_s"]
+            return [("swoop (adaptive) <= 0.5x the best peer (%s): %.2f s vs %.2f s (%.2fx)" % (
+                best["label"], w["median_wall_s"], best["median_wall_s"], r), r <= 0.5)]
+
+        ceiling = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS, ideal_label="the delay line's ~75 MiB/s ceiling (netlab README's estimate)")
+        return Scenario(
+            "S3c", "A long, fat path: 150 ms RTT, 0.1%% loss, %s" % human_size(size),
+            "netlab delay line with 75 ms each way and 0.1% server-to-client loss: one connection needs a long "
+            "time to open its window and halves it at every loss, so the number of connections is the lever. "
+            "Swoop's adaptive mode picks its own count (the Notes column shows where it settled); the peers "
+            "get 16." + tcp_metrics_note,
+            {"main": ("random", size)},
+            [swoop("swoop-adaptive", "swoop (adaptive)", **ceiling),
+             swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **ceiling),
+             aria2c(**ceiling), axel(**ceiling)],
+            "netlab-nginx", netlab=(75, 0.1), timeout=900, targets=targets)
 
     if name == "S4":
         size = 64 * MiB if q else 512 * MiB

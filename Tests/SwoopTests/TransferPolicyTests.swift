@@ -101,14 +101,35 @@ struct TransferPolicyTests {
             connection(0, rate: Double(10 * MiB), segment: tail), connection(1, rate: Double(10 * MiB), segment: tail),
             connection(2, rate: Double(MiB), segment: tail),
         ]
-        #expect(policy.tailsToHedge(busy: busy, idle: 2) == [2])
-        #expect(policy.tailsToHedge(busy: busy, idle: 0) == [])
-        // 4 s left against 0.4 s on a fresh connection, but not if it is nearly done.
-        let short = SegmentSample(frontier: 0, end: 256 << 10, isHedged: false)
-        #expect(policy.tailsToHedge(busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: short)], idle: 2) == [])
+        #expect(policy.tailsToHedge(busy: busy, idle: 2, roundTrip: 0.05) == [2])
+        #expect(policy.tailsToHedge(busy: busy, idle: 0, roundTrip: 0.05) == [])
+        // 4 s left against 0.4 s on a fresh connection, but not if it is nearly done (64 KiB: 62 ms
+        // left, against a round trip and 6 ms on a fresh one, times 1.5).
+        let short = SegmentSample(frontier: 0, end: 64 << 10, isHedged: false)
+        #expect(policy.tailsToHedge(busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: short)], idle: 2, roundTrip: 0.05) == [])
         let paired = SegmentSample(frontier: 0, end: 4 * MiB, isHedged: true)
-        #expect(policy.tailsToHedge(busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: paired)], idle: 2) == [])
-        #expect(policy.tailsToHedge(busy: [busy[2]], idle: 1) == [], "one rate is no median")
+        #expect(policy.tailsToHedge(busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: paired)], idle: 2, roundTrip: 0.05) == [])
+        #expect(policy.tailsToHedge(busy: [busy[2]], idle: 1, roundTrip: 0.05) == [], "one rate is no median")
+    }
+
+    @Test func hedgesTheEndGameOfALossyPathLatestFirst() {
+        // 16 connections near 512 KB/s over 40 ms: rates within noise are left alone, a tail at
+        // half the median (2 s left against 1 s + a round trip on a fresh one) is fetched twice,
+        // and the latest expected finish goes first when idle connections are few.
+        let left = SegmentSample(frontier: 0, end: 512 << 10, isHedged: false)
+        var busy = (0..<14).map { connection($0, rate: 512_000 + Double($0) * 1000, segment: left) }
+        #expect(policy.tailsToHedge(busy: busy, idle: 4, roundTrip: 0.04) == [])
+        busy.append(connection(14, rate: 256_000, segment: left))
+        busy.append(connection(15, rate: 128_000, segment: left))
+        #expect(policy.tailsToHedge(busy: busy, idle: 4, roundTrip: 0.04) == [15, 14])
+        #expect(policy.tailsToHedge(busy: busy, idle: 1, roundTrip: 0.04) == [15])
+        // A connection stalled in a retransmission timeout (its rate falling fast) is the first;
+        // one whose response has not begun is not measured yet.
+        busy.append(connection(16, rate: 2_000, segment: left))
+        #expect(policy.tailsToHedge(busy: busy, idle: 1, roundTrip: 0.04) == [16])
+        busy.append(connection(17, rate: 1_000, since: nil, segment: left))
+        busy.append(connection(18, rate: 0, segment: left))
+        #expect(policy.tailsToHedge(busy: busy, idle: 1, roundTrip: 0.04) == [16])
     }
 
     @Test func backoffIsExponentialWithJitterAndHonoursRetryAfter() {

@@ -113,8 +113,10 @@ struct TransferPolicy {
 
     /// Connections delivering under a quarter of the median rate (a bad path, a throttled or
     /// overloaded server node) that are worth closing and reopening: measured long enough
-    /// (10 round trips, at least 0.2 s), replaced fewer than three times, with an unhedged
-    /// segment big enough to hand back. Needs four measured connections for a median.
+    /// (25 round trips, at least 0.2 s: on a lossy path a healthy connection's rate swings for
+    /// seconds with its retransmissions, and a new one starts slow), replaced fewer than three
+    /// times, with an unhedged segment big enough to hand back. Needs four measured connections
+    /// for a median.
     func connectionsToReplace(_ connections: [ConnectionSample], minimumStealSize: Int64) -> [Int] {
         let measured = connections.filter { $0.isTransferring && $0.rate > 0 }
         guard measured.count >= 4 else { return [] }
@@ -122,7 +124,7 @@ struct TransferPolicy {
         let roundTrip = Self.roundTrip(connections)
         return measured.filter { connection in
             guard connection.rate < median / 4, connection.replacements < 3,
-                  let since = connection.secondsSinceFirstByte, since > max(0.2, 10 * roundTrip),
+                  let since = connection.secondsSinceFirstByte, since > max(0.2, 25 * roundTrip),
                   let segment = connection.segment, !segment.isHedged,
                   segment.remaining >= 2 * minimumStealSize
             else { return false }
@@ -131,24 +133,29 @@ struct TransferPolicy {
     }
 
     /// When connections are idle and nothing is left to claim, the connections whose tails to
-    /// fetch a second time (at most `idle`): far behind the median (under a third of it), with
-    /// more than twice as long to go as a fresh connection would need, plus half a second.
-    func tailsToHedge(busy: [ConnectionSample], idle: Int) -> [Int] {
+    /// fetch a second time (at most `idle`, the latest expected finish first): those an idle
+    /// connection at the median rate would clearly beat, a round trip to ask and then the bytes,
+    /// times 1.5 so rate noise alone does not start a hedge. That covers a straggler (a slow
+    /// server node or path) and the end game of a lossy path, where the last connections stall
+    /// in retransmission timeouts. Idle connections have nothing better to do, and a pair shares
+    /// one frontier, so whichever is ahead writes and no byte is fetched more than twice. Only
+    /// responses already flowing (for two round trips) are judged: a request just sent has no
+    /// rate of its own yet.
+    func tailsToHedge(busy: [ConnectionSample], idle: Int, roundTrip: Double) -> [Int] {
         guard idle > 0 else { return [] }
         let withSegments = busy.filter { $0.segment != nil }
         let rates = withSegments.map(\.rate).filter { $0 > 0 }
         guard rates.count >= 2 else { return [] }
         let median = rates.sorted()[rates.count / 2]
-        var chosen: [Int] = []
-        for connection in withSegments where chosen.count < idle {
-            guard let segment = connection.segment, !segment.isHedged, segment.remaining > 0 else { continue }
-            let rate = max(connection.rate, 1)
-            let timeLeft = Double(segment.remaining) / rate
+        var chosen: [(id: Int, timeLeft: Double)] = []
+        for connection in withSegments {
+            guard let segment = connection.segment, !segment.isHedged, segment.remaining > 0, connection.rate > 0,
+                  let since = connection.secondsSinceFirstByte, since > 2 * roundTrip else { continue }
+            let timeLeft = Double(segment.remaining) / connection.rate
             let timeOnFresh = Double(segment.remaining) / median
-            guard rate < median / 3, timeLeft > 2 * timeOnFresh + 0.5 else { continue }
-            chosen.append(connection.id)
+            if timeLeft > 1.5 * (roundTrip + timeOnFresh) { chosen.append((connection.id, timeLeft)) }
         }
-        return chosen
+        return chosen.sorted { $0.timeLeft > $1.timeLeft }.prefix(idle).map(\.id)
     }
 
     /// The delay before try `tries + 1`: exponential from ``baseDelay`` with full jitter (half to

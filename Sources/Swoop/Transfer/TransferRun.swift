@@ -195,7 +195,7 @@ final class TransferRun: ConnectionDelegate {
             }
             request(segment, on: connection, from: source)
         }
-        if configuration.hedgesSlowTail && !store.checksEachResponse && !isCapped(at: now) { hedgeSlowTail(now: now) }
+        hedgeSlowTailIfAllowed(now: now)
         if !connections.contains(where: \.isBusy), let next = [plan.nextRetryTime, sources.nextWake].compactMap({ $0 }).min() {
             retryTimer?.cancel()
             retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
@@ -241,12 +241,15 @@ final class TransferRun: ConnectionDelegate {
     }
 
     /// When idle connections remain and a connection far behind the others holds the last work,
-    /// fetch its tail on an idle connection too.
-    private func hedgeSlowTail(now: ContinuousClock.Instant) {
-        guard let plan = store.plan, plan.allAvailableWorkOwned else { return }
+    /// fetch its tail on an idle connection too. Not for responses checked against their own
+    /// digest, nor under a byte-rate cap (it would spend the cap on bytes fetched twice).
+    private func hedgeSlowTailIfAllowed(now: ContinuousClock.Instant) {
+        guard configuration.hedgesSlowTail, !store.checksEachResponse, !isCapped(at: now),
+              let plan = store.plan, plan.allAvailableWorkOwned else { return }
         let busy = connections.filter { $0.isBusy && $0.segment != nil }
         let idleSlots = targetConnections - connections.prefix(targetConnections).count(where: \.isBusy)
-        let victims = policy.tailsToHedge(busy: busy.map { $0.sample(at: now) }, idle: idleSlots)
+        let victims = policy.tailsToHedge(
+            busy: busy.map { $0.sample(at: now) }, idle: idleSlots, roundTrip: TransferPolicy.roundTrip(samples(at: now)))
         guard !victims.isEmpty else { return }
         while connections.count < targetConnections { _ = makeConnection() }
         var helpers = connections.prefix(targetConnections).filter { !$0.isBusy }.makeIterator()
@@ -282,6 +285,8 @@ final class TransferRun: ConnectionDelegate {
             for connection in connections { connection.sampleRate(at: now) }
             replaceSlowConnections(at: now)
             adaptConnections(at: now)
+            // Rates move while connections sit idle at the end: a tail may become worth a hedge.
+            hedgeSlowTailIfAllowed(now: now)
             scheduleHousekeeping()
         }
     }
@@ -345,6 +350,8 @@ final class TransferRun: ConnectionDelegate {
     private func segmentEnded(_ segment: Segment, requested: ByteRange, on connection: Connection, outcome: Connection.Outcome) {
         guard let plan = store.plan else { return }
         let source = sourceOf.removeValue(forKey: connection.id)
+        logger.trace("request ended", metadata: [
+            "connection": "\(connection.id)", "range": "\(requested)", "bytes": "\(connection.bytesThisRequest)", "outcome": "\(outcome)"])
         if let source {
             source.active -= 1
             source.bytes += connection.bytesThisRequest
