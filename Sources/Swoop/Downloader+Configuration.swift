@@ -68,7 +68,9 @@ extension Downloader {
         public var userAgent = "swoop/\(Swoop.version)"
         /// libcurl's receive buffer per connection (`CURLOPT_BUFFERSIZE`).
         public var receiveBufferSize = 128 << 10
-        /// Fetch the slow tail of a download on a second connection too, and keep whichever is first.
+        /// At the end of a download, when connections are idle, fetch a tail that an idle connection
+        /// would clearly finish sooner (a straggler, a connection stalled in retransmissions) on
+        /// that one too, and keep whichever is first. No byte is fetched more than twice.
         public var hedgesSlowTail = true
         /// Check the file against the digest its server publishes (`Repr-Digest`, `x-goog-hash`,
         /// `x-amz-checksum-*`, `x-oss-hash-crc64ecma`; `Content-MD5` or `Digest` on a whole
