@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import RawStructuredFieldValues
 
 /// A digest a server published in a response head, and how that header writes one.
