@@ -21,6 +21,8 @@ from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, med
 ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
+_DELAYLINE_CEILING = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS,
+                          ideal_label="the delay line's ~75 MiB/s ceiling (netlab README's estimate)")
 
 
 class Entry:
@@ -140,16 +142,23 @@ def _wall_ratio_target(summaries, subject, reference, label, limit):
     return [("%s: %.2f s vs %.2f s (%.2fx)" % (label, w["median_wall_s"], ref["median_wall_s"], r), r <= limit)]
 
 
+def _vs_best_peer(summaries, subject, peers, label, limit):
+    """[(label with the times and ratio, met)] for `subject`'s median wall time over the fastest of
+    `peers` (entry ids), met when the ratio is at most `limit`; [] when either side has no run."""
+    w = _by_tool(summaries, subject)
+    measured = [p for p in (_by_tool(summaries, i) for i in peers) if p]
+    if not w or not measured:
+        return []
+    best = min(measured, key=lambda p: p["median_wall_s"])
+    r = w["median_wall_s"] / best["median_wall_s"]
+    return [("%s (%s): %.2f s vs %.2f s (%.2fx)" % (label, best["label"], w["median_wall_s"], best["median_wall_s"], r),
+             r <= limit)]
+
+
 def _at_16_target(summaries):
     """swoop -c16 against the faster of aria2c -x16 and axel -n16 (issue 5's S2 and S3 target)."""
-    w = _by_tool(summaries, "swoop-c16")
-    peers = [p for p in (_by_tool(summaries, "aria2c-x16"), _by_tool(summaries, "axel-n16")) if p]
-    if not w or not peers:
-        return []
-    best = min(peers, key=lambda p: p["median_wall_s"])
-    return [("swoop -c16 wall <= best peer at 16 connections (%s): %.2f s vs %.2f s (%.2fx)" % (
-        best["label"], w["median_wall_s"], best["median_wall_s"], w["median_wall_s"] / best["median_wall_s"]),
-        w["median_wall_s"] <= best["median_wall_s"])]
+    return _vs_best_peer(summaries, "swoop-c16", ("aria2c-x16", "axel-n16"),
+                         "swoop -c16 wall <= best peer at 16 connections", 1.0)
 
 
 def _mibps(s):
@@ -215,7 +224,6 @@ def build(name, quick, cfg):
     if name == "S3a":
         size = 64 * MiB if q else 256 * MiB
         curl_size = 16 * MiB if q else 64 * MiB
-        ceiling = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS, ideal_label="the delay line's ~75 MiB/s ceiling (netlab README's estimate)")
         return Scenario(
             "S3a", "Emulated WAN: 40 ms RTT, 0.1%% loss, %s" % human_size(size),
             "netlab delay line (20 ms each way, 0.1% server-to-client loss, cubic); nginx in the server namespace, "
@@ -223,12 +231,12 @@ def build(name, quick, cfg):
             "line itself tops out near 75 MiB/s (netlab README's figure, an estimate that depends on the "
             "machine's load), so % of that ceiling is shown." + tcp_metrics_note,
             {"main": ("random", size), "curl": ("random", curl_size)},
-            [swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **ceiling),
-             swoop("swoop-adaptive", "swoop (adaptive)", **ceiling),
-             aria2c(**ceiling), axel(**ceiling),
+            [swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **_DELAYLINE_CEILING),
+             swoop("swoop-adaptive", "swoop (adaptive)", **_DELAYLINE_CEILING),
+             aria2c(**_DELAYLINE_CEILING), axel(**_DELAYLINE_CEILING),
              curl(obj="curl", mode="single",
                   note="1 run on a %s object, outside the alternation (one connection gets ~1.4 MiB/s)"
-                       % human_size(curl_size), **ceiling)],
+                       % human_size(curl_size), **_DELAYLINE_CEILING)],
             "netlab-nginx", netlab=(20, 0.1), timeout=600, targets=_at_16_target)
 
     if name == "S3b":
@@ -256,14 +264,8 @@ def build(name, quick, cfg):
             out = []
             for size in sizes:
                 tag = size_token(size)
-                w = _by_tool(s, "swoop-c16-" + tag)
-                peers = [p for p in (_by_tool(s, "axel-n16-" + tag), _by_tool(s, "aria2c-x16-" + tag)) if p]
-                if not (w and peers):
-                    continue
-                best = min(peers, key=lambda p: p["median_wall_s"])
-                r = w["median_wall_s"] / best["median_wall_s"]
-                out.append(("%s: swoop -c16 <= 0.95x the best peer at 16 connections (%s): %.2f s vs %.2f s (%.2fx)" % (
-                    human_size(size), best["label"], w["median_wall_s"], best["median_wall_s"], r), r <= 0.95))
+                out += _vs_best_peer(s, "swoop-c16-" + tag, ("axel-n16-" + tag, "aria2c-x16-" + tag),
+                                     "%s: swoop -c16 <= 0.95x the best peer at 16 connections" % human_size(size), 0.95)
             return out
 
         entries = []
@@ -285,16 +287,9 @@ def build(name, quick, cfg):
         size = 64 * MiB if q else 256 * MiB
 
         def targets(s):
-            w = _by_tool(s, "swoop-adaptive")
-            peers = [p for p in (_by_tool(s, "axel-n16"), _by_tool(s, "aria2c-x16")) if p]
-            if not (w and peers):
-                return []
-            best = min(peers, key=lambda p: p["median_wall_s"])
-            r = w["median_wall_s"] / best["median_wall_s"]
-            return [("swoop (adaptive) <= 0.5x the best peer (%s): %.2f s vs %.2f s (%.2fx)" % (
-                best["label"], w["median_wall_s"], best["median_wall_s"], r), r <= 0.5)]
+            return _vs_best_peer(s, "swoop-adaptive", ("axel-n16", "aria2c-x16"),
+                                 "swoop (adaptive) <= 0.5x the best peer", 0.5)
 
-        ceiling = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS, ideal_label="the delay line's ~75 MiB/s ceiling (netlab README's estimate)")
         return Scenario(
             "S3c", "A long, fat path: 150 ms RTT, 0.1%% loss, %s" % human_size(size),
             "netlab delay line with 75 ms each way and 0.1% server-to-client loss: one connection needs a long "
@@ -302,9 +297,9 @@ def build(name, quick, cfg):
             "Swoop's adaptive mode picks its own count (the Notes column shows where it settled); the peers "
             "get 16." + tcp_metrics_note,
             {"main": ("random", size)},
-            [swoop("swoop-adaptive", "swoop (adaptive)", **ceiling),
-             swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **ceiling),
-             aria2c(**ceiling), axel(**ceiling)],
+            [swoop("swoop-adaptive", "swoop (adaptive)", **_DELAYLINE_CEILING),
+             swoop("swoop-c16", "swoop -c16", ["--connections", "16"], **_DELAYLINE_CEILING),
+             aria2c(**_DELAYLINE_CEILING), axel(**_DELAYLINE_CEILING)],
             "netlab-nginx", netlab=(75, 0.1), timeout=900, targets=targets)
 
     if name == "S4":

@@ -246,10 +246,10 @@ final class TransferRun: ConnectionDelegate {
     private func hedgeSlowTailIfAllowed(now: ContinuousClock.Instant) {
         guard configuration.hedgesSlowTail, !store.checksEachResponse, !isCapped(at: now),
               let plan = store.plan, plan.allAvailableWorkOwned else { return }
-        let busy = connections.filter { $0.isBusy && $0.segment != nil }
+        let all = samples(at: now)
+        let busy = all.filter { connections[$0.id].isBusy && $0.segment != nil }
         let idleSlots = targetConnections - connections.prefix(targetConnections).count(where: \.isBusy)
-        let victims = policy.tailsToHedge(
-            busy: busy.map { $0.sample(at: now) }, idle: idleSlots, roundTrip: TransferPolicy.roundTrip(samples(at: now)))
+        let victims = policy.tailsToHedge(busy: busy, idle: idleSlots, roundTrip: TransferPolicy.roundTrip(all))
         guard !victims.isEmpty else { return }
         while connections.count < targetConnections { _ = makeConnection() }
         var helpers = connections.prefix(targetConnections).filter { !$0.isBusy }.makeIterator()
