@@ -28,6 +28,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private(set) var phase = Phase.starting
     /// What the disk held at the start (or `.fresh` after a restart).
     private var basis = ProbeBasis.fresh
+    /// The disk as the launcher read it, off the transfer thread; used once, by `start()`.
+    private var reading: Result<PartialState, DownloadError>?
     private var prober: Prober?
     private var transfer: TransferRun?
     private var store: DownloadStore?
@@ -54,6 +56,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
         mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink, logger: Logger,
+        reading: Result<PartialState, DownloadError>? = nil,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -65,6 +68,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         self.mirrors = mirrors
         self.paths = paths
         self.sink = sink
+        self.reading = reading
         var logger = logger
         logger[metadataKey: "url"] = "\(url.redacted)"
         self.logger = logger
@@ -94,7 +98,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:)``).
     /// A map belongs to one source (its validators are that source's): that source goes first.
     private func inspectLocalState() throws(DownloadError) -> ProbeBasis {
-        let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger)
+        let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger, reading: reading)
+        reading = nil
         if case .resuming(let map) = basis, map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
             swap(&url, &mirrors[index])
         }

@@ -130,11 +130,22 @@ extension PartialState {
     /// finished file to confirm, a partial download to continue, or nothing (stale or orphaned
     /// state is cleared, under the target's lock). An existing file that is not this download's
     /// is an error unless overwriting is allowed; a missing directory is created if allowed.
-    static func basis(
-        for paths: DownloadPaths, url: RemoteURL, sink: BodySink, configuration: Downloader.Configuration, logger: Logger
-    ) throws(DownloadError) -> ProbeBasis {
+    ///
+    /// `reading` is ``read(_:url:configuration:)`` done before, off the transfer thread (for a
+    /// new file, the whole of this work is those few lookups); `nil` reads now.
+    /// The first look at the disk for a download: the directory (created if missing and allowed),
+    /// then what ``inspect(_:url:overwritesTarget:)`` finds. Any thread: it only reads (a partial
+    /// state is read again under the target's lock before it is trusted or changed).
+    static func read(_ paths: DownloadPaths, url: RemoteURL, configuration: Downloader.Configuration) throws(DownloadError) -> PartialState {
         try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
-        var state = inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+        return inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+    }
+
+    static func basis(
+        for paths: DownloadPaths, url: RemoteURL, sink: BodySink, configuration: Downloader.Configuration, logger: Logger,
+        reading: Result<PartialState, DownloadError>? = nil
+    ) throws(DownloadError) -> ProbeBasis {
+        var state = try (reading ?? Result { () throws(DownloadError) in try read(paths, url: url, configuration: configuration) }).get()
         if state.isPartial {
             // Another run's partial download: take the target before trusting or changing it,
             // then read it again (its holder may have changed or finished it meanwhile).
