@@ -44,7 +44,7 @@ class Entry:
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
-                 sync="each", published_digest=None, tls=False):
+                 sync="each", published_digest=None, tls=False, fresh_fs=False):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -60,6 +60,7 @@ class Scenario:
         # nginx also serves each object under /digest/ with this header: fn(path) -> (name, value)
         self.published_digest = published_digest
         self.tls = tls                  # nginx serves HTTPS (a self-signed certificate)
+        self.fresh_fs = fresh_fs        # file sets: each run writes into a new ext4 (runner._mount_fresh_fs)
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -501,10 +502,13 @@ def build(name, quick, cfg):
             "Lists of small files from %s, 64 at a time, each tool into a fresh, empty directory: per-file costs "
             "(requests, file creation, durability) decide, not bandwidth. Times include making the files durable: "
             "Swoop syncs before it exits; for the peers the harness makes one syncfs of the output's file system "
-            "after they exit (as `tool && sync -f DIR` would), counted in +fsync." % where,
+            "after they exit (as `tool && sync -f DIR` would), counted in +fsync. Each run writes into a new "
+            "ext4 file system (a sparse image on the same disk, made and mounted before the run and removed after "
+            "it): in a directory where earlier runs had created and deleted thousands of files, ext4's search for "
+            "a free inode slowed every tool's file creation, by up to 7x." % where,
             {group: ("files", "s9-%s" % group, [(count, size)]) for group, count, size in sets},
             entries, "netlab-nginx" if lossy else "nginx", netlab=(20, 0.1) if lossy else None, timeout=600,
-            targets=targets, sync="filesystem")
+            targets=targets, sync="filesystem", fresh_fs=True)
 
     if name == "MEM":
         small = 64 * MiB if q else GiB
@@ -790,7 +794,7 @@ def run_scenario(sc, cfg, bins):
                     _flush_tcp_metrics(ns)
                 if o["kind"] == "files":
                     rec = run_once_files(er["command"], os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id)), o["files"],
-                                         sc.timeout, stem, parse_swoop_json=e.is_swoop, sync=sc.sync)
+                                         sc.timeout, stem, parse_swoop_json=e.is_swoop, sync=sc.sync, fresh_fs=sc.fresh_fs)
                 elif e.pipe:
                     rec = run_once_digest(er["command"], os.path.join(OUT_DIR, "%s-%s.sha256" % (sc.name, e.id)),
                                           o["sha256"], sc.timeout, stem)
