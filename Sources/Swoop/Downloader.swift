@@ -268,18 +268,28 @@ public final class Downloader: Sendable {
     }
 
     static func validate(_ headers: [(name: String, value: String)]) throws(DownloadError) {
-        let tokenCharacters = Set("!#$%&'*+-.^_`|~abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         for (name, value) in headers {
-            guard !name.isEmpty, name.allSatisfy({ tokenCharacters.contains($0) }) else {
+            guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
                 throw .invalidRequest("invalid header name '\(RemoteURL.printable(name))': use 'Name: value' with a name of letters, digits and -")
             }
             if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
                 throw .invalidRequest("invalid value for header '\(name)': it contains a line break or NUL")
             }
-            let reserved = ["range", "if-match", "if-unmodified-since", "accept-encoding", "host", "content-length", "transfer-encoding", "connection"]
-            if reserved.contains(name.lowercased()) {
+            if reservedHeaders.contains(name.lowercased()) {
                 throw .invalidRequest("header '\(name)' is set by Swoop itself and cannot be overridden")
             }
         }
     }
+
+    /// A byte of an HTTP token (RFC 9110 `tchar`).
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    private static let reservedHeaders: Set<String> = [
+        "range", "if-match", "if-unmodified-since", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
+    ]
 }

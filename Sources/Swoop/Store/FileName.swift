@@ -3,6 +3,7 @@ enum FileName {
     /// `path` made absolute against the working directory, `.` and `..` resolved lexically:
     /// two spellings of one target compare equal.
     static func absolute(_ path: String) -> String {
+        if isNormalAbsolute(path) { return path }
         var base = path.hasPrefix("/") ? "" : FileName.workingDirectory
         base += "/" + path
         var parts: [Substring] = []
@@ -12,6 +13,27 @@ enum FileName {
             parts.append(part)
         }
         return "/" + parts.joined(separator: "/")
+    }
+
+    /// Whether `path` is absolute with nothing to normalise: no empty, `.` or `..` component and
+    /// no trailing `/` (the common case, which then costs one pass over the bytes).
+    private static func isNormalAbsolute(_ path: String) -> Bool {
+        var bytes = path.utf8.makeIterator()
+        guard bytes.next() == UInt8(ascii: "/") else { return false }
+        // Bytes of the current component so far, and whether they are all dots.
+        var length = 0
+        var dots = true
+        while let byte = bytes.next() {
+            if byte == UInt8(ascii: "/") {
+                if length == 0 || (dots && length <= 2) { return false }
+                length = 0
+                dots = true
+            } else {
+                length += 1
+                dots = dots && byte == UInt8(ascii: ".")
+            }
+        }
+        return length > 0 && !(dots && length <= 2)
     }
 
     private static var workingDirectory: String {

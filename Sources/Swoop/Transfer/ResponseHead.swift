@@ -56,7 +56,13 @@ struct ResponseHeadParser {
     /// Feeds one raw line (with its CRLF). Returns the head when the line ends a final response's
     /// header block; 1xx blocks are skipped.
     mutating func consume(_ raw: UnsafeRawBufferPointer) -> ResponseHead? {
-        let line = String(decoding: raw, as: UTF8.self).trimmingWhitespace
+        // On bytes, not Characters: a download of many small files parses thousands of these,
+        // and grapheme breaking was most of the cost. Names are tokens (ASCII), lowercased here.
+        var start = raw.startIndex
+        var end = raw.endIndex
+        while start < end, Self.isSpace(raw[start]) { start += 1 }
+        while end > start, Self.isSpace(raw[end - 1]) { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: raw[start..<end])
         if line.isEmpty {
             guard let status else { return nil }
             if (100..<200).contains(status) {
@@ -68,19 +74,33 @@ struct ResponseHeadParser {
             finished = head
             return head
         }
-        if line.hasPrefix("HTTP/") {
+        if line.starts(with: "HTTP/".utf8) {
             // "HTTP/1.1 206 Partial Content": a new block starts.
-            let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            let parts = String(decoding: line, as: UTF8.self).split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             status = parts.count >= 2 ? Int(parts[1]) : nil
             fields.removeAll()
             return nil
         }
-        if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].trimmingWhitespace.lowercased()
-            let value = line[line.index(after: colon)...].trimmingWhitespace
+        if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            var nameEnd = colon
+            while nameEnd > 0, Self.isSpace(line[nameEnd - 1]) { nameEnd -= 1 }
+            var valueStart = colon + 1
+            while valueStart < line.count, Self.isSpace(line[valueStart]) { valueStart += 1 }
+            let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
+                for index in 0..<nameEnd {
+                    let byte = line[index]
+                    buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+                }
+                return nameEnd
+            }
+            let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart...]), as: UTF8.self)
             fields.append((name, value))
         }
         return nil
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n")
     }
 }
 
