@@ -314,6 +314,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
         store?.flushVerification()
         let inMemory = size <= PartFileSink.holdLimit ? sink.read(ByteRange(0, size)) : nil
+        // The bytes go to disk while the verifier checks what it has not yet: the final flush
+        // and the last of the hashing overlap; only the rename waits for the verdict.
+        if inMemory == nil { sink.makeDurable(size: size, record: completedRecord(size: size)) }
         verifier.finish(size: size, inMemory: inMemory) { [self] outcome in
             guard phase == .finalizing else { return }
             switch outcome {
@@ -327,9 +330,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
     }
 
+    private func completedRecord(size: Int64) -> CompletedObject {
+        CompletedObject(size: size, etag: object?.etag, lastModified: object?.lastModified)
+    }
+
     private func publish(size: Int64, verified: [VerifiedDigest]) {
-        let record = CompletedObject(size: size, etag: object?.etag, lastModified: object?.lastModified)
-        sink.finish(size: size, record: record) { [self] failure in
+        sink.finish(size: size, record: completedRecord(size: size)) { [self] failure in
             if let failure {
                 stop(with: .failure(failure))
             } else {

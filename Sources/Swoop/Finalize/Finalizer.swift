@@ -99,19 +99,22 @@ enum Finalizer {
     fileprivate static let canLinkUnnamed: Bool = (try? fileInfo("/proc/self/fd")) != nil
 
     /// Publishes one file: check, `fsync`, rename (or link), drop the map, `fsync` the directory.
-    static func finalize(_ item: Item) throws(DownloadError) {
+    /// `alreadyDurable`: ``makeDurable(_:paths:size:record:)`` did the first two for this part file.
+    static func finalize(_ item: Item, alreadyDurable: Bool = false) throws(DownloadError) {
         let file = try item.open()
         // On a failure, a file made here from bytes held in memory goes; a part file stays.
         func abandon() {
             if case .held = item.body { file.discard(item.paths) } else { try? file.descriptor.close() }
         }
-        do throws(DownloadError) { try prepare(item, file.descriptor) } catch {
-            abandon()
-            throw error
-        }
-        do { try file.descriptor.sync() } catch {
-            abandon()
-            throw .localIO("cannot flush", path: item.paths.part, errno: error.rawValue)
+        if !alreadyDurable {
+            do throws(DownloadError) { try prepare(item, file.descriptor) } catch {
+                abandon()
+                throw error
+            }
+            do { try file.descriptor.sync() } catch {
+                abandon()
+                throw .localIO("cannot flush", path: item.paths.part, errno: error.rawValue)
+            }
         }
         try file.publish(item)
         do { try syncDirectory(containing: item.paths.target) } catch {
@@ -176,6 +179,16 @@ enum Finalizer {
             }
         }
         return failures
+    }
+
+    /// The first half of ``finalize(_:alreadyDurable:)`` for a part file, done while its digests
+    /// are still being checked: cut to size, record, `fsync`. The descriptor stays open.
+    static func makeDurable(_ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject) throws(DownloadError) {
+        let item = Item(body: .written(descriptor), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
+        try prepare(item, descriptor)
+        do { try descriptor.sync() } catch {
+            throw .localIO("cannot flush", path: paths.part, errno: error.rawValue)
+        }
     }
 
     /// Cuts the file to its size and records its source on it (its digests were checked as it

@@ -60,6 +60,11 @@ protocol BodySink: AnyObject {
     /// visible), then call `then` on the transfer thread with the failure, if any.
     func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void)
 
+    /// Every byte is written and the download's digests are still being checked: makes the
+    /// bytes durable now, so ``finish(size:record:then:)`` has only the rename left. The others do
+    /// nothing.
+    func makeDurable(size: Int64, record: CompletedObject)
+
     /// Stops without finishing: releases what is open, deletes the partial state when
     /// `discarding`, then calls `then` on the transfer thread (after any checkpoint in flight).
     func close(discarding: Bool, then: @escaping () -> Void)
@@ -71,6 +76,7 @@ extension BodySink {
     func hasRoom(for count: Int, at offset: Int64) -> Bool { true }
     func observeRoom(_ handler: @escaping (Int64) -> Void) {}
     func verifyInOrder(_ checks: [DigestCheck]) {}
+    func makeDurable(size: Int64, record: CompletedObject) {}
 }
 
 /// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.

@@ -16,8 +16,9 @@ final class DownloadStore {
     private(set) var streamPosition: Int64 = 0
     /// Computes the object's digests from the stretches that become complete.
     private(set) var verifier: ObjectVerifier?
-    /// Complete stretches not yet handed to the verifier (it gets them in batches of about
-    /// ``verificationBatch`` bytes, so it works while the bytes arrive and little is left at the end).
+    /// Complete stretches not yet handed to the verifier. With checkpoints, it gets them as each
+    /// checkpoint starts (see ``verify(with:)``); without, in batches of about
+    /// ``verificationBatch`` bytes as they complete.
     private var completed: [ByteRange] = []
     private var completedBytes: Int64 = 0
     private static let verificationBatch: Int64 = 4 << 20
@@ -61,9 +62,17 @@ final class DownloadStore {
     }
 
     /// Has `verifier` follow the bytes: the plan's complete chunks, or a stream's prefix.
+    ///
+    /// With checkpoints, the verifier gets what completed since the last one as each checkpoint
+    /// starts (every second by default), not as it completes: it works one checkpoint behind the
+    /// transfer, and the last stretch is checked at the end while the final flush runs
+    /// (``BodySink/makeDurable(size:record:)``). On a machine of two cores, a hash running beside
+    /// a loopback transfer slowed it by a third, even at idle priority (the cores share more than
+    /// the scheduler knows), while the processor waits during the final flush.
     func verify(with verifier: ObjectVerifier) {
         self.verifier = verifier
         checkpointer?.crcRuns = { [weak verifier] in verifier?.crcRuns }
+        checkpointer?.onCheckpoint = { [unowned self] in flushVerification() }
         guard let plan else { return }
         let layout = plan.layout
         plan.onChunksCompleted = { [unowned self] chunks in note(layout.byteRange(ofChunks: chunks)) }
@@ -76,7 +85,7 @@ final class DownloadStore {
             completed.append(range)
         }
         completedBytes += range.count
-        if completedBytes >= Self.verificationBatch { flushVerification() }
+        if checkpointer == nil, completedBytes >= Self.verificationBatch { flushVerification() }
     }
 
     /// Hands the stretches completed since the last time to the verifier.
@@ -150,8 +159,10 @@ final class DownloadStore {
 
     /// Checkpoints if the interval has passed and something new was written.
     func checkpointIfDue() {
-        flushVerification()
-        guard let checkpointer, let plan else { return }
+        guard let checkpointer, let plan else {
+            flushVerification()
+            return
+        }
         checkpointer.checkpointIfDue(plan.written)
     }
 

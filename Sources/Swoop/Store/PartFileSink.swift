@@ -30,6 +30,8 @@ final class PartFileSink: BodySink {
     static let holdLimit: Int64 = 64 << 10
     /// A small object's bytes, until it is published.
     private var held: [UInt8]?
+    /// The part was made durable ahead of `finish` (``makeDurable(size:record:)``).
+    private var durable: DurableStep?
 
     /// Write-back is started every ``writebackStride`` new bytes, so pages reach the disk during
     /// the download instead of all waiting for the final fsync.
@@ -166,6 +168,20 @@ final class PartFileSink: BodySink {
         }, then: then)
     }
 
+    /// Cuts the part to size, records it and fsyncs it on the disk queue while the verifier
+    /// finishes; `finish` then only publishes (or reports this step's failure).
+    func makeDurable(size: Int64, record: CompletedObject) {
+        guard held == nil, durable == nil, let descriptor = part?.openDescriptor else { return }
+        let step = DurableStep()
+        durable = step
+        let paths = self.paths
+        disk.run {
+            do throws(DownloadError) { try Finalizer.makeDurable(descriptor, paths: paths, size: size, record: record) } catch {
+                step.failure = error
+            }
+        }
+    }
+
     func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
         let body: Finalizer.Item.Body
         if let held {
@@ -185,9 +201,17 @@ final class PartFileSink: BodySink {
             publisher.publish(item, then: then)
             return
         }
+        let step = durable
+        durable = nil
         disk.run({ () -> DownloadError? in
+            // The durable step ran before this on the same serial queue.
+            if let failure = step?.failure {
+                // As when finalizing fails: the part file stays, its descriptor is closed.
+                if case .written(let descriptor) = item.body { try? descriptor.close() }
+                return failure
+            }
             do throws(DownloadError) {
-                try Finalizer.finalize(item)
+                try Finalizer.finalize(item, alreadyDurable: step != nil)
                 return nil
             } catch {
                 return error
@@ -212,4 +236,11 @@ final class PartFileSink: BodySink {
             try? descriptor?.close()
         }, then: then)
     }
+}
+
+/// The outcome of ``PartFileSink/makeDurable(size:record:)``, for the `finish` that follows it.
+///
+/// `@unchecked Sendable`: written and read only on the sink's serial disk queue, in that order.
+private final class DurableStep: @unchecked Sendable {
+    var failure: DownloadError?
 }
