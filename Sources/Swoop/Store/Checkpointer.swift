@@ -16,8 +16,6 @@ final class Checkpointer {
     var onFailure: ((DownloadError) -> Void)?
     /// The CRCs checked so far, recorded with the chunks (only stretches already complete).
     var crcRuns: (() -> CRCRuns?)?
-    /// Called as each checkpoint starts.
-    var onCheckpoint: (() -> Void)?
 
     /// `since`: when the download started. The interval counts from there, not from when the
     /// transfer began a few milliseconds later: progress ticks come every interval too, and the
@@ -44,7 +42,6 @@ final class Checkpointer {
         var map = template
         map.chunks = chunks
         map.crcRuns = crcRuns?()
-        onCheckpoint?()
         sink.checkpoint(map) { [self] failure in
             inFlight = false
             if let failure {

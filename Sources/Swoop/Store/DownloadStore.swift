@@ -16,12 +16,10 @@ final class DownloadStore {
     private(set) var streamPosition: Int64 = 0
     /// Computes the object's digests from the stretches that become complete.
     private(set) var verifier: ObjectVerifier?
-    /// Complete stretches not yet handed to the verifier. With checkpoints, it gets them as each
-    /// checkpoint starts (see ``verify(with:)``); without, in batches of about
-    /// ``verificationBatch`` bytes as they complete.
-    private var completed: [ByteRange] = []
-    private var completedBytes: Int64 = 0
-    private static let verificationBatch: Int64 = 4 << 20
+    /// Complete stretches not yet handed to the verifier, oldest first, with when each completed.
+    private var completed: [(range: ByteRange, at: ContinuousClock.Instant)] = []
+    /// How long a complete stretch waits before the verifier reads it back (see ``verify(with:)``).
+    static let verificationLag: Duration = .seconds(1)
     /// Each response's bytes are checked against its own digest (`Content-Digest`) before they
     /// count; hedging and cutting requests short are off then (a cut response cannot be checked).
     var checksEachResponse = false
@@ -63,37 +61,46 @@ final class DownloadStore {
 
     /// Has `verifier` follow the bytes: the plan's complete chunks, or a stream's prefix.
     ///
-    /// With checkpoints, the verifier gets what completed since the last one as each checkpoint
-    /// starts (every second by default), not as it completes: it works one checkpoint behind the
-    /// transfer, and the last stretch is checked at the end while the final flush runs
-    /// (``BodySink/makeDurable(size:record:)``). On a machine of two cores, a hash running beside
-    /// a loopback transfer slowed it by a third, even at idle priority (the cores share more than
-    /// the scheduler knows), while the processor waits during the final flush.
+    /// The verifier reads a stretch back about ``verificationLag`` after it completed (handed over
+    /// each progress tick, ``handOverDueStretches()``), not at once, and what is left at the end
+    /// is checked while the final flush runs (``BodySink/makeDurable(size:record:)``). A download
+    /// that fills the processor (loopback, a fast LAN) then does not share it with the hash while
+    /// it lasts: on a machine of two cores a hash beside such a transfer slowed it by a third, even
+    /// at idle priority, and so did an idle-priority `sha256sum` of another file; the final flush
+    /// leaves the processor waiting. On a slower link the hash keeps a second behind.
     func verify(with verifier: ObjectVerifier) {
         self.verifier = verifier
         checkpointer?.crcRuns = { [weak verifier] in verifier?.crcRuns }
-        checkpointer?.onCheckpoint = { [unowned self] in flushVerification() }
         guard let plan else { return }
         let layout = plan.layout
         plan.onChunksCompleted = { [unowned self] chunks in note(layout.byteRange(ofChunks: chunks)) }
     }
 
     private func note(_ range: ByteRange) {
-        if let last = completed.last, last.upperBound == range.lowerBound {
-            completed[completed.count - 1].upperBound = range.upperBound
+        let now = ContinuousClock.now
+        // Contiguous with the last stretch and completed within its tenth of a second: one
+        // stretch (it goes with the older time).
+        if let last = completed.last, last.range.upperBound == range.lowerBound, now - last.at < .milliseconds(100) {
+            completed[completed.count - 1].range.upperBound = range.upperBound
         } else {
-            completed.append(range)
+            completed.append((range, now))
         }
-        completedBytes += range.count
-        if checkpointer == nil, completedBytes >= Self.verificationBatch { flushVerification() }
     }
 
-    /// Hands the stretches completed since the last time to the verifier.
+    /// Hands the verifier the stretches that completed at least ``verificationLag`` ago.
+    func handOverDueStretches() {
+        guard let verifier, let first = completed.first, ContinuousClock.now - first.at >= Self.verificationLag else { return }
+        let cutoff = ContinuousClock.now - Self.verificationLag
+        let due = completed.prefix { $0.at <= cutoff }
+        verifier.add(due.map(\.range))
+        completed.removeFirst(due.count)
+    }
+
+    /// Hands every complete stretch not yet handed over to the verifier (at the end).
     func flushVerification() {
         guard let verifier, !completed.isEmpty else { return }
-        verifier.add(completed)
+        verifier.add(completed.map(\.range))
         completed.removeAll(keepingCapacity: true)
-        completedBytes = 0
     }
 
     /// Whether what this store wrote can be resumed by a later run (it has a segment map).
@@ -159,10 +166,8 @@ final class DownloadStore {
 
     /// Checkpoints if the interval has passed and something new was written.
     func checkpointIfDue() {
-        guard let checkpointer, let plan else {
-            flushVerification()
-            return
-        }
+        handOverDueStretches()
+        guard let checkpointer, let plan else { return }
         checkpointer.checkpointIfDue(plan.written)
     }
 
