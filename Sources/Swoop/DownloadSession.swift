@@ -95,7 +95,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         probe()
     }
 
-    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:)``).
+    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
     /// A map belongs to one source (its validators are that source's): that source goes first.
     private func inspectLocalState() throws(DownloadError) -> ProbeBasis {
         let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger, reading: reading)

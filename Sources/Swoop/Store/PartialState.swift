@@ -126,6 +126,15 @@ import SystemPackage
 import Synchronization
 
 extension PartialState {
+    /// The first look at the disk for a download: its directory (created if missing and allowed),
+    /// then what ``inspect(_:url:overwritesTarget:)`` finds. Any thread: it changes nothing of the
+    /// target's (a partial state is read again under the target's lock before it is trusted or
+    /// changed).
+    static func read(_ paths: DownloadPaths, url: RemoteURL, configuration: Downloader.Configuration) throws(DownloadError) -> PartialState {
+        try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
+        return inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+    }
+
     /// What the disk holds for a download to `paths` from `url`, as the basis of its probe: a
     /// finished file to confirm, a partial download to continue, or nothing (stale or orphaned
     /// state is cleared, under the target's lock). An existing file that is not this download's
@@ -133,14 +142,6 @@ extension PartialState {
     ///
     /// `reading` is ``read(_:url:configuration:)`` done before, off the transfer thread (for a
     /// new file, the whole of this work is those few lookups); `nil` reads now.
-    /// The first look at the disk for a download: the directory (created if missing and allowed),
-    /// then what ``inspect(_:url:overwritesTarget:)`` finds. Any thread: it only reads (a partial
-    /// state is read again under the target's lock before it is trusted or changed).
-    static func read(_ paths: DownloadPaths, url: RemoteURL, configuration: Downloader.Configuration) throws(DownloadError) -> PartialState {
-        try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
-        return inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
-    }
-
     static func basis(
         for paths: DownloadPaths, url: RemoteURL, sink: BodySink, configuration: Downloader.Configuration, logger: Logger,
         reading: Result<PartialState, DownloadError>? = nil

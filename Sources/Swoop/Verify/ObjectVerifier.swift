@@ -58,10 +58,12 @@ extension DigestCheck {
     }
 }
 
-/// Computes a download's digests while it runs, off the transfer thread, so they are ready a
-/// moment after the last byte: the file is never read again at the end.
+/// Computes a download's digests while it runs, off the transfer thread: the file is never read
+/// a second time.
 ///
-/// The store hands over each stretch of the object once it is complete (``add(_:)``). CRCs are
+/// The store hands over each stretch of the object a second after it completed (``add(_:)``;
+/// see ``DownloadStore/verify(with:)`` for why), and the rest at the end, which is checked while
+/// the part file is flushed to disk. CRCs are
 /// computed per stretch, in any order, and combined (``CRCRuns``, kept in the segment map); the
 /// hashes (SHA-2, MD5) need the bytes in order and follow the complete prefix of the file. Both
 /// read the stretches back from `FILE.part`, from the page cache, on the verifier's own queue.
