@@ -326,9 +326,9 @@ def run_once_files(cmd, out_dir, files, timeout, log_stem, parse_swoop_json=Fals
     Files the tool left that are not in the set (control files, temporaries) are listed in
     `extra_files` but do not fail the run.
     `fresh_fs`: `out_dir` is a new ext4 file system, made and mounted for this run (`_mount_fresh_fs`)."""
-    shutil.rmtree(out_dir, ignore_errors=True)
     image = None
     if fresh_fs:
+        shutil.rmtree(out_dir, ignore_errors=True)
         total = sum(f["size"] for f in files)
         image = _mount_fresh_fs(out_dir, max(256 << 20, 2 * total + 8 * 4096 * len(files)))
     if image is None:

@@ -28,8 +28,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private(set) var phase = Phase.starting
     /// What the disk held at the start (or `.fresh` after a restart).
     private var basis = ProbeBasis.fresh
-    /// The disk as the launcher read it, off the transfer thread; used once, by `start()`.
-    private var reading: Result<PartialState, DownloadError>?
     private var prober: Prober?
     private var transfer: TransferRun?
     private var store: DownloadStore?
@@ -56,7 +54,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
         mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink, logger: Logger,
-        reading: Result<PartialState, DownloadError>? = nil,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -68,7 +65,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         self.mirrors = mirrors
         self.paths = paths
         self.sink = sink
-        self.reading = reading
         var logger = logger
         logger[metadataKey: "url"] = "\(url.redacted)"
         self.logger = logger
@@ -80,12 +76,14 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     // MARK: Start
 
-    func start() {
+    /// Starts the download. `reading`: the disk as the launcher read it, off the transfer thread
+    /// (``PartialState/read(_:url:configuration:)``); `nil` reads it here.
+    func start(reading: Result<PartialState, DownloadError>? = nil) {
         loop.assertOnLoopThread()
         keepAlive = self
         if sink.keepsPartialState {
             do {
-                basis = try inspectLocalState()
+                basis = try inspectLocalState(reading: reading)
             } catch {
                 stop(with: .failure(error))
                 return
@@ -97,9 +95,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
     /// A map belongs to one source (its validators are that source's): that source goes first.
-    private func inspectLocalState() throws(DownloadError) -> ProbeBasis {
+    private func inspectLocalState(reading: Result<PartialState, DownloadError>?) throws(DownloadError) -> ProbeBasis {
         let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger, reading: reading)
-        reading = nil
         if case .resuming(let map) = basis, map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
             swap(&url, &mirrors[index])
         }

@@ -199,10 +199,10 @@ public final class Downloader: Sendable {
             }
             let session = DownloadSession(
                 loop: loop, configuration: configuration, request: request, url: url, mirrors: mirrors, paths: paths, sink: sink,
-                logger: logger, reading: reading, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
+                logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
                 completion: finished)
             control.attach(session)
-            session.start()
+            session.start(reading: reading)
         }
         if !accepted {
             finished(.failure(DownloadError(.cancelled, "the downloader was shut down")))

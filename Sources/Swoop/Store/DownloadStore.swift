@@ -89,8 +89,8 @@ final class DownloadStore {
 
     /// Hands the verifier the stretches that completed at least ``verificationLag`` ago.
     func handOverDueStretches() {
-        guard let verifier, let first = completed.first, ContinuousClock.now - first.at >= Self.verificationLag else { return }
         let cutoff = ContinuousClock.now - Self.verificationLag
+        guard let verifier, let first = completed.first, first.at <= cutoff else { return }
         let due = completed.prefix { $0.at <= cutoff }
         verifier.add(due.map(\.range))
         completed.removeFirst(due.count)
