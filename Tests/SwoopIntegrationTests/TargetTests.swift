@@ -78,7 +78,8 @@ struct TargetTests {
 
     // MARK: One process per target
 
-    /// Starts `swoop get` of a 16 MiB file at 4 MiB/s and waits until it holds the target (its
+    /// Starts `swoop get` of a 48 MiB file at 4 MiB/s (12 s: a loaded CI machine has seen a 4 s
+    /// holder finish before the test looked) and waits until it holds the target (its
     /// lock, taken when the part file opens; waiting for bytes instead needs a checkpoint, which
     /// a loaded disk can delay past the download's end: a clean-clone CI run saw it complete).
     private func startHolder(_ nginx: Nginx, in scratch: Scratch) async throws -> CLI.Running {
@@ -96,7 +97,7 @@ struct TargetTests {
         try await exclusively {
             let nginx = try Nginx.start(limitRate: "1m")
             defer { nginx.stop() }
-            let expected = try nginx.addFile("slow.bin", size: 16 << 20, seed: 7)
+            let expected = try nginx.addFile("slow.bin", size: 48 << 20, seed: 7)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let holder = try await startHolder(nginx, in: scratch)
@@ -120,7 +121,7 @@ struct TargetTests {
         try await exclusively {
             let nginx = try Nginx.start(limitRate: "1m")
             defer { nginx.stop() }
-            let expected = try nginx.addFile("slow.bin", size: 16 << 20, seed: 8)
+            let expected = try nginx.addFile("slow.bin", size: 48 << 20, seed: 8)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let holder = try await startHolder(nginx, in: scratch)
@@ -143,7 +144,7 @@ struct TargetTests {
         try await exclusively {
             let nginx = try Nginx.start(limitRate: "1m")
             defer { nginx.stop() }
-            _ = try nginx.addFile("slow.bin", size: 16 << 20, seed: 9)
+            _ = try nginx.addFile("slow.bin", size: 48 << 20, seed: 9)
             let other = try nginx.addFile("other.bin", size: 100_000, seed: 10)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
