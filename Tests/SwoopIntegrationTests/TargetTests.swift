@@ -1,5 +1,6 @@
 import Foundation
 import Swoop
+import SwoopTestOrigin
 import Testing
 
 /// Where a download writes: missing directories are created, one process per target (the
@@ -82,79 +83,87 @@ struct TargetTests {
     /// holder finish before the test looked) and waits until it holds the target (its
     /// lock, taken when the part file opens; waiting for bytes instead needs a checkpoint, which
     /// a loaded disk can delay past the download's end: a clean-clone CI run saw it complete).
-    private func startHolder(_ nginx: Nginx, in scratch: Scratch) async throws -> CLI.Running {
-        let holder = try CLI.start(["get", nginx.url("/slow.bin"), "-c", "4", "-q"], in: scratch.url)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !Downloader.status(of: scratch.path("slow.bin")).isInUse, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(Downloader.status(of: scratch.path("slow.bin")).isInUse, "the first process holds the target")
+    /// A `swoop get` of `/slow.bin` that holds the target until the test lets it finish: the
+    /// origin paces each response at 64 KiB/s (4 connections: 48 MiB would take over three
+    /// minutes), and ``release(_:)`` lifts the pace and drops the connections, so the holder's
+    /// retries fetch the rest at full speed. Nothing depends on how fast the machine is.
+    private func startHolder(_ origin: TestOrigin, in scratch: Scratch) async throws -> CLI.Running {
+        origin.updateFaults { $0.throttleBytesPerSecond = 64 << 10 }
+        let holder = try CLI.start(["get", origin.url("/slow.bin"), "-c", "4", "-q"], in: scratch.url)
+        let held = try await eventually { Downloader.status(of: scratch.path("slow.bin")).isInUse }
+        #expect(held, "the first process holds the target")
         return holder
+    }
+
+    private func release(_ origin: TestOrigin) {
+        origin.updateFaults { $0.throttleBytesPerSecond = nil }
+        origin.dropConnections()
     }
 
     @Test("a second process for the same target stops at once with exit 5 naming the first; the first finishes")
     func secondProcessStops() async throws {
-        try await exclusively {
-            let nginx = try Nginx.start(limitRate: "1m")
-            defer { nginx.stop() }
-            let expected = try nginx.addFile("slow.bin", size: 48 << 20, seed: 7)
+        // Exclusive for the second process's start-up time, which is measured.
+        try await exclusively { try await withTestOrigin { origin in
+            let object = TestObject(size: 48 << 20, seed: 7)
+            origin.addObject(object, at: "/slow.bin")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let holder = try await startHolder(nginx, in: scratch)
+            let holder = try await startHolder(origin, in: scratch)
             let started = ContinuousClock.now
-            let second = try await CLI.run(["get", nginx.url("/slow.bin"), "-c", "4"], in: scratch.url, timeout: .seconds(60))
+            let second = try await CLI.run(["get", origin.url("/slow.bin"), "-c", "4"], in: scratch.url, timeout: .seconds(60))
             let took = ContinuousClock.now - started
             #expect(second.status == 5, "stderr: \(second.stderr)")
             #expect(second.stderr.contains("pid \(holder.pid)"), "stderr: \(second.stderr)")
             #expect(second.stderr.contains("being downloaded by another process"), "stderr: \(second.stderr)")
             // No request, no waiting: it is a start-up and a lock attempt (bound loose for CI).
             #expect(took < .seconds(3), "the second process took \(took)")
-            let first = try await holder.wait(timeout: .seconds(60))
+            #expect(Downloader.status(of: scratch.path("slow.bin")).isInUse, "the first still holds the target")
+            release(origin)
+            let first = try await holder.wait(timeout: .seconds(120))
             #expect(first.status == 0, "stderr: \(first.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == expected)
+            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
             #expect(!scratch.exists("slow.bin.part") && !scratch.exists("slow.bin.swoop"))
-        }
+        } }
     }
 
     @Test("a holder killed with SIGKILL does not block the next run, which resumes")
     func killedHolderDoesNotBlock() async throws {
-        try await exclusively {
-            let nginx = try Nginx.start(limitRate: "1m")
-            defer { nginx.stop() }
-            let expected = try nginx.addFile("slow.bin", size: 48 << 20, seed: 8)
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 48 << 20, seed: 8)
+            origin.addObject(object, at: "/slow.bin")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let holder = try await startHolder(nginx, in: scratch)
-            let deadline = ContinuousClock.now + .seconds(30)
-            while Downloader.status(of: scratch.path("slow.bin")).bytesDone < 2 << 20, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            let holder = try await startHolder(origin, in: scratch)
+            let checkpointed = try await eventually(timeout: .seconds(60)) {
+                Downloader.status(of: scratch.path("slow.bin")).bytesDone >= 1 << 20
             }
+            #expect(checkpointed, "the holder recorded some bytes")
             holder.signal(SIGKILL)
             _ = try? await holder.wait(timeout: .seconds(20))
             let kept = Downloader.status(of: scratch.path("slow.bin"))
-            #expect(kept.state == .partial && !kept.isInUse)
-            let next = try await CLI.run(["get", nginx.url("/slow.bin"), "-c", "16", "-q"], in: scratch.url, timeout: .seconds(60))
+            #expect(kept.state == .partial && !kept.isInUse && kept.bytesDone >= 1 << 20)
+            release(origin)
+            let next = try await CLI.run(["get", origin.url("/slow.bin"), "-c", "16", "-q"], in: scratch.url, timeout: .seconds(120))
             #expect(next.status == 0, "stderr: \(next.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == expected)
+            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
         }
     }
 
     @Test("with -i, a line whose target another process holds fails; the other lines are fetched")
     func listLineLocked() async throws {
-        try await exclusively {
-            let nginx = try Nginx.start(limitRate: "1m")
-            defer { nginx.stop() }
-            _ = try nginx.addFile("slow.bin", size: 48 << 20, seed: 9)
-            let other = try nginx.addFile("other.bin", size: 100_000, seed: 10)
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 48 << 20, seed: 9), at: "/slow.bin")
+            let other = TestObject(size: 100_000, seed: 10)
+            origin.addObject(other, at: "/other.bin")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let holder = try await startHolder(nginx, in: scratch)
+            let holder = try await startHolder(origin, in: scratch)
             let list = scratch.path("list.txt")
-            try "\(nginx.url("/slow.bin"))\n\(nginx.url("/other.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+            try "\(origin.url("/slow.bin"))\n\(origin.url("/other.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
             let run = try await CLI.run(["get", "-i", list, "-q"], in: scratch.url, timeout: .seconds(60))
             #expect(run.status == 5, "stderr: \(run.stderr)")
             #expect(run.stderr.contains("pid \(holder.pid)"), "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("other.bin")) == other)
+            #expect(try TestData.sha256(of: scratch.path("other.bin")) == other.sha256)
             holder.signal(SIGKILL)
             _ = try? await holder.wait(timeout: .seconds(20))
         }
@@ -162,35 +171,33 @@ struct TargetTests {
 
     @Test("two Downloaders in one process: the second gets targetInUse")
     func twoDownloadersOneProcess() async throws {
-        try await exclusively {
-            // 4 connections x 128 KiB/s: the first download takes about 8 s, and the second starts
-            // as soon as the first has a checkpoint (about 1 s in), even on a loaded machine.
-            let nginx = try Nginx.start(limitRate: "128k")
-            defer { nginx.stop() }
-            let expected = try nginx.addFile("slow.bin", size: 4 << 20, seed: 11)
+        try await withTestOrigin { origin in
+            // Paced until the test lets it finish (see startHolder).
+            origin.updateFaults { $0.throttleBytesPerSecond = 64 << 10 }
+            let object = TestObject(size: 16 << 20, seed: 11)
+            origin.addObject(object, at: "/slow.bin")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             var configuration = Downloader.Configuration()
             configuration.connections = .fixed(4)
             let first = Downloader(configuration: configuration)
             let second = Downloader(configuration: configuration)
-            let task = try first.start(DownloadRequest(url: nginx.url("/slow.bin")), to: scratch.path("slow.bin"))
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < deadline {
+            let task = try first.start(DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"))
+            let underWay = try await eventually {
                 let status = Downloader.status(of: scratch.path("slow.bin"))
-                if status.state == .partial && status.bytesDone > 0 { break }
-                try await Task.sleep(for: .milliseconds(20))
+                return status.state == .partial && status.bytesDone > 0
             }
-            #expect(Downloader.status(of: scratch.path("slow.bin")).state == .partial, "the first download is under way")
+            #expect(underWay, "the first download is under way")
             do {
-                _ = try await second.download(DownloadRequest(url: nginx.url("/slow.bin")), to: scratch.path("slow.bin"))
+                _ = try await second.download(DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"))
                 Issue.record("the second download should not run")
             } catch let error as DownloadError {
                 #expect(error.kind == .targetInUse, "\(error)")
                 #expect(error.message.contains("another download in this process"), "\(error)")
             }
+            release(origin)
             _ = try await task.result()
-            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == expected)
+            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
             await first.shutdown()
             await second.shutdown()
         }
@@ -200,22 +207,21 @@ struct TargetTests {
 
     @Test("a part file removed mid-download: the error says so, not 'create the directory'")
     func partFileRemoved() async throws {
-        try await exclusively {
-            let nginx = try Nginx.start(limitRate: "2m")
-            defer { nginx.stop() }
-            _ = try nginx.addFile("gone.bin", size: 32 << 20, seed: 12)
+        try await withTestOrigin { origin in
+            // Paced until the part file is gone, so the download cannot end before.
+            origin.updateFaults { $0.throttleBytesPerSecond = 64 << 10 }
+            origin.addObject(TestObject(size: 32 << 20, seed: 12), at: "/gone.bin")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             var configuration = Downloader.Configuration()
             configuration.connections = .fixed(4)
             try await withDownloader(configuration) { downloader in
-                let task = try downloader.start(DownloadRequest(url: nginx.url("/gone.bin")), to: scratch.path("gone.bin"))
-                // 32 MiB at 4 x 2 MiB/s: about 4 s; the part file exists from the first response on.
-                let deadline = ContinuousClock.now + .seconds(30)
-                while !scratch.exists("gone.bin.part"), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
+                let task = try downloader.start(DownloadRequest(url: origin.url("/gone.bin")), to: scratch.path("gone.bin"))
+                // The part file exists from the first response on.
+                let created = try await eventually { scratch.exists("gone.bin.part") }
+                #expect(created)
                 try FileManager.default.removeItem(atPath: scratch.path("gone.bin.part"))
+                release(origin)
                 do {
                     _ = try await task.result()
                     Issue.record("expected a failure")
