@@ -97,21 +97,18 @@ struct ResumeTests {
 
     @Test("Ctrl-C pauses cleanly: state saved, exit 130, resume with the same command")
     func interruptPauses() async throws {
-        try await exclusively {
-            // 4 connections at 1 MiB/s: 16 s for 64 MiB; the 2 MiB awaited below land in about half a
-            // second, so a starved test process still interrupts it mid-download.
-            let nginx = try Nginx.start(limitRate: "1m")
-            defer { nginx.stop() }
-            let expected = try nginx.addFile("c.bin", size: 64 << 20, seed: 43)
+        try await withTestOrigin { origin in
+            // Each response paced at 64 KiB/s until the interrupt: the download cannot end before
+            // it, however slowly the test process runs.
+            origin.updateFaults { $0.throttleBytesPerSecond = 64 << 10 }
+            let object = TestObject(size: 64 << 20, seed: 43)
+            origin.addObject(object, at: "/c.bin")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let target = scratch.path("c.bin")
-            let arguments = [nginx.url("/c.bin"), "-c", "4"]
-            let process = try CLI.start(arguments, in: scratch.url)
-            let deadline = ContinuousClock.now + .seconds(20)
-            while Downloader.status(of: target).bytesDone < 2 << 20, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            let process = try CLI.start([origin.url("/c.bin"), "-c", "4"], in: scratch.url)
+            let started = try await eventually(timeout: .seconds(60)) { Downloader.status(of: target).bytesDone >= 1 << 20 }
+            #expect(started, "the download recorded some bytes")
             process.signal(SIGINT)
             let interrupted = try await process.wait(timeout: .seconds(20))
             #expect(interrupted.status == 130, "stderr: \(interrupted.stderr)")
@@ -119,14 +116,15 @@ struct ResumeTests {
             #expect(!FileManager.default.fileExists(atPath: target))
             let saved = Downloader.status(of: target)
             #expect(saved.state == .partial)
-            #expect(saved.bytesDone >= 2 << 20)
+            #expect(saved.bytesDone >= 1 << 20)
 
-            try nginx.clearLog()
-            // More connections for the rest (16 MiB/s instead of 4): a resume is keyed on the target.
-            let resumed = try await CLI.run([nginx.url("/c.bin"), "-c", "16", "-q"], in: scratch.url)
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
+            origin.resetLog()
+            // More connections for the rest: a resume is keyed on the target.
+            let resumed = try await CLI.run([origin.url("/c.bin"), "-c", "16", "-q"], in: scratch.url)
             #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-            #expect(try TestData.sha256(of: target) == expected)
-            let served = try nginx.log().reduce(0) { $0 + $1.bytes }
+            #expect(try TestData.sha256(of: target) == object.sha256)
+            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
             #expect(served <= Int64(64 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
         }
     }
