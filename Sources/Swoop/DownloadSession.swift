@@ -309,7 +309,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             publish(size: size, verified: [])
             return
         }
-        store?.flushVerification()
+        store?.handOverCompletedStretches()
         let inMemory = size <= PartFileSink.holdLimit ? sink.read(ByteRange(0, size)) : nil
         // The bytes go to disk while the verifier checks what it has not yet: the final flush
         // and the last of the hashing overlap; only the rename waits for the verdict.

@@ -192,8 +192,8 @@ struct VerifyTests {
             let size = 24 << 20
             let bytes = object(size: size, seed: 14)
             let kind = Self.kinds.first { $0.header == "x-oss-hash-crc64ecma" }!
-            // 1 MB/s per connection: about 6 s in all. The verifier reads bytes back a second after
-            // they complete, so the map has CRC runs from about 2 s on: a wide window to kill in.
+            // 1 MB/s per connection: about 6 s in all. The verifier reads bytes back within a
+            // progress tick of their completing, so the map has CRC runs from about a second on.
             let config = ["good.bin", "bad.bin"].map { "location = /\($0) { add_header \(kind.header) \"\(kind.value(bytes))\"; limit_rate 1m; }" }
             let nginx = try Nginx.start(extraServerConfig: config.joined(separator: "\n"))
             defer { nginx.stop() }
