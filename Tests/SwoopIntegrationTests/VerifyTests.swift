@@ -186,20 +186,20 @@ struct VerifyTests {
 
     @Test("kill -9 mid-download, then resume: the CRC of the bytes already there is not computed again, and the file still verifies")
     func resumeAfterKillStillVerifies() async throws {
-        try await exclusively {
+        try await withTestOrigin { origin in
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let size = 24 << 20
+            let size = 64 << 20
             let bytes = object(size: size, seed: 14)
             let kind = Self.kinds.first { $0.header == "x-oss-hash-crc64ecma" }!
-            // 1 MB/s per connection: about 6 s in all. The verifier reads bytes back within a
-            // progress tick of their completing, so the map has CRC runs from about a second on.
-            let config = ["good.bin", "bad.bin"].map { "location = /\($0) { add_header \(kind.header) \"\(kind.value(bytes))\"; limit_rate 1m; }" }
-            let nginx = try Nginx.start(extraServerConfig: config.joined(separator: "\n"))
-            defer { nginx.stop() }
-            try Data(bytes).write(to: nginx.root.appendingPathComponent("good.bin"))
+            var published = TestObject(size: Int64(size), seed: 14)
+            published.headers = [kind.header: kind.value(bytes)]
+            origin.addObject(published, at: "/good.bin")
+            // 256 KiB/s per response, 4 connections: the 4 MiB awaited below arrive in about 4 s,
+            // the whole in about a minute; the pace is lifted for the resumed run.
+            origin.updateFaults { $0.throttleBytesPerSecond = 256 << 10 }
             let target = scratch.path("good.bin")
-            let running = try CLI.start([nginx.url("/good.bin"), "-c", "4", "--checkpoint-interval", "0.2", "-q"], in: scratch.url)
+            let running = try CLI.start([origin.url("/good.bin"), "-c", "4", "--checkpoint-interval", "0.2", "-q"], in: scratch.url)
             // Until the map records some CRC runs (a checkpoint after bytes arrived), at most 60 s.
             let deadline = ContinuousClock.now + .seconds(60)
             var runs: CRCRuns?
@@ -213,13 +213,14 @@ struct VerifyTests {
             }
             running.signal(SIGKILL)
             _ = try await running.wait(timeout: .seconds(30))
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
             let recorded = try #require(runs, "the map never recorded CRC runs")
             #expect(recorded.algorithm == .crc64xz)
             // Every recorded run is right.
             for run in recorded.runs {
                 #expect(run.crc == Self.crc(.crc64xz, Array(bytes[Int(run.range.lowerBound)..<Int(run.range.upperBound)])), "run \(run.range)")
             }
-            let resumed = try await CLI.run([nginx.url("/good.bin"), "-c", "4", "--json"], in: scratch.url)
+            let resumed = try await CLI.run([origin.url("/good.bin"), "-c", "4", "--json"], in: scratch.url)
             #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
             #expect(resumed.stdout.contains("\"source\":\"x-oss-hash-crc64ecma\""), "\(resumed.stdout)")
             let summary = try JSONSerialization.jsonObject(with: Data(resumed.stdout.utf8)) as? [String: Any]
