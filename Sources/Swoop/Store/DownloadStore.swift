@@ -18,6 +18,7 @@ final class DownloadStore {
     private(set) var verifier: ObjectVerifier?
     /// Complete stretches not yet handed to the verifier, in the order they completed.
     private var completed: [ByteRange] = []
+    /// Bytes in `completed`.
     private var pendingVerification: Int64 = 0
     /// Complete bytes handed to the verifier without waiting for the tick.
     static let verificationBatch: Int64 = 8 << 20

@@ -61,10 +61,11 @@ extension DigestCheck {
 /// Computes a download's digests while it runs, off the transfer thread: the file is never read
 /// a second time.
 ///
-/// The store hands over the stretches of the object that completed, each progress tick
-/// (``add(_:)``; see ``DownloadStore/verify(with:)``), and the rest at the end, which is checked
-/// while the part file is flushed to disk. CRCs are computed per stretch, in any order, and combined (``CRCRuns``, kept in the segment map); the
-/// hashes (SHA-2, MD5) need the bytes in order and follow the complete prefix of the file. Both
+/// The store hands over the stretches of the object that completed, every few MiB or each
+/// progress tick (``add(_:)``; see ``DownloadStore/verify(with:)``), and the rest at the end,
+/// which is checked while the part file is flushed to disk. CRCs are computed per stretch, in any
+/// order, and combined (``CRCRuns``, kept in the segment map); the hashes (SHA-2, MD5) need the
+/// bytes in order and follow the complete prefix of the file. Both
 /// read the stretches back from `FILE.part`, from the page cache, on the verifier's own queue.
 /// ``finish(size:inMemory:then:)`` checks whatever is left and compares.
 final class ObjectVerifier: @unchecked Sendable {
