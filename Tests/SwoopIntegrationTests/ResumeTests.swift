@@ -107,7 +107,7 @@ struct ResumeTests {
             defer { scratch.cleanup() }
             let target = scratch.path("c.bin")
             let process = try CLI.start([origin.url("/c.bin"), "-c", "4"], in: scratch.url)
-            let started = try await eventually(timeout: .seconds(60)) { Downloader.status(of: target).bytesDone >= 1 << 20 }
+            let started = try await eventually(timeout: .seconds(60)) { Downloader.status(of: target).bytesDone >= 2 << 20 }
             #expect(started, "the download recorded some bytes")
             process.signal(SIGINT)
             let interrupted = try await process.wait(timeout: .seconds(20))
@@ -116,7 +116,7 @@ struct ResumeTests {
             #expect(!FileManager.default.fileExists(atPath: target))
             let saved = Downloader.status(of: target)
             #expect(saved.state == .partial)
-            #expect(saved.bytesDone >= 1 << 20)
+            #expect(saved.bytesDone >= 2 << 20)
 
             origin.updateFaults { $0.throttleBytesPerSecond = nil }
             origin.resetLog()
