@@ -1,0 +1,182 @@
+/// Which items of a bulk download share a download, kept small: a 16-byte key per distinct URL
+/// and destination that succeeded; the items that repeat a running download wait beside it (a
+/// handful at a time).
+struct BulkLedger {
+    /// 128 bits: two of Swift's seeded hashes of the text with different prefixes. A collision
+    /// among a few million keys is astronomically unlikely.
+    /// The lowest bit is always clear: a finished download's entry uses it to say whether it
+    /// was already complete (127 bits of hash are as unlikely to collide).
+    struct Key: Hashable, Sendable {
+        let first: Int
+        let second: Int
+
+        init(_ text: String) {
+            var one = Hasher()
+            one.combine(0x5357_4F4F)
+            one.combine(text)
+            var two = Hasher()
+            two.combine(0x4C45_4447)
+            two.combine(text)
+            first = one.finalize()
+            second = two.finalize() & ~1
+        }
+
+        init(first: Int, second: Int) {
+            self.first = first
+            self.second = second
+        }
+
+        /// Fills the unused slots of a ``KeySet`` (which never reads them).
+        static let placeholder = Key(first: 0, second: 0)
+
+        /// This key, marked as a download that found its file already complete.
+        var markedAlreadyComplete: Key { Key(first: first, second: second | 1) }
+    }
+
+    /// How a finished download ended, so a later repeat of it shares the outcome.
+    enum Outcome {
+        case succeeded(alreadyComplete: Bool)
+        /// Its failure is `failures[index]` of the summary.
+        case failed(failureIndex: Int)
+
+        func result(for item: BulkItem, failures: [BulkSummary.Failure]) -> Result<DownloadResult, DownloadError> {
+            switch self {
+            case .failed(let index):
+                return .failure(failures[index].error)
+            case .succeeded(let alreadyComplete):
+                // The repeat received nothing itself; it shares the leader's file.
+                let size = (try? fileInfo(item.destination)).map { Int64($0.st_size) } ?? 0
+                return .success(DownloadResult(
+                    path: item.destination, bytes: size, bytesReceived: 0, bytesResumed: alreadyComplete ? size : 0,
+                    duration: .zero, connectionsUsed: 0, requests: 0, retries: 0, etag: nil, alreadyComplete: alreadyComplete))
+            }
+        }
+    }
+
+    /// What identifies an item: the URL as the downloader keys it (no fragment, no surrounding
+    /// spaces: what parsing it keeps) with the absolute destination.
+    struct Keys: Sendable {
+        let download: Key
+    }
+
+    private var running: [Key: (leader: Int, followers: [(Int, BulkItem)])] = [:]
+    /// Downloads that succeeded (16 bytes each, in a table a fifth larger), and the few that failed.
+    private var succeeded: KeySet
+    private var failed: [Key: Int] = [:]
+
+    /// The table sized for `expected` items up front: growing it copies it, and a list of 100,000
+    /// would briefly hold two.
+    init(expected: Int) {
+        succeeded = KeySet(minimumCapacity: expected)
+    }
+
+    enum Admission {
+        /// Download it.
+        case leads
+        /// An earlier item with the same URL and destination is downloading: it waits for that.
+        case follows
+        /// An earlier item with the same URL and destination has ended: share its outcome.
+        case repeats(Outcome)
+    }
+
+    /// Admits `item` (the `index`th): its keys, and whether it leads a download or shares one.
+    mutating func admit(_ item: BulkItem, index: Int) -> (Keys, Admission) {
+        var url = Substring(item.request.url.trimmingWhitespace)
+        if let hash = url.firstIndex(of: "#") { url = url[..<hash] }
+        let keys = Keys(download: Key(String(url) + "\n" + FileName.absolute(item.destination)))
+        if succeeded.contains(keys.download) { return (keys, .repeats(.succeeded(alreadyComplete: false))) }
+        if succeeded.contains(keys.download.markedAlreadyComplete) { return (keys, .repeats(.succeeded(alreadyComplete: true))) }
+        if let failure = failed[keys.download] { return (keys, .repeats(.failed(failureIndex: failure))) }
+        if running[keys.download] != nil {
+            running[keys.download]!.followers.append((index, item))
+            return (keys, .follows)
+        }
+        running[keys.download] = (index, [])
+        return (keys, .leads)
+    }
+
+    /// Records how the download led by `index` ended; returns the items that waited for it.
+    mutating func finish(_ keys: Keys, index: Int, outcome: Result<DownloadResult, DownloadError>, failureIndex: Int) -> [(Int, BulkItem)] {
+        guard let entry = running.removeValue(forKey: keys.download) else { return [] }
+        switch outcome {
+        case .success(let result): succeeded.insert(result.alreadyComplete ? keys.download.markedAlreadyComplete : keys.download)
+        case .failure: failed[keys.download] = failureIndex
+        }
+        return entry.followers
+    }
+
+}
+
+extension BulkLedger {
+    /// A set of keys in one flat table, for the downloads that succeeded: at most 4/5 full, and
+    /// sized to that and no more.
+    ///
+    /// Written here rather than using `Set<Key>` for memory alone: `Set` keeps its buckets a power
+    /// of two and at most 3/4 full, so 100,000 keys (1.6 MB) took 4 MiB, and growing to that
+    /// briefly held 6 MiB, a fifth of the peak memory a whole list of that length may use. Here
+    /// the same keys take 2 MB. Open addressing with linear probing; a key's first word is a
+    /// hash already, so it picks the slot (scaled to the table's size, which need not be a power
+    /// of two); a bitmap says which slots hold a key, since any 128 bits can be one.
+    struct KeySet {
+        private var slots: [Key]
+        private var occupied: [UInt64]
+        private(set) var count = 0
+
+        /// A set that holds `minimumCapacity` keys without growing.
+        init(minimumCapacity: Int) {
+            self.init(slotCount: Self.slotCount(for: max(0, minimumCapacity)))
+        }
+
+        private init(slotCount: Int) {
+            slots = Array(repeating: Key.placeholder, count: slotCount)
+            occupied = Array(repeating: 0, count: (slotCount + 63) / 64)
+        }
+
+        /// Slots for `keys` keys at most 4/5 full.
+        private static func slotCount(for keys: Int) -> Int {
+            max(16, keys + keys / 4 + 1)
+        }
+
+        /// The keys it holds without growing.
+        var capacity: Int { slots.count * 4 / 5 }
+
+        func contains(_ key: Key) -> Bool {
+            var slot = home(of: key)
+            while isOccupied(slot) {
+                if slots[slot] == key { return true }
+                slot = slot + 1 == slots.count ? 0 : slot + 1
+            }
+            return false
+        }
+
+        /// Adds `key`; returns whether it was new.
+        @discardableResult
+        mutating func insert(_ key: Key) -> Bool {
+            if count + 1 > capacity { grow() }
+            var slot = home(of: key)
+            while isOccupied(slot) {
+                if slots[slot] == key { return false }
+                slot = slot + 1 == slots.count ? 0 : slot + 1
+            }
+            slots[slot] = key
+            occupied[slot >> 6] |= 1 << UInt64(slot & 63)
+            count += 1
+            return true
+        }
+
+        private func home(of key: Key) -> Int {
+            Int(UInt64(bitPattern: Int64(key.first)).multipliedFullWidth(by: UInt64(slots.count)).high)
+        }
+
+        private func isOccupied(_ slot: Int) -> Bool {
+            occupied[slot >> 6] & (1 << UInt64(slot & 63)) != 0
+        }
+
+        /// Twice the slots, the keys placed again.
+        private mutating func grow() {
+            var larger = KeySet(slotCount: slots.count * 2)
+            for slot in slots.indices where isOccupied(slot) { larger.insert(slots[slot]) }
+            self = larger
+        }
+    }
+}
