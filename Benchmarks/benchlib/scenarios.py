@@ -474,39 +474,48 @@ def build(name, quick, cfg):
     if name in ("S9", "S9n"):
         lossy = name == "S9n"
         sets = [("tiny", 400 if q else 2000, 4 * KiB), ("small", 40 if q else 200, 256 * KiB)]
+        # The memory target is for a list of 100,000 entries: on loopback only (over the netlab link
+        # it would take minutes a run), and without aria2c (about 2.5 minutes a run).
+        long_list = [] if lossy else [("list", 10000 if q else 100000, KiB)]
 
         def targets(s):
             out = []
-            for group, count, size in sets:
+            for group, count, size in sets + long_list:
                 w, c = _by_tool(s, "swoop-jobs64-" + group), _by_tool(s, "curl-parallel64-" + group)
                 if w and c:
                     r = w["median_wall_sync_s"] / c["median_wall_sync_s"]
-                    out.append(("%d x %s: swoop durable wall <= curl's: %.2f s vs %.2f s (%.2fx)" % (
-                        count, human_size(size), w["median_wall_sync_s"], c["median_wall_sync_s"], r), r <= 1.0))
+                    out.append(("%d x %s: swoop durable wall <= curl's: %.2f s vs %.2f s (%.2fx)%s" % (
+                        count, human_size(size), w["median_wall_sync_s"], c["median_wall_sync_s"], r,
+                        " (reported; the memory target is this list's)" if group == "list" else ""),
+                        None if group == "list" else r <= 1.0))
                 if w:
                     out.append(("%d x %s: swoop peak RSS <= 32 MiB: %.1f MiB (max of runs)" % (
                         count, human_size(size), w["max_rss_mib"]), w["max_rss_mib"] <= 32.0))
             return out
 
         entries = []
-        for group, count, size in sets:
+        for group, count, size in sets + long_list:
             shape = "%d × %s" % (count, human_size(size))
             entries += [
                 swoop("swoop-jobs64-" + group, "swoop -i --jobs 64, " + shape, ["--jobs", "64"], obj=group, group=group),
                 Entry("curl-parallel64-" + group, "curl", "curl --parallel --parallel-max 64, " + shape,
-                      ["--parallel", "--parallel-max", "64"], obj=group, group=group),
-                Entry("aria2c-j64-" + group, "aria2c", "aria2c -i -j64, " + shape, ["-j64"], obj=group, group=group)]
+                      ["--parallel", "--parallel-max", "64"], obj=group, group=group)]
+            if group != "list":
+                entries.append(Entry("aria2c-j64-" + group, "aria2c", "aria2c -i -j64, " + shape, ["-j64"], obj=group, group=group))
         where = "the netlab link (40 ms round trip, 0.1% loss)" if lossy else "loopback nginx"
+        shapes = sets + long_list
         return Scenario(
-            name, "Many small files on %s: %s" % (where, " and ".join("%d × %s" % (n, human_size(z)) for _, n, z in sets)),
+            name, "Many small files on %s: %s" % (where, ", ".join("%d × %s" % (n, human_size(z)) for _, n, z in shapes)),
             "Lists of small files from %s, 64 at a time, each tool into a fresh, empty directory: per-file costs "
             "(requests, file creation, durability) decide, not bandwidth. Times include making the files durable: "
             "Swoop syncs before it exits; for the peers the harness makes one syncfs of the output's file system "
             "after they exit (as `tool && sync -f DIR` would), counted in +fsync. Each run writes into a new "
             "ext4 file system (a sparse image on the same disk, made and mounted before the run and removed after "
             "it): in a directory where earlier runs had created and deleted thousands of files, ext4's search for "
-            "a free inode slowed every tool's file creation, by up to 7x." % where,
-            {group: ("files", "s9-%s" % group, [(count, size)]) for group, count, size in sets},
+            "a free inode slowed every tool's file creation, by up to 7x.%s" % (where, "" if lossy else
+            " The list of 100,000 files of 1 KiB is there for Swoop's memory (the target is for a list that long); "
+            "curl reads it from a -K config file, and aria2c is left out (about 2.5 minutes a run)."),
+            {group: ("files", "s9-%s" % group, [(count, size)]) for group, count, size in shapes},
             entries, "netlab-nginx" if lossy else "nginx", netlab=(20, 0.1) if lossy else None, timeout=600,
             targets=targets, sync="filesystem", fresh_fs=True)
 
