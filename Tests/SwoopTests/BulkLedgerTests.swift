@@ -55,9 +55,19 @@ struct BulkLedgerTests {
 
     @Test("a key set sized up front holds that many keys without growing, in a fifth more slots")
     func keySetSizedUpFront() {
-        let set = BulkLedger.KeySet(minimumCapacity: 100_000)
-        #expect(set.capacity >= 100_000)
-        #expect(set.capacity < 100_100)
+        let large = BulkLedger.KeySet(minimumCapacity: 100_000)
+        #expect(large.capacity >= 100_000)
+        #expect(large.capacity < 100_100)
+        // Full: a key it holds again changes nothing; a new one grows it.
+        var set = BulkLedger.KeySet(minimumCapacity: 1_000)
+        let capacity = set.capacity
+        let keys = (0..<capacity).map { BulkLedger.Key("http://example.com/\($0)\n/tmp/x") }
+        for key in keys { set.insert(key) }
+        let again = set.insert(keys[0])
+        #expect(!again && set.capacity == capacity && set.count == capacity)
+        let new = set.insert(BulkLedger.Key("http://example.com/more\n/tmp/x"))
+        #expect(new && set.capacity > capacity && set.count == capacity + 1)
+        #expect(keys.allSatisfy { set.contains($0) })
     }
 
     @Test("keys whose slots wrap around the end of the table are found")

@@ -152,11 +152,14 @@ extension BulkLedger {
         /// Adds `key`; returns whether it was new.
         @discardableResult
         mutating func insert(_ key: Key) -> Bool {
-            if count + 1 > capacity { grow() }
             var slot = home(of: key)
             while isOccupied(slot) {
                 if slots[slot] == key { return false }
                 slot = slot + 1 == slots.count ? 0 : slot + 1
+            }
+            if count + 1 > capacity {
+                grow()
+                return insert(key)
             }
             slots[slot] = key
             occupied[slot >> 6] |= 1 << UInt64(slot & 63)
