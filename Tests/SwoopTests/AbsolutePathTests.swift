@@ -22,4 +22,20 @@ struct AbsolutePathTests {
         let result = FileName.absolute("x/./y.bin")
         #expect(result.hasPrefix("/") && result.hasSuffix("/x/y.bin") && !result.contains("/./"))
     }
+
+    @Test("a normal relative path and its spellings with . and .. meet at one absolute path", arguments: [
+        "out/a.bin", "./out/a.bin", "out//a.bin", "out/./a.bin", "x/../out/a.bin", "out/a.bin/", "out/b/../a.bin",
+    ])
+    func relativeSpellingsAgree(path: String) {
+        let working = FileName.absolute(".")
+        #expect(FileName.absolute(path) == (working == "/" ? "" : working) + "/out/a.bin")
+    }
+
+    @Test("relative names made only of dots are components like any other", arguments: [
+        ("...", "/..."), (".x/y", "/.x/y"), ("a..", "/a.."),
+    ])
+    func dottedRelativeNames(path: String, suffix: String) {
+        let working = FileName.absolute(".")
+        #expect(FileName.absolute(path) == (working == "/" ? "" : working) + suffix)
+    }
 }

@@ -3,7 +3,13 @@ enum FileName {
     /// `path` made absolute against the working directory, `.` and `..` resolved lexically:
     /// two spellings of one target compare equal.
     static func absolute(_ path: String) -> String {
-        if isNormalAbsolute(path) { return path }
+        if isNormal(path, absolute: true) { return path }
+        if isNormal(path, absolute: false) {
+            // The working directory as getcwd gives it is normal already (a list of thousands of
+            // relative targets made this a few per cent of a run, splitting and joining).
+            let base = FileName.workingDirectory
+            return base.hasSuffix("/") ? base + path : base + "/" + path
+        }
         var base = path.hasPrefix("/") ? "" : FileName.workingDirectory
         base += "/" + path
         var parts: [Substring] = []
@@ -15,11 +21,15 @@ enum FileName {
         return "/" + parts.joined(separator: "/")
     }
 
-    /// Whether `path` is absolute with nothing to normalise: no empty, `.` or `..` component and
-    /// no trailing `/` (the common case, which then costs one pass over the bytes).
-    private static func isNormalAbsolute(_ path: String) -> Bool {
+    /// Whether `path` is absolute (or relative) with nothing to normalise: no empty, `.` or `..`
+    /// component and no trailing `/` (the common case, which then costs one pass over the bytes).
+    private static func isNormal(_ path: String, absolute: Bool) -> Bool {
         var bytes = path.utf8.makeIterator()
-        guard bytes.next() == UInt8(ascii: "/") else { return false }
+        if absolute {
+            guard bytes.next() == UInt8(ascii: "/") else { return false }
+        } else if path.utf8.first == UInt8(ascii: "/") {
+            return false
+        }
         // Bytes of the current component so far, and whether they are all dots.
         var length = 0
         var dots = true
@@ -37,9 +47,10 @@ enum FileName {
     }
 
     private static var workingDirectory: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getcwd(&buffer, buffer.count) != nil else { return "" }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { buffer in
+            guard let start = buffer.baseAddress, getcwd(start, buffer.count) != nil else { return "" }
+            return String(cString: start)
+        }
     }
 
     /// `name` as a single safe path component: separators and control characters replaced by
