@@ -60,7 +60,7 @@ struct BulkLedger {
     }
 
     private var running: [Key: (leader: Int, followers: [(Int, BulkItem)])] = [:]
-    /// Downloads that succeeded (16 bytes each, in a table a fifth larger), and the few that failed.
+    /// Downloads that succeeded (16 bytes each, in a table a quarter larger), and the few that failed.
     private var succeeded: KeySet
     private var failed: [Key: Int] = [:]
 
@@ -141,22 +141,14 @@ extension BulkLedger {
         var capacity: Int { slots.count * 4 / 5 }
 
         func contains(_ key: Key) -> Bool {
-            var slot = home(of: key)
-            while isOccupied(slot) {
-                if slots[slot] == key { return true }
-                slot = slot + 1 == slots.count ? 0 : slot + 1
-            }
-            return false
+            probe(for: key).found
         }
 
         /// Adds `key`; returns whether it was new.
         @discardableResult
         mutating func insert(_ key: Key) -> Bool {
-            var slot = home(of: key)
-            while isOccupied(slot) {
-                if slots[slot] == key { return false }
-                slot = slot + 1 == slots.count ? 0 : slot + 1
-            }
+            let (slot, found) = probe(for: key)
+            if found { return false }
             if count + 1 > capacity {
                 grow()
                 return insert(key)
@@ -167,8 +159,15 @@ extension BulkLedger {
             return true
         }
 
-        private func home(of key: Key) -> Int {
-            Int(UInt64(bitPattern: Int64(key.first)).multipliedFullWidth(by: UInt64(slots.count)).high)
+        /// The slot holding `key`, or the free slot where it would go.
+        private func probe(for key: Key) -> (slot: Int, found: Bool) {
+            // The key's first word, scaled to the table, is where it starts; then the next free slot.
+            var slot = Int(UInt64(bitPattern: Int64(key.first)).multipliedFullWidth(by: UInt64(slots.count)).high)
+            while isOccupied(slot) {
+                if slots[slot] == key { return (slot, true) }
+                slot = slot + 1 == slots.count ? 0 : slot + 1
+            }
+            return (slot, false)
         }
 
         private func isOccupied(_ slot: Int) -> Bool {
