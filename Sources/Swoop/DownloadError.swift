@@ -18,6 +18,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case unreachable
             case tls
             case invalidResponse
+            case tooManyRedirects
             case objectChanged
             case localIO
             case diskFull
@@ -47,6 +48,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let tls = Kind(code: .tls)
         /// The server's response did not match the request (status, `Content-Range`, length, encoding).
         public static let invalidResponse = Kind(code: .invalidResponse)
+        /// Redirects went in a loop, or there were more than
+        /// ``Downloader/Configuration/RedirectConfiguration/maxRedirects``. Not retried.
+        public static let tooManyRedirects = Kind(code: .tooManyRedirects)
         /// The remote object changed while it was being downloaded (new ETag or size, or a 412).
         public static let objectChanged = Kind(code: .objectChanged)
         /// A local file operation failed (see ``DownloadError/errno``).
@@ -76,6 +80,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .unreachable: "host unreachable"
             case .tls: "TLS error"
             case .invalidResponse: "invalid response"
+            case .tooManyRedirects: "too many redirects"
             case .objectChanged: "object changed"
             case .localIO: "local I/O error"
             case .diskFull: "disk full"
@@ -99,7 +104,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case chooseWritableLocation
             case createDirectory
             case freeSpaceAndResume
+            case freeSpace
             case resume
+            case startAgain
             case checkCertificate
             case sendCredentials
             case waitForOtherDownload
@@ -121,8 +128,14 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let createDirectory = Remedy(code: .createDirectory)
         /// The disk is full: free space, then start the same download again; it resumes.
         public static let freeSpaceAndResume = Remedy(code: .freeSpaceAndResume)
+        /// The disk is full and nothing could be kept: free space, then start the download again
+        /// (from the beginning).
+        public static let freeSpace = Remedy(code: .freeSpace)
         /// The partial download is kept: start the same download again to resume it.
         public static let resume = Remedy(code: .resume)
+        /// Nothing could be kept (a server without ranges, a file fetched in one response): start
+        /// the download again, from the beginning.
+        public static let startAgain = Remedy(code: .startAgain)
         /// TLS verification failed: check the certificate, or turn verification off
         /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe).
         public static let checkCertificate = Remedy(code: .checkCertificate)
@@ -150,7 +163,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .chooseWritableLocation: "choose a writable location for the target"
             case .createDirectory: "create the directory first"
             case .freeSpaceAndResume: "free some space and start the same download again to resume"
-            case .resume: "start the same download again to resume"
+            case .freeSpace:
+                "free some space and start the download again (nothing was kept, it starts from the beginning)"
+            case .resume: "the partial download is kept; start the same download again to resume"
+            case .startAgain: "nothing was kept; start the download again (from the beginning)"
             case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
@@ -197,6 +213,20 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
     /// The same failure with more said about it (appended to the reason); the remedy stays.
     func adding(_ detail: String, remedy: Remedy? = nil) -> DownloadError {
         DownloadError(kind, reason + detail, remedy: remedy ?? self.remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
+    }
+
+    /// The cause in a few words, for a progress line: "connection refused", "HTTP 503".
+    var shortCause: String {
+        if let httpStatus { return "HTTP \(httpStatus)" }
+        switch curlCode {
+        case 6: return "host not found"  // CURLE_COULDNT_RESOLVE_HOST
+        case 7: return "connection refused"  // CURLE_COULDNT_CONNECT
+        case 18: return "response cut short"  // CURLE_PARTIAL_FILE
+        case 28: return "timed out"  // CURLE_OPERATION_TIMEDOUT
+        case 52: return "empty reply"  // CURLE_GOT_NOTHING
+        case 55, 56: return "connection reset"  // CURLE_SEND_ERROR, CURLE_RECV_ERROR
+        default: return kind.description
+        }
     }
 
     /// Whether retrying the same request later may succeed (network faults, 5xx, 429, bad responses).

@@ -12,6 +12,32 @@ public struct DownloadProgress: Sendable, Equatable {
     public var elapsed: Duration
     /// With several URLs: each source's bytes and state so far (see ``DownloadResult/sources``).
     public var sources: [DownloadResult.Source] = []
+    /// What the download waits for while no byte can arrive: a server that does not answer, and
+    /// when it is tried next; `nil` while bytes can arrive.
+    public var waiting: Wait?
+
+    /// A server the download waits for (see ``Downloader/Configuration/RetryPolicy``).
+    public struct Wait: Sendable, Equatable {
+        /// The server, as `host:port`.
+        public var server: String
+        /// Its last failure, in a few words ("connection refused", "HTTP 503").
+        public var cause: String
+        /// How long it has not answered.
+        public var duration: Duration
+        /// How long until it is tried again; `nil` while a try is under way.
+        public var nextTry: Duration?
+        /// How long it is waited for in all before the download gives up (`nil`: no such limit,
+        /// as while the first request is retried).
+        public var limit: Duration?
+
+        public init(server: String, cause: String, duration: Duration, nextTry: Duration?, limit: Duration?) {
+            self.server = server
+            self.cause = cause
+            self.duration = duration
+            self.nextTry = nextTry
+            self.limit = limit
+        }
+    }
 
     /// `bytesDone / totalBytes`, or `nil` when the size is unknown.
     public var fractionCompleted: Double? {

@@ -40,6 +40,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     }
     /// Only one restart per run: an object that keeps changing fails.
     private var restartedAfterChange = false
+    /// Tries of a single stream (a server without ranges) that broke off, and the wait before the
+    /// next: why, and until when (for progress).
+    private var streamTries = 0
+    private var streamRetryTimer: LoopTimer?
+    private var streamRetry: (wait: DownloadProgress.Wait, at: ContinuousClock.Instant)?
     /// Delete the partial state when stopping (a cancel, or an object that changed).
     private var discardOnStop = false
 
@@ -130,6 +135,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         self.prober = nil
         self.transfer = transfer
         phase = .transferring
+        if let coding = object?.contentCoding, coding != "identity" {
+            logger.info("the server stores the object with Content-Encoding \(coding); keeping its bytes as stored")
+        }
     }
 
     /// Plan: the probe's 206 arrived; open the sink, plan the missing bytes, start the transfer.
@@ -214,8 +222,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             restartFromScratch(reason)
         case .fail(let error):
             stop(with: .failure(error))
-        case .redirect, .ranged, .stream:
-            break
+        case .redirect, .ranged, .stream, .confirm:
+            break  // the prober acts on these itself
         }
     }
 
@@ -243,6 +251,30 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         stop(with: .failure(error))
     }
 
+    func transfer(_ run: TransferRun, streamBrokeOff error: DownloadError) {
+        guard phase == .transferring, run === transfer else { return }
+        streamTries += 1
+        let noRanges = "; the server does not support ranges, so the download cannot resume"
+        // Bytes an in-order sink handed out cannot be taken back: it cannot start over.
+        guard sink.window == nil,
+              let delay = FailurePolicy(configuration).retryDelay(after: streamTries, error, retryAfter: nil) else {
+            let tries = streamTries > 1 ? " (tried \(streamTries) times)" : ""
+            return stop(with: .failure(error.adding(noRanges + tries, remedy: sink.window == nil ? .startAgain : nil)))
+        }
+        let next = "\(streamTries + 1) of \(configuration.retry.maxTries)"
+        logger.warning("\(error.reason)\(noRanges); starting over from the first byte in \(delay) (try \(next))")
+        counters.retries += 1
+        let wait = DownloadProgress.Wait(
+            server: "\(url.host):\(url.port)", cause: error.shortCause, duration: .zero, nextTry: delay, limit: nil)
+        streamRetry = (wait, .now + delay)
+        startOver { [self] in
+            streamRetryTimer = loop.schedule(after: delay) { [weak self] in
+                guard let self, phase == .starting else { return }
+                probe()
+            }
+        }
+    }
+
     /// Starts over from byte 0 once: the object changed, or the partial state did not match it.
     private func restartFromScratch(_ reason: String) {
         guard configuration.onObjectChange == .restart, !restartedAfterChange else {
@@ -252,6 +284,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
         restartedAfterChange = true
         logger.warning("\(reason); starting over from the beginning")
+        startOver { [self] in probe() }
+    }
+
+    /// Drops every stage and what the sink holds, then runs `next` (on the transfer thread).
+    private func startOver(then next: @escaping () -> Void) {
         prober?.stop()
         prober = nil
         transfer?.stop()
@@ -264,7 +301,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         phase = .starting
         sink.close(discarding: true) { [self] in
             guard phase == .starting else { return }
-            probe()
+            next()
         }
     }
 
@@ -358,6 +395,36 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
     }
 
+    /// Whether a stop now leaves partial state a later run resumes from: a segment map being
+    /// kept, or one from an earlier run that this run has not replaced.
+    private var keepsResumableState: Bool {
+        guard !discardOnStop else { return false }
+        if let store { return store.keepsPartialState }
+        if case .resuming = basis { return true }
+        return false
+    }
+
+    /// `error` as it is true when nothing is kept: a fix that says "resume" becomes "start again",
+    /// with why nothing could be kept.
+    private func withoutResume(_ error: DownloadError) -> DownloadError {
+        let remedy: DownloadError.Remedy
+        switch error.remedy {
+        case .resume?: remedy = .startAgain
+        case .freeSpaceAndResume?: remedy = .freeSpace
+        default: return error
+        }
+        let why = if let store {
+            store.plan == nil
+                ? " (the server does not support ranges, so a download from it cannot resume)"
+                : " (a file that arrives in one response keeps no partial state)"
+        } else {
+            ""
+        }
+        return DownloadError(
+            error.kind, error.reason + why, remedy: remedy, httpStatus: error.httpStatus, curlCode: error.curlCode,
+            errno: error.errno)
+    }
+
     /// Cancels: stops every transfer and deletes the partial state.
     func cancel() {
         guard phase != .stopped && phase != .finalizing else { return }
@@ -373,7 +440,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         phase = .stopped
         // Without a segment map (a small file, a stream) nothing can resume: keep nothing.
         if case .failure = result, let store, !store.keepsPartialState { discardOnStop = true }
+        var result = result
+        if case .failure(let error) = result, !keepsResumableState { result = .failure(withoutResume(error)) }
         progressTimer?.cancel()
+        streamRetryTimer?.cancel()
         prober?.stop()
         transfer?.stop()
         verifier?.cancel()
@@ -438,7 +508,22 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func progressSnapshot() -> DownloadProgress {
         DownloadProgress(
             bytesDone: bytesDone, totalBytes: object?.size, bytesPerSecond: meter.bytesPerSecond,
-            activeConnections: transfer?.activeConnections ?? 0, elapsed: .now - startedAt, sources: sourceReports)
+            activeConnections: transfer?.activeConnections ?? 0, elapsed: .now - startedAt, sources: sourceReports,
+            waiting: waiting)
+    }
+
+    /// What the download waits for, if anything: a server being retried, or a broken stream's next try.
+    private var waiting: DownloadProgress.Wait? {
+        switch phase {
+        case .probing: return prober?.waiting
+        case .transferring: return transfer?.waiting
+        case .starting:
+            guard var retry = streamRetry?.wait, let at = streamRetry?.at, at > .now else { return nil }
+            retry.nextTry = at - .now
+            return retry
+        case .finalizing, .stopped:
+            return nil
+        }
     }
 }
 

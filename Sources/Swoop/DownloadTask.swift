@@ -173,7 +173,7 @@ public final class DownloadTask: Sendable {
     }
 
     private static let interrupted: Result<DownloadResult, DownloadError> =
-        .failure(DownloadError(.interrupted, "download paused; resume with the same command"))
+        .failure(DownloadError(.interrupted, "download paused", remedy: .resume))
 
     /// A run ended. A pause is not an outcome; anything else is.
     func runEnded(_ outcome: Result<DownloadResult, DownloadError>, run: Int) {

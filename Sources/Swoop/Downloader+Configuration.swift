@@ -139,14 +139,28 @@ extension Downloader {
             public init() {}
         }
 
-        /// Bounded retries with exponential backoff and jitter, honouring `Retry-After`.
+        /// Bounded retries with exponential backoff and jitter, honouring `Retry-After`, and how
+        /// long a server that stops answering is waited for.
+        ///
+        /// A server whose connections fail together (refused, reset or timed out before an answer,
+        /// or answering 5xx, 408 or 429) is *down*: nothing is sent to it but one request at a time,
+        /// at most every 5 seconds (and at least ``baseDelay`` doubled apart), whatever the number of
+        /// byte ranges waiting; when one is answered, the download ramps back up. Such failures
+        /// are not counted against a byte range's ``maxTries``. Permanent failures (a 4xx other than
+        /// 408, 425 and 429, a certificate problem, an unknown host, a redirect loop) end the
+        /// download at once.
         public struct RetryPolicy: Sendable {
-            /// Tries per byte range without progress before the download fails (the first try included).
+            /// Tries per request or byte range without progress, while its server answers, before
+            /// the download fails (the first try included). Also the tries of the first request.
             public var maxTries = 8
             /// Delay before the first retry; doubles each time.
             public var baseDelay: Duration = .milliseconds(250)
             /// Longest delay between tries (also caps `Retry-After`).
             public var maxDelay: Duration = .seconds(30)
+            /// How long a server that stopped answering mid-download is waited for before the
+            /// download fails (with several sources: before that server is dropped). The partial
+            /// download is kept either way.
+            public var maxOutage: Duration = .seconds(120)
             /// Fresh URLs asked of ``DownloadRequest/urlProvider`` in a row, with no byte arriving
             /// in between, before the download fails; each call may take up to
             /// ``urlRefreshTimeout``.
@@ -160,8 +174,10 @@ extension Downloader {
         /// Redirect limits. Redirects go to `http` and `https` only, and credentials never follow
         /// a redirect to another host.
         public struct RedirectConfiguration: Sendable {
-            /// Redirects followed before the download fails.
-            public var maxRedirects = 10
+            /// Redirects followed before the download fails (curl's `--max-redirs`), with
+            /// ``DownloadError/Kind/tooManyRedirects``. A chain that comes back to a URL it
+            /// visited twice already is a loop and fails at once.
+            public var maxRedirects = 20
 
             public init() {}
         }

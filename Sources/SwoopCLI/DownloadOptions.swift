@@ -31,8 +31,14 @@ struct DownloadOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Receive at most RATE bytes per second, all connections together (with -i, the whole run), e.g. 500k, 20m.", valueName: "rate"))
     var limitRate: ByteCount?
 
-    @Option(name: .long, help: "Tries per byte range without progress before giving up.")
+    @Option(name: .long, help: "Tries per request or byte range without progress, while its server answers.")
     var maxTries: Int = 8
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Seconds a server that stops answering mid-download is waited for (one connection at a time, "
+            + "at most every 5 s) before giving up; the partial download is kept.",
+        valueName: "seconds"))
+    var maxOutage: Double = 120
 
     @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
     var insecure = false
@@ -74,6 +80,9 @@ struct DownloadOptions: ParsableArguments {
         guard connectTimeout > 0, connectTimeout.isFinite else { throw ValidationError("--connect-timeout must be a positive number of seconds") }
         guard stallTimeout > 0, stallTimeout.isFinite else { throw ValidationError("--stall-timeout must be a positive number of seconds") }
         guard maxTries >= 1 else { throw ValidationError("--max-tries must be at least 1 (got \(maxTries))") }
+        guard maxOutage >= 0, maxOutage.isFinite else {
+            throw ValidationError("--max-outage must be 0 or more seconds")
+        }
         if let limitRate, limitRate.bytes <= 0 {
             throw ValidationError("--limit-rate must be more than 0 bytes per second, e.g. 500k or 20m")
         }
@@ -128,6 +137,7 @@ struct DownloadOptions: ParsableArguments {
         configuration.timeout.connect = .milliseconds(Int64(connectTimeout * 1000))
         configuration.timeout.stall = .milliseconds(Int64(stallTimeout * 1000))
         configuration.retry.maxTries = maxTries
+        configuration.retry.maxOutage = .milliseconds(Int64(maxOutage * 1000))
         configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
         configuration.verifiesTLSCertificates = !insecure
         configuration.replacesSlowConnections = !keepSlowConnections

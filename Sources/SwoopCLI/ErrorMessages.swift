@@ -16,7 +16,10 @@ extension DownloadError.Remedy {
         case .nameAFile: "name a file with -o"
         case .chooseWritableLocation: "choose a writable location with -o or -d"
         case .freeSpaceAndResume: "free some space and run the same command again to resume"
-        case .resume: "resume with the same command"
+        case .freeSpace:
+            "free some space and run the same command again (nothing was kept: it starts from the beginning)"
+        case .resume: "the partial download is kept; resume with the same command"
+        case .startAgain: "nothing was kept; run the same command again (it starts from the beginning)"
         case .checkCertificate: "check the certificate, or pass --insecure to skip verification (unsafe)"
         case .sendCredentials: "pass them with --header 'Authorization: ...'"
         case .waitForOtherDownload: "wait for it to finish, or stop it and run this command again (it resumes)"

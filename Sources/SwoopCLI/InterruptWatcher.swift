@@ -26,7 +26,8 @@ final class InterruptWatcher {
         watcher = Task {
             while !Task.isCancelled {
                 if interruptSignals.load(ordering: .relaxed) > 0 {
-                    writeStderr("\nswoop: interrupted; saving state (press Ctrl-C again to quit at once)\n")
+                    let message = "interrupted; stopping, keeping what can resume (press Ctrl-C again to quit at once)"
+                    writeStderr("\nswoop: \(message)\n")
                     onInterrupt()
                     return
                 }

@@ -63,6 +63,11 @@ final class ProgressRenderer: Sendable {
         } else {
             parts.append(Format.bytes(progress.bytesDone))
         }
+        if let waiting = progress.waiting {
+            // Nothing can arrive: say what is waited for, not "0 B/s".
+            parts.append(describe(waiting))
+            return parts.joined(separator: "  ")
+        }
         parts.append(Format.rate(progress.bytesPerSecond))
         if let remaining = progress.estimatedTimeRemaining {
             parts.append("ETA " + Format.duration(Format.seconds(remaining)))
@@ -75,5 +80,18 @@ final class ProgressRenderer: Sendable {
             parts.append("\(used.count)/\(progress.sources.count) src " + used.map { "\($0.bytes * 100 / total)%" }.joined(separator: "+"))
         }
         return parts.joined(separator: "  ")
+    }
+
+    /// "waiting for 127.0.0.1:8080 (connection refused) for 0:12 of at most 2:00, next try in 3 s".
+    static func describe(_ waiting: DownloadProgress.Wait) -> String {
+        let duration = Format.duration(Format.seconds(waiting.duration))
+        var line = "waiting for \(waiting.server) (\(waiting.cause)) for \(duration)"
+        if let limit = waiting.limit { line += " of at most \(Format.duration(Format.seconds(limit)))" }
+        if let next = waiting.nextTry {
+            line += ", next try in \(Int(Format.seconds(next).rounded(.up))) s"
+        } else {
+            line += ", trying now"
+        }
+        return line
     }
 }

@@ -268,13 +268,35 @@ struct FaultTests {
         }
     }
 
-    @Test("Content-Encoding: gzip is refused, not written", arguments: [0, 1])
-    func gzip(honest: Int) async throws {
+    @Test("a stored Content-Encoding: gzip is kept as stored, never decoded")
+    func gzipStored() async throws {
+        // The origin labels every response gzip and sends the object's bytes: those are the file.
+        let object = TestObject(size: 4 << 20, seed: 16)
+        try await download(object, faults: { $0.gzipEncoding = true }, within: .seconds(10)) { run, origin in
+            let result = expectSuccess(run)
+            #expect(result?.retries == 0)
+            #expect(origin.requests.count > 1, "fetched in ranges: \(origin.requests.count) requests")
+        }
+    }
+
+    @Test("a Content-Encoding that changes mid-download is a changed object: restart once, or fail if asked")
+    func gzipChanges() async throws {
+        // The probe's response says identity, every later one gzip: another representation.
         try await download(TestObject(size: 4 << 20, seed: 16), faults: {
             $0.gzipEncoding = true
-            $0.honestFirstRequests = honest
-        }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
-            expectFailure(run, .invalidResponse, mentioning: "Content-Encoding 'gzip'")
+            $0.honestFirstRequests = 1
+        }, within: .seconds(10)) { run, origin in
+            _ = expectSuccess(run)
+            let fromTheStart = origin.requests.filter { $0.header("range")?.hasPrefix("bytes=0-") == true }
+            #expect(fromTheStart.count == 2, "started over once")
+        }
+        var failing = quickConfiguration()
+        failing.onObjectChange = .fail
+        try await download(TestObject(size: 4 << 20, seed: 16), faults: {
+            $0.gzipEncoding = true
+            $0.honestFirstRequests = 1
+        }, configuration: failing, within: .seconds(10)) { run, _ in
+            expectFailure(run, .objectChanged, mentioning: "Content-Encoding identity became gzip")
         }
     }
 

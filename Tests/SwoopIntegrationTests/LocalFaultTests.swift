@@ -60,6 +60,9 @@ struct LocalFaultTests {
             #expect(full.status == 3, "stderr: \(full.stderr)")
             #expect(full.stderr.contains("No space left on device"), "stderr: \(full.stderr)")
             #expect(full.stderr.contains("free some space"), "stderr: \(full.stderr)")
+            // Nothing is kept, so nothing can resume: the message must not promise it.
+            #expect(full.stderr.contains("nothing was kept"), "stderr: \(full.stderr)")
+            #expect(!full.stderr.contains("resume"), "stderr: \(full.stderr)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: disk.url.path) == ["junk"])
             try disk.freeSpace()
             let ok = try await CLI.run([origin.url("/big.iso"), "-d", disk.url.path, "-q"], in: disk.url)

@@ -147,15 +147,20 @@ struct MirrorTests {
             try servers[1].addFile("o.bin", size: 48 << 20, seed: 8)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let process = try CLI.start(["get", servers[0].url("/o.bin"), servers[1].url("/o.bin"), "-c", "8", "--max-tries", "2"], in: scratch.url)
+            let process = try CLI.start(
+                ["get", servers[0].url("/o.bin"), servers[1].url("/o.bin"), "-c", "8", "--max-tries", "2",
+                 "--max-outage", "5"],
+                in: scratch.url)
             let deadline = ContinuousClock.now + .seconds(30)
             while !process.stderrSoFar.contains("serves other bytes") || Downloader.status(of: scratch.path("o.bin")).bytesDone < 4 << 20,
                   ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
+            // The first source goes away for good: after --max-outage, nothing can finish the file.
             servers[0].stop()
             let run = try await process.wait(timeout: .seconds(120))
             #expect(run.status == 1, "stderr: \(run.stderr)")
+            #expect(run.stderr.contains("has not answered for"), "stderr: \(run.stderr)")
             #expect(run.stderr.contains("no other source can take over"), "stderr: \(run.stderr)")
             #expect(!scratch.exists("o.bin"))
         }

@@ -120,7 +120,7 @@ struct SlurmTests {
             try await slurm.waitForNoJobs(timeout: .seconds(120))
             let record = try await slurm.run("scontrol", ["show", "job", "\(run.job)_\(cancelled)"]).stdout
             #expect(record.contains("JobState=CANCELLED") && record.contains("ExitCode=130:0"), "swoop exited with 130: \(record)")
-            #expect(set.stderr(job: run.job, task: cancelled).contains("saving state"))
+            #expect(set.stderr(job: run.job, task: cancelled).contains("interrupted; stopping"))
             for index in [killed, cancelled] {
                 let path = set.localPath(largeOf(index))
                 #expect(FileManager.default.fileExists(atPath: path + ".swoop"), "task \(index) left its partial state")

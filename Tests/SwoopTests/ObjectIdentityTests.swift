@@ -68,10 +68,19 @@ struct ObjectIdentityTests {
         #expect(weak.compare(ObjectIdentity(size: 10, etag: "W/\"a\"", lastModified: later)) == .changed("Last-Modified \(date) became \(later)"))
     }
 
+    @Test func contentCodingsMustAgreeWhenBothAreKnown() {
+        let gzip = ObjectIdentity(size: 10, etag: "\"a\"", contentCoding: "gzip")
+        #expect(gzip.compare(ObjectIdentity(size: nil, etag: "\"a\"", contentCoding: "gzip")) == .same)
+        #expect(gzip.compare(ObjectIdentity(size: nil, etag: "\"a\"", contentCoding: "identity"))
+            == .changed("its Content-Encoding gzip became identity"))
+        #expect(gzip.compare(ObjectIdentity(size: 10, etag: "\"a\"")) == .same, "a record keeps no coding")
+    }
+
     @Test func remoteObjectExposesItsIdentity() throws {
         let url = try RemoteURL("https://example.com/a.bin")
         var object = RemoteObject(url: url, size: 5, etag: "\"x\"", lastModified: date, acceptsRanges: true)
-        #expect(object.identity == ObjectIdentity(size: 5, etag: "\"x\"", lastModified: date))
+        let identity = ObjectIdentity(size: 5, etag: "\"x\"", lastModified: date, contentCoding: "identity")
+        #expect(object.identity == identity)
         object.etag = nil
         #expect(object.precondition! == ("If-Unmodified-Since", date))
     }

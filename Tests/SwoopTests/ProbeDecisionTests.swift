@@ -101,9 +101,12 @@ struct ProbeDecisionTests {
         let (precondition, _) = decision().decide(head(412, []), requested: first)
         guard case .fail(let failed) = precondition else { Issue.record("\(precondition)"); return }
         #expect(failed.httpStatus == 412)
+    }
+
+    @Test func aStoredContentCodingIsKeptAsIs() {
         let (gzip, body) = decision().decide(head(206, [("Content-Range", "bytes 0-9/10"), ("Content-Encoding", "gzip")]), requested: first)
-        guard case .fail = gzip else { Issue.record("\(gzip)"); return }
-        #expect(body == .abort)
+        guard case .ranged(let object, _) = gzip else { Issue.record("\(gzip)"); return }
+        #expect(object.contentCoding == "gzip" && body == .deliver)
     }
 
     // MARK: Completed targets
@@ -118,6 +121,75 @@ struct ProbeDecisionTests {
         #expect(!error.message.contains("--"), "the library names no CLI flags: \(error.message)")
         let (retagged, _) = done.decide(head(416, [("Content-Range", "bytes */1000"), ("ETag", "\"v2\"")]), requested: .from(1000))
         guard case .fail = retagged else { Issue.record("\(retagged)"); return }
+    }
+
+    @Test func a416WithoutTheSizeIsFollowedByTheLastByte() {
+        let done = decision(.completed(record()))
+        // Apache httpd and lighttpd: a 416 without Content-Range says nothing of the size.
+        let (ask, _) = done.decide(head(416, []), requested: .from(1000))
+        guard case .confirm(let lastByte) = ask else { Issue.record("\(ask)"); return }
+        #expect(lastByte == .bounded(ByteRange(999, 1000)))
+        let confirmed = head(206, [("Content-Range", "bytes 999-999/1000"), ("ETag", "\"v1\"")])
+        let (same, body) = done.decide(confirmed, requested: lastByte)
+        #expect(isAlreadyComplete(same) && body == .discard, "one byte, read and dropped: \(same)")
+        for response in [
+            head(206, [("Content-Range", "bytes 999-999/2000"), ("ETag", "\"v1\"")]),
+            head(206, [("Content-Range", "bytes 999-999/1000"), ("ETag", "\"v2\"")]),
+            head(416, []),  // not even the last byte: the object is shorter now
+        ] {
+            let (step, _) = done.decide(response, requested: lastByte)
+            guard case .fail(let error) = step else { Issue.record("\(step)"); continue }
+            #expect(error.kind == .targetExists, "\(error)")
+        }
+        // An empty completed file: a 416 to bytes=0- means the object is still empty, with or without Content-Range.
+        let empty = decision(.completed(record(size: 0)))
+        #expect(isAlreadyComplete(empty.decide(head(416, []), requested: .from(0)).step))
+        #expect(isAlreadyComplete(empty.decide(head(416, [("Content-Range", "bytes */0")]), requested: .from(0)).step))
+    }
+
+    @Test func a416WithoutContentRangeToByteZeroMeansAnEmptyObject() {
+        let (step, _) = decision().decide(head(416, []), requested: first)
+        guard case .empty(let object) = step else { Issue.record("\(step)"); return }
+        #expect(object.size == 0)
+    }
+
+    @Test func aCompletePartialDownloadIsConfirmedByItsLastByte() {
+        let complete = decision(.resuming(map(lastModified: date, complete: true)))
+        let (ask, _) = complete.decide(head(416, []), requested: .from(4 << 20))
+        guard case .confirm(let lastByte) = ask else { Issue.record("\(ask)"); return }
+        let confirmed = head(206, [("Content-Range", "bytes 4194303-4194303/4194304"), ("ETag", "\"v1\"")])
+        let (step, body) = complete.decide(confirmed, requested: lastByte)
+        guard case .finishResumed(let object) = step else { Issue.record("\(step)"); return }
+        #expect(object.size == 4 << 20 && body == .discard)
+        let (shorter, _) = complete.decide(head(416, []), requested: lastByte)
+        guard case .restart = shorter else { Issue.record("\(shorter)"); return }
+    }
+
+    @Test func redirectLoopsAndLongChainsFailAsTooManyRedirects() throws {
+        var loop = decision(redirects: 0)
+        loop.maxRedirects = 20
+        let a = loop.url
+        let b = try RemoteURL("https://example.com/b.iso")
+        var sent = 0
+        while sent < 20 {
+            let location = loop.url == a ? "/b.iso" : "/big.iso"
+            let (step, _) = loop.decide(head(302, [("Location", location)]), requested: first)
+            sent += 1
+            guard case .redirect(let next) = step else {
+                guard case .fail(let error) = step else { Issue.record("\(step)"); return }
+                #expect(error.kind == .tooManyRedirects && error.message.contains("loop"), "\(error)")
+                #expect(error.message.contains("\(a.redacted) -> \(b.redacted)"), "\(error)")
+                break
+            }
+            loop.followed(to: next)
+        }
+        #expect(sent == 4, "A -> B -> A -> B, then back to A a third time: \(sent) responses")
+        // Once back to the same URL is allowed (a redirect to itself after setting a cookie).
+        let (again, _) = decision().decide(head(302, [("Location", "/big.iso")]), requested: first)
+        guard case .redirect = again else { Issue.record("\(again)"); return }
+        let (tooMany, _) = decision(redirects: 3).decide(head(302, [("Location", "/y")]), requested: first)
+        guard case .fail(let error) = tooMany else { Issue.record("\(tooMany)"); return }
+        #expect(error.kind == .tooManyRedirects && !error.isTransient)
     }
 
     @Test func aCompletedFileThatChangedIsReported() {

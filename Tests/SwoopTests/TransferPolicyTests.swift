@@ -6,7 +6,7 @@ private let MiB: Int64 = 1 << 20
 /// The transfer's choices, from measurements alone.
 @Suite("TransferPolicy")
 struct TransferPolicyTests {
-    private let policy = TransferPolicy(minimumSegmentSize: MiB, baseDelay: .milliseconds(250), maxDelay: .seconds(30))
+    private let policy = TransferPolicy(minimumSegmentSize: MiB)
 
     private func connection(
         _ id: Int, rate: Double, ttfb: Double = 0.01, since: Double? = 5, replacements: Int = 0,
@@ -33,13 +33,6 @@ struct TransferPolicyTests {
         // A hedge prefers another source than the straggler's, but takes the same one if it must.
         #expect(TransferPolicy.chooseSource([source(0), source(3)], avoiding: 0) == 1)
         #expect(TransferPolicy.chooseSource([source(0), source(3, cap: 3)], avoiding: 0) == 0)
-    }
-
-    @Test func longestQuietPeriodIsTimeoutsPlusEveryBackoff() {
-        // 0.25 + 0.5 + 1 + 2 + 4 + 8 + 16 + 30 (capped) = 61.75 s of backoff for 8 tries.
-        let quiet = policy.longestQuietPeriod(connectTimeout: .seconds(30), stallTimeout: .seconds(30), maxTries: 8)
-        #expect(quiet == .milliseconds(121_750))
-        #expect(policy.longestQuietPeriod(connectTimeout: .seconds(1), stallTimeout: .seconds(2), maxTries: 1) == .milliseconds(3250))
     }
 
     @Test func roundTripIsTheQuickestFirstByte() {
@@ -130,16 +123,5 @@ struct TransferPolicyTests {
         busy.append(connection(17, rate: 1_000, since: nil, segment: left))
         busy.append(connection(18, rate: 0, segment: left))
         #expect(policy.tailsToHedge(busy: busy, idle: 1, roundTrip: 0.04) == [16])
-    }
-
-    @Test func backoffIsExponentialWithJitterAndHonoursRetryAfter() {
-        var random = SplitMix64(seed: 7)
-        for tries in 1...12 {
-            let expected = min(30.0, 0.25 * Double(1 << (tries - 1)))
-            let delay = policy.backoff(tries: tries, retryAfter: nil, using: &random).seconds
-            #expect(delay >= expected / 2 - 0.001 && delay <= expected + 0.001, "try \(tries): \(delay)")
-        }
-        #expect(policy.backoff(tries: 1, retryAfter: 5, using: &random).seconds >= 5)
-        #expect(policy.backoff(tries: 1, retryAfter: 3600, using: &random).seconds <= 30, "Retry-After is capped")
     }
 }

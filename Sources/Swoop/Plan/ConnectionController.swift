@@ -10,10 +10,11 @@
 /// Too few connections on a lossy long link cost far more than a few too many on a fast one, so
 /// the rule leans towards growing: only a clear lack of gain stops it.
 ///
-/// While the downloader's byte-rate cap holds bytes back, throughput says nothing about the
-/// path, so the caller does not feed it: it restarts the measurement instead
-/// (``restartMeasurement(at:)``), and the count stays where it is until the cap stops being the
-/// limit.
+/// While the downloader's byte-rate cap holds bytes back, or a server is down or ramping back
+/// up after an outage, throughput says nothing about the path, so the caller does not feed it: it
+/// restarts the measurement instead (``restartMeasurement(at:)``), and the count stays where it is
+/// until the cap stops being the limit or the server is back. A window in which nothing arrived
+/// is no measurement either: the count stays.
 ///
 /// Pure logic: the caller feeds byte counts and instants and applies the returned targets.
 struct ConnectionController {
@@ -77,6 +78,13 @@ struct ConnectionController {
               last.time > first.time
         else { return nil }
         let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
+        guard rate > 0 else {
+            // Nothing arrived (a server that stopped answering): there is no throughput to
+            // compare, and more connections would only knock harder. Measure again.
+            restartMeasurement(at: now)
+            lastReason = "nothing arrived in the window"
+            return nil
+        }
         if Double(remainingBytes) < rate * window.seconds {
             // Near the end there is not enough work left to learn anything from more connections.
             isSettled = true

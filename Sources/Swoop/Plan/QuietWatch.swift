@@ -3,16 +3,19 @@
 /// than wait forever. Waiting for a connection that other downloads hold is not quiet: they are
 /// the ones progressing. Pure: the caller looks every progress tick, with the time.
 struct QuietWatch {
-    /// The longest legitimate quiet: the timeouts and every retry's backoff.
+    /// The longest legitimate quiet: the timeouts and every retry's backoff; while a server is
+    /// down, that and the longest outage waited for.
     let limit: Duration
+    let outageLimit: Duration
     /// Since when nothing has been in flight and no byte arrived (`nil`: something has).
     private var quietSince: ContinuousClock.Instant?
     private var bytesAtLastLook: Int64 = 0
 
     init(_ configuration: Downloader.Configuration) {
-        limit = TransferPolicy(configuration).longestQuietPeriod(
-            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
-            maxTries: configuration.retry.maxTries)
+        let policy = FailurePolicy(configuration)
+        limit = policy.longestQuietPeriod(
+            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall)
+        outageLimit = limit + policy.maxOutage
     }
 
     /// One look: `idle` is what the download waits for with nothing in flight (`nil`: a request
@@ -27,11 +30,12 @@ struct QuietWatch {
             quietSince = now
             return nil
         }
-        guard now - since > limit else { return nil }
+        guard now - since > (idle == .outage ? outageLimit : limit) else { return nil }
         let seconds = Int((now - since).seconds.rounded())
         return DownloadError(
             .network,
-            "no request in flight and no progress for \(seconds) s while waiting for \(idle.description); stopped rather than wait forever (a bug: please report it); the partial download is kept",
+            "no request in flight and no progress for \(seconds) s while waiting for \(idle.description); "
+                + "stopped rather than wait forever (a bug: please report it)",
             remedy: .resume)
     }
 }

@@ -27,40 +27,34 @@ struct SegmentSample: Equatable {
     var remaining: Int64 { max(0, end - frontier) }
 }
 
-/// The transfer's choices as pure functions of measurements: how much to ask for, where to cut
-/// a request in flight, which tails to hedge, which connections to replace, how long to back off.
-/// ``TransferRun`` applies them.
 /// What the policy sees of one source (a server) of a download.
 struct SourceSample: Equatable {
     /// Requests in flight to it.
     var active: Int
-    /// The most requests it takes at once, once known.
+    /// The most requests it may have at once now: its learned connection cap, or while it
+    /// recovers from an outage its allowance (see ``SourceHealth``); `nil`: no limit.
     var cap: Int?
     /// Failed requests in a row.
     var failures: Int
     /// Not dropped.
     var isUsable: Bool
-    /// Backing off after a failure.
+    /// Held back for now: resting after a failure, or down between trials.
     var isResting: Bool
 }
 
+/// The transfer's choices as pure functions of measurements: how much to ask for, where to cut
+/// a request in flight, which tails to hedge, which connections to replace, which source to ask.
+/// ``TransferRun`` applies them; retries and backoff are the ``FailurePolicy``'s.
 struct TransferPolicy {
     /// The smallest range worth its own request (``Downloader/Configuration/minimumSegmentSize``).
     var minimumSegmentSize: Int64
-    /// Retry delays: the first, and the cap (which also caps `Retry-After`).
-    var baseDelay: Duration
-    var maxDelay: Duration
 
-    init(minimumSegmentSize: Int64, baseDelay: Duration, maxDelay: Duration) {
+    init(minimumSegmentSize: Int64) {
         self.minimumSegmentSize = minimumSegmentSize
-        self.baseDelay = baseDelay
-        self.maxDelay = maxDelay
     }
 
     init(_ configuration: Downloader.Configuration) {
-        self.init(
-            minimumSegmentSize: configuration.minimumSegmentSize,
-            baseDelay: configuration.retry.baseDelay, maxDelay: configuration.retry.maxDelay)
+        self.init(minimumSegmentSize: configuration.minimumSegmentSize)
     }
 
     /// The round trip of the path: the quickest first byte seen (slower ones include
@@ -158,17 +152,6 @@ struct TransferPolicy {
         return chosen.sorted { $0.timeLeft > $1.timeLeft }.prefix(idle).map(\.id)
     }
 
-    /// The delay before try `tries + 1`: exponential from ``baseDelay`` with full jitter (half to
-    /// all of it), at least `Retry-After`, never over ``maxDelay``.
-    func backoff(tries: Int, retryAfter: Int?, using random: inout some RandomNumberGenerator) -> Duration {
-        let base = baseDelay.seconds
-        let cap = maxDelay.seconds
-        let exponential = min(cap, base * Double(1 << min(max(tries - 1, 0), 20)))
-        var delay = Double.random(in: (exponential / 2)...max(exponential / 2, exponential), using: &random)
-        if let retryAfter { delay = max(delay, min(Double(retryAfter), cap)) }
-        return .milliseconds(Int64(delay * 1000))
-    }
-
     /// Whether a source may be sent a request now: not dropped, not backing off, below its limit.
     static func canTakeRequest(_ source: SourceSample) -> Bool {
         source.isUsable && !source.isResting && source.cap.map { source.active < $0 } ?? true
@@ -185,21 +168,5 @@ struct TransferPolicy {
         return (others.isEmpty ? open : others).min { a, b in
             (sources[a].active, sources[a].failures, a) < (sources[b].active, sources[b].failures, b)
         }
-    }
-
-    /// The longest a download can legitimately go without a request in flight and without a
-    /// byte: a connect timeout, a stall timeout, and every retry's longest backoff. Past it, the
-    /// session's watchdog ends the download rather than let it wait forever.
-    func longestQuietPeriod(connectTimeout: Duration, stallTimeout: Duration, maxTries: Int) -> Duration {
-        var backoffs = Duration.zero
-        for tries in 1...max(1, maxTries) {
-            backoffs += min(maxDelay, baseDelay * Double(1 << min(tries - 1, 20)))
-        }
-        return connectTimeout + stallTimeout + backoffs
-    }
-
-    func backoff(tries: Int, retryAfter: Int?) -> Duration {
-        var random = SystemRandomNumberGenerator()
-        return backoff(tries: tries, retryAfter: retryAfter, using: &random)
     }
 }

@@ -116,8 +116,8 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
             finish(.success(name))
         case .fail(let error):
             finish(.failure(error))
-        case .redirect, .alreadyComplete, .finishResumed, .restart:
-            // Not reached from a fresh basis: the prober follows redirects itself.
+        case .redirect, .alreadyComplete, .finishResumed, .restart, .confirm:
+            // Not reached from a fresh basis: the prober follows redirects and confirmations itself.
             finish(.success(nil))
         }
     }

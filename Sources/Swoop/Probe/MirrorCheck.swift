@@ -21,8 +21,7 @@ final class MirrorCheck: ConnectionDelegate {
     private let size: Int64
     private let loop: TransferLoop
     private let options: TransferOptions
-    private let policy: TransferPolicy
-    private let maxTries: Int
+    private let policy: FailurePolicy
     private let logger: Logger
     weak var delegate: (any MirrorCheckDelegate)?
 
@@ -49,8 +48,7 @@ final class MirrorCheck: ConnectionDelegate {
         self.size = size
         self.loop = loop
         self.options = TransferOptions(configuration)
-        self.policy = TransferPolicy(configuration)
-        self.maxTries = configuration.retry.maxTries
+        self.policy = FailurePolicy(configuration)
         self.logger = logger
         // A mirror the user named gets the request's headers; a redirect elsewhere does not.
         self.headers = RequestHeaders(headers, originalURL: url)
@@ -111,9 +109,8 @@ final class MirrorCheck: ConnectionDelegate {
         if let unusable { return fail(unusable) }
         switch (step, outcome) {
         case (.redirect(let next)?, .completed), (.redirect(let next)?, .stopped):
-            decision.redirects += 1
             headers.follow(to: next)
-            decision.url = next
+            decision.followed(to: next)
             start()
         case (.ranged?, .completed):
             guard let found else { return fail("no object") }
@@ -133,8 +130,9 @@ final class MirrorCheck: ConnectionDelegate {
 
     private func retryOrFail(_ error: DownloadError, retryAfter: Int?) {
         tries += 1
-        guard error.isTransient, tries < maxTries else { return fail(error.reason) }
-        let delay = policy.backoff(tries: tries, retryAfter: retryAfter)
+        guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
+            return fail(error.reason)
+        }
         logger.debug("mirror check failed; retrying", metadata: ["mirror": "\(url.redacted)", "error": "\(error)"])
         retryTimer = loop.schedule(after: delay) { [weak self] in self?.start() }
     }

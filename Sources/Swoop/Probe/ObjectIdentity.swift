@@ -14,11 +14,17 @@ struct ObjectIdentity: Sendable, Equatable {
     var etag: String?
     /// The `Last-Modified` as sent.
     var lastModified: String?
+    /// The content coding the server stores the object in, as its responses name it
+    /// (``ResponseValidator/contentCoding(_:)``: `gzip`, or `identity` for none); `nil` when not
+    /// observed (records on disk keep no coding). The bytes are kept as stored, never decoded, so
+    /// every response of a download must name the same coding.
+    var contentCoding: String?
 
-    init(size: Int64?, etag: String? = nil, lastModified: String? = nil) {
+    init(size: Int64?, etag: String? = nil, lastModified: String? = nil, contentCoding: String? = nil) {
         self.size = size
         self.etag = etag
         self.lastModified = lastModified
+        self.contentCoding = contentCoding
     }
 
     /// The ETag if it is strong, the only kind `If-Match` can use (RFC 9110 §13.1.1).
@@ -61,12 +67,15 @@ struct ObjectIdentity: Sendable, Equatable {
         case validatorMissing(String)
     }
 
-    /// Compares what was observed with this identity: sizes must agree when both are known; a
-    /// strong ETag must match exactly; a weak ETag must match weakly; without a strong ETag, the
-    /// Last-Modified dates must agree when both are known.
+    /// Compares what was observed with this identity: sizes and content codings must agree when
+    /// both are known; a strong ETag must match exactly; a weak ETag must match weakly; without a
+    /// strong ETag, the Last-Modified dates must agree when both are known.
     func compare(_ observed: ObjectIdentity, observedIn observation: Observation = .representation) -> Comparison {
         if let size, let other = observed.size, size != other {
             return .changed("its size \(size) became \(other) bytes")
+        }
+        if let coding = contentCoding, let other = observed.contentCoding, coding != other {
+            return .changed("its Content-Encoding \(coding) became \(other)")
         }
         if let expected = strongETag {
             guard let etag = observed.etag else {
@@ -101,9 +110,12 @@ struct RemoteObject: Sendable, Equatable {
     /// The digests the probe's response published (of the object, and of that response).
     var digests = PublishedDigests()
 
-    init(url: RemoteURL, size: Int64?, etag: String? = nil, lastModified: String? = nil, acceptsRanges: Bool) {
+    init(
+        url: RemoteURL, size: Int64?, etag: String? = nil, lastModified: String? = nil, acceptsRanges: Bool,
+        contentCoding: String? = "identity"
+    ) {
         self.url = url
-        self.identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified)
+        self.identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified, contentCoding: contentCoding)
         self.acceptsRanges = acceptsRanges
     }
 
@@ -123,6 +135,12 @@ struct RemoteObject: Sendable, Equatable {
     var lastModified: String? {
         get { identity.lastModified }
         set { identity.lastModified = newValue }
+    }
+
+    /// The content coding its bytes are stored in (see ``ObjectIdentity/contentCoding``).
+    var contentCoding: String? {
+        get { identity.contentCoding }
+        set { identity.contentCoding = newValue }
     }
 
     var strongETag: String? { identity.strongETag }

@@ -28,6 +28,8 @@ struct ProbeDecision {
     /// Redirects followed so far, and the most allowed.
     var redirects: Int
     var maxRedirects: Int
+    /// The URLs of the chain so far, the first one included (``followed(to:)`` adds to it).
+    private(set) var chain: [RemoteURL] = []
     /// The target path, for messages.
     var target: String
     /// The size the request expects (``DownloadRequest/expectedSize``): an object of another size
@@ -51,6 +53,9 @@ struct ProbeDecision {
         case stream(RemoteObject, discardsPartial: Bool)
         /// The local partial state is not this object's: discard it and start over.
         case restart(String)
+        /// The answer did not say the object's size: ask for `range` (its last byte), whose `206`
+        /// does, with the same precondition.
+        case confirm(RequestedRange)
         /// The download fails with `error` (a new probe may follow if it is transient).
         case fail(DownloadError)
 
@@ -58,18 +63,35 @@ struct ProbeDecision {
         var toleratesTransferFailure: Bool {
             switch self {
             case .redirect, .fail: false
-            case .alreadyComplete, .finishResumed, .empty, .ranged, .stream, .restart: true
+            case .alreadyComplete, .finishResumed, .empty, .ranged, .stream, .restart, .confirm: true
             }
         }
+    }
+
+    /// Moves on to `next`, the target of a redirect from ``url``.
+    mutating func followed(to next: RemoteURL) {
+        if chain.isEmpty { chain = [url] }
+        chain.append(next)
+        redirects += 1
+        url = next
+    }
+
+    /// Starts a new chain at `start` (a fresh URL for an expired one).
+    mutating func restart(at start: RemoteURL) {
+        chain = []
+        redirects = 0
+        url = start
     }
 
     /// How far the first request reaches when nothing else decides: about one MiB, so a small
     /// object arrives in one response and a large one's first connection is busy from the start.
     static func probeSize(minimumSegmentSize: Int64) -> Int64 { max(minimumSegmentSize, 1 << 20) }
 
-    /// The probe's range and precondition for `basis`: a completed file asks for the byte after
-    /// its end (a `416` confirms it); a partial download asks for its first missing bytes; a new
-    /// one for its first `probeSize` bytes. Known validators go in the precondition.
+    /// The probe's range and precondition for `basis`: a completed file (or a partial download that
+    /// holds every byte) asks for the byte after its end, whose `416` confirms it when it names the
+    /// size (Apache httpd and lighttpd do not: ``Step/confirm(_:)`` then asks for the last byte); a
+    /// partial download asks for its first missing bytes; a new one for its first `probeSize`
+    /// bytes. Known validators go in the precondition.
     static func request(for basis: ProbeBasis, probeSize: Int64) -> (range: RequestedRange, precondition: (name: String, value: String)?) {
         switch basis {
         case .fresh:
@@ -97,7 +119,7 @@ struct ProbeDecision {
         case .ranged(let found, _), .stream(let found, _), .finishResumed(let found): found.size
         case .empty: 0
         case .alreadyComplete: if case .completed(let record) = basis { record.size } else { nil }
-        case .redirect, .restart, .fail: nil
+        case .redirect, .restart, .fail, .confirm: nil
         }
     }
 
@@ -110,14 +132,23 @@ struct ProbeDecision {
         }
         switch result {
         case .redirect(let location):
-            guard redirects < maxRedirects else {
-                return (.fail(.invalidResponse("too many redirects (more than \(maxRedirects)) starting at \(originalURL)")), .abort)
-            }
+            let next: RemoteURL
             do {
-                return (.redirect(try url.resolving(redirect: location)), .discard)
+                next = try url.resolving(redirect: location)
             } catch {
                 return (.fail(error), .abort)
             }
+            // A URL may come back once (a redirect to itself after setting a cookie); a third visit is a loop.
+            let visited = chain.isEmpty ? [url] : chain
+            if visited.count(where: { $0 == next }) >= 2 {
+                let loop = (visited + [next]).map(\.redacted).joined(separator: " -> ")
+                return (.fail(DownloadError(.tooManyRedirects, "the server redirects in a loop: \(loop)")), .abort)
+            }
+            guard redirects < maxRedirects else {
+                let message = "too many redirects (more than \(maxRedirects)) starting at \(originalURL)"
+                return (.fail(DownloadError(.tooManyRedirects, message)), .abort)
+            }
+            return (.redirect(next), .discard)
         case .preconditionFailed:
             switch basis {
             case .completed:
@@ -132,10 +163,22 @@ struct ProbeDecision {
         case .partial(let found, let range):
             switch basis {
             case .completed(let record):
-                return (.fail(targetDiffers("the object on the server now has \(found.size ?? 0) bytes, not \(record.size)")), .abort)
+                // The last byte, asked for to confirm the file (one byte: read and dropped).
+                if found.size == record.size, record.identity.compare(found.identity) == .same {
+                    return (.alreadyComplete, .discard)
+                }
+                if found.size != record.size {
+                    let sizes = "the object on the server now has \(found.size ?? 0) bytes, not \(record.size)"
+                    return (.fail(targetDiffers(sizes)), .abort)
+                }
+                return (.fail(targetDiffers("differs from the object on the server")), .abort)
             case .resuming(let map):
                 if case .changed(let what) = map.identity.compare(found.identity) {
                     return (.restart("the object changed on the server since the partial download: \(what)"), .abort)
+                }
+                if map.chunks.isComplete {
+                    // Every byte is here; the last one was asked for to confirm the object.
+                    return (.finishResumed(found), .discard)
                 }
                 return (.ranged(found, firstRange: range), .deliver)
             case .fresh:
@@ -159,8 +202,27 @@ struct ProbeDecision {
         }
     }
 
-    /// A `416`: the object has `total` bytes and none at the requested offset.
-    private func nothingAt(_ requested: RequestedRange, total: Int64, etag: String?, lastModified: String?) -> Step {
+    /// A `416`: the object has `total` bytes and none at the requested offset. Without a total
+    /// (no `Content-Range`), a range from byte 0 shows the object is empty (RFC 9110 §14.1.1:
+    /// only an empty representation has no byte 0); a range from further on only that it is
+    /// shorter than that.
+    private func nothingAt(_ requested: RequestedRange, total: Int64?, etag: String?, lastModified: String?) -> Step {
+        guard let total = total ?? (requested.lowerBound == 0 ? 0 : nil) else {
+            // The byte after the end of a file that is complete here: the last byte's 206 says
+            // whether the server's object still has that size.
+            if requested == .from(expectedEnd ?? -1) {
+                return .confirm(.bounded(ByteRange(requested.lowerBound - 1, requested.lowerBound)))
+            }
+            let shorter = "the object on the server has fewer than \(requested.lowerBound + 1) bytes"
+            switch basis {
+            case .completed(let record): return .fail(targetDiffers("\(shorter), not \(record.size)"))
+            case .resuming(let map): return .restart("\(shorter); the partial download expected \(map.objectSize)")
+            case .fresh:
+                let message = "the server answered 416 to \(requested.headerValue) without saying the object's size "
+                    + "(\(url))"
+                return .fail(.invalidResponse(message, httpStatus: 416))
+            }
+        }
         let observed = ObjectIdentity(size: total, etag: etag, lastModified: lastModified)
         switch basis {
         case .completed(let record):
@@ -180,6 +242,16 @@ struct ProbeDecision {
                 return .empty(RemoteObject(url: url, size: 0, etag: etag, lastModified: nil, acceptsRanges: true))
             }
             return .fail(.invalidResponse("the server answered 416 to \(requested.headerValue) for an object of \(total) bytes (\(url))", httpStatus: 416))
+        }
+    }
+
+    /// The size of an object every byte of which is here (a completed file, a complete partial
+    /// download), whose end the probe asks about.
+    private var expectedEnd: Int64? {
+        switch basis {
+        case .completed(let record): record.size
+        case .resuming(let map): map.chunks.isComplete ? map.objectSize : nil
+        case .fresh: nil
         }
     }
 

@@ -28,8 +28,7 @@ final class Prober: ConnectionDelegate {
     let purpose: Purpose
     private let loop: TransferLoop
     private let options: TransferOptions
-    private let policy: TransferPolicy
-    private let maxTries: Int
+    private let policy: FailurePolicy
     private let probeSize: Int64
     private let counters: DownloadCounters
     private let logger: Logger
@@ -46,8 +45,12 @@ final class Prober: ConnectionDelegate {
     private var connection: Connection!
     private var tries = 0
     private var retryTimer: LoopTimer?
+    /// The last failure, since when the probe has been failing, and when it is sent next.
+    private var failing: (error: DownloadError, since: ContinuousClock.Instant, nextTry: ContinuousClock.Instant)?
     /// What the last head decided, acted on when its exchange ends.
     private var pending: ProbeDecision.Step?
+    /// The range a ``ProbeDecision/Step/confirm(_:)`` asked for, sent instead of the basis's.
+    private var confirming: RequestedRange?
     private var headRetryAfter: Int?
     /// The connection went on to the transfer; the prober is done.
     private var handedOver = false
@@ -67,8 +70,7 @@ final class Prober: ConnectionDelegate {
         // at once held 8 MiB of 128 KiB buffers).
         options.receiveBufferSize = min(options.receiveBufferSize, 64 << 10)
         self.options = options
-        self.policy = TransferPolicy(configuration)
-        self.maxTries = configuration.retry.maxTries
+        self.policy = FailurePolicy(configuration)
         self.probeSize = switch purpose {
         case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
         case .headOnly: 1
@@ -85,7 +87,8 @@ final class Prober: ConnectionDelegate {
     /// Sends a probe to the current URL (once a connection permit is free).
     func start() {
         guard !stopped else { return }
-        let (range, precondition) = ProbeDecision.request(for: decision.basis, probeSize: probeSize)
+        var (range, precondition) = ProbeDecision.request(for: decision.basis, probeSize: probeSize)
+        if let confirming { range = confirming }
         let url = decision.url
         guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
         pending = nil
@@ -101,6 +104,16 @@ final class Prober: ConnectionDelegate {
         if let retryTimer, !retryTimer.isCancelled { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
+    }
+
+    /// The server the probe waits for between tries (for progress).
+    var waiting: DownloadProgress.Wait? {
+        guard let failing, !handedOver else { return nil }
+        let now = ContinuousClock.now
+        let waitsForTimer = retryTimer.map { !$0.isCancelled } ?? false
+        return DownloadProgress.Wait(
+            server: "\(decision.url.host):\(decision.url.port)", cause: failing.error.shortCause,
+            duration: now - failing.since, nextTry: waitsForTimer ? max(.zero, failing.nextTry - now) : nil, limit: nil)
     }
 
     /// Stops probing: cancels the probe in flight (unless it became the transfer) and any retry.
@@ -150,11 +163,13 @@ final class Prober: ConnectionDelegate {
                 failed(error, retryAfter: headRetryAfter)
             case (.redirect, .failed(let error, _)):
                 failed(error, retryAfter: nil)
+            case (.confirm(let range), _):
+                confirming = range
+                start()
             case (.redirect(let next), _):
-                decision.redirects += 1
                 headers.follow(to: next)
                 logger.debug("redirected", metadata: ["to": "\(next.redacted)"])
-                decision.url = next
+                decision.followed(to: next)
                 start()
             default:
                 delegate?.prober(self, didEndWith: step)
@@ -183,8 +198,7 @@ final class Prober: ConnectionDelegate {
                 guard let self, !stopped else { return }
                 switch result {
                 case .success(let url):
-                    decision.url = url
-                    decision.redirects = 0
+                    decision.restart(at: url)
                     start()
                 case .failure(let error):
                     delegate?.prober(self, didEndWith: .fail(error))
@@ -193,12 +207,12 @@ final class Prober: ConnectionDelegate {
             return
         }
         tries += 1
-        guard error.isTransient, tries < maxTries else {
+        guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
             delegate?.prober(self, didEndWith: .fail(tries > 1 ? error.adding(" (after \(tries) tries)") : error))
             return
         }
         counters.retries += 1
-        let delay = policy.backoff(tries: tries, retryAfter: retryAfter)
+        failing = (error, failing?.since ?? .now, .now + delay)
         logger.info("probe failed; retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
         retryTimer = loop.schedule(after: delay) { [weak self] in self?.start() }
     }

@@ -9,8 +9,9 @@ enum ResponseValidator {
         case partial(RemoteObject, ByteRange)
         /// 200: the server ignores ranges; the whole object follows (size known or not).
         case whole(RemoteObject)
-        /// 416: nothing at the requested offset; the object has `total` bytes.
-        case unsatisfiable(total: Int64, etag: String?)
+        /// 416: nothing at the requested offset; the object has `total` bytes, when the server said
+        /// (Apache httpd and lighttpd send no `Content-Range` with it).
+        case unsatisfiable(total: Int64?, etag: String?)
         /// 3xx with a `Location`.
         case redirect(location: String)
         /// 412: a precondition (a resumed download's `If-Match`) failed: the object changed.
@@ -20,7 +21,6 @@ enum ResponseValidator {
     static func probe(_ head: ResponseHead, requested: RequestedRange, url: RemoteURL) throws(DownloadError) -> ProbeResult {
         switch head.status {
         case 206:
-            try checkEncoding(head, url: url)
             try checkSingleValued(head, url: url)
             try checkNotMultipart(head, url: url)
             guard let value = head.contentRange, let contentRange = ContentRange(value) else {
@@ -38,23 +38,30 @@ enum ResponseValidator {
                 throw .invalidResponse("the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range '\(value)', \(url))")
             }
             try checkLength(head, expected: range.count, url: url)
-            var object = RemoteObject(url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true)
+            var object = RemoteObject(
+                url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true,
+                contentCoding: contentCoding(head))
             if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: false) }
             return .partial(object, range)
         case 200:
-            try checkEncoding(head, url: url)
             try checkSingleValued(head, url: url)
             if let raw = head.value("content-length"), head.contentLength == nil {
                 throw .invalidResponse("the server sent an invalid Content-Length '\(raw)' (\(url))")
             }
             let chunked = head.transferEncoding?.lowercased().contains("chunked") ?? false
             let size = chunked ? nil : head.contentLength
-            var object = RemoteObject(url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false)
+            var object = RemoteObject(
+                url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false,
+                contentCoding: contentCoding(head))
             if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: true) }
             return .whole(object)
         case 416:
-            guard let value = head.contentRange, case .unsatisfied(let total)? = ContentRange(value) else {
-                throw .invalidResponse("the server answered 416 Range Not Satisfiable to \(requested.headerValue) without saying the object's size (\(url))", httpStatus: 416)
+            try checkSingleValued(head, url: url)
+            guard let value = head.contentRange else { return .unsatisfiable(total: nil, etag: head.etag) }
+            guard case .unsatisfied(let total)? = ContentRange(value) else {
+                let message = "the server answered 416 Range Not Satisfiable with an invalid Content-Range "
+                    + "'\(value)' (\(url))"
+                throw .invalidResponse(message, httpStatus: 416)
             }
             return .unsatisfiable(total: total, etag: head.etag)
         case 301, 302, 303, 307, 308:
@@ -70,7 +77,7 @@ enum ResponseValidator {
     }
 
     /// Checks a segment's response: 206, exactly the requested range of an object of the planned
-    /// size, the same version (ETag / Last-Modified), no content coding.
+    /// size, the same version (ETag / Last-Modified) and the same content coding.
     static func segment(_ head: ResponseHead, requested: ByteRange, object: RemoteObject) throws(DownloadError) {
         let url = object.url
         switch head.status {
@@ -87,7 +94,6 @@ enum ResponseValidator {
         default:
             throw .httpStatus(head.status, url: url.redacted)
         }
-        try checkEncoding(head, url: url)
         try checkSingleValued(head, url: url)
         try checkNotMultipart(head, url: url)
         guard let value = head.contentRange, let contentRange = ContentRange(value) else {
@@ -114,7 +120,8 @@ enum ResponseValidator {
 
     /// Same version, by the one rule of ``ObjectIdentity/compare(_:observedIn:)``.
     static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
-        let observed = ObjectIdentity(size: nil, etag: head.etag, lastModified: head.lastModified)
+        let observed = ObjectIdentity(
+            size: nil, etag: head.etag, lastModified: head.lastModified, contentCoding: contentCoding(head))
         switch object.identity.compare(observed) {
         case .same:
             return
@@ -125,13 +132,17 @@ enum ResponseValidator {
         }
     }
 
-    private static func checkEncoding(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
-        for coding in head.values("content-encoding") {
-            let normalized = coding.trimmingWhitespace.lowercased()
-            if !normalized.isEmpty && normalized != "identity" {
-                throw .invalidResponse("the server sent Content-Encoding '\(coding)' although identity was asked for; the bytes would not be the file's (\(url))")
-            }
-        }
+    /// The content coding a response names: its `Content-Encoding` codings, lowercased, in
+    /// order, without `identity`; `identity` when it names none. Swoop asks for
+    /// `Accept-Encoding: identity`, so a coding here is how the server stores the object (a
+    /// `.tar.gz` under Apache's `AddEncoding`, an S3 object put with `ContentEncoding`): its
+    /// ranges are ranges of those stored bytes, which are saved as they are.
+    static func contentCoding(_ head: ResponseHead) -> String {
+        let codings = head.values("content-encoding")
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingWhitespace.lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+        return codings.isEmpty ? "identity" : codings.joined(separator: ", ")
     }
 
     /// We ask for one range; a multipart body would be written as if it were file bytes.

@@ -4,8 +4,14 @@ protocol ConnectionDelegate: AnyObject {
     /// give the connection a new job (``Connection/adopt(_:store:object:)``) before answering
     /// ``BodyDisposition/deliver``.
     func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition
+    /// A segment's response head passed its checks: the server answers, and its bytes follow.
+    func connectionWasAnswered(_ connection: Connection)
     /// An exchange ended; `job` is what it was doing, `outcome` how it went.
     func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome)
+}
+
+extension ConnectionDelegate {
+    func connectionWasAnswered(_ connection: Connection) {}
 }
 
 /// One connection slot of a download: runs one exchange at a time (the probe, a segment request
@@ -51,6 +57,9 @@ final class Connection: ExchangeDelegate {
     private(set) var url: RemoteURL?
     /// Set by the head or body handlers when the exchange must fail.
     private var failure: DownloadError?
+    /// A response head arrived for the current (or last) exchange: a failure came after the
+    /// server answered (see ``FailureScope``).
+    private(set) var wasAnswered = false
     private var retryAfter: Int?
 
     // Throughput of this connection, sampled by the transfer and at each request's end.
@@ -150,6 +159,7 @@ final class Connection: ExchangeDelegate {
         self.job = job
         self.url = url
         failure = nil
+        wasAnswered = false
         retryAfter = nil
         sampled = []
         responseCheck = nil
@@ -233,6 +243,7 @@ final class Connection: ExchangeDelegate {
 
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
         retryAfter = head.retryAfterSeconds
+        wasAnswered = true
         switch job {
         case .probe(let requested), .sample(let requested):
             return delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
@@ -243,6 +254,7 @@ final class Connection: ExchangeDelegate {
                 if store?.checksEachResponse == true {
                     expectDigest(PublishedDigests(head, bodyIsWholeObject: false).preferredForResponse, for: segment)
                 }
+                delegate?.connectionWasAnswered(self)
                 return .deliver
             } catch {
                 failure = error

@@ -2,6 +2,9 @@
 enum IdleWait: Equatable {
     /// A retry's backoff timer.
     case retry
+    /// A down server's next trial (see ``SourceHealth``): an outage, which the failure policy
+    /// bounds itself.
+    case outage
     /// A connection permit (the downloader's connection caps are reached).
     case permit
     /// Nothing: no request and no timer will come (a bug, which the watchdog ends).
@@ -10,6 +13,7 @@ enum IdleWait: Equatable {
     var description: String {
         switch self {
         case .retry: "the next retry"
+        case .outage: "a server that does not answer"
         case .permit: "a free connection (the connection limits are reached)"
         case .nothing: "nothing: no request was pending and no retry was scheduled"
         }

@@ -1,7 +1,8 @@
 import Logging
 
 /// One server a download fetches from: the first URL's, or a mirror that passed its check. Each
-/// has its own object identity (mirrors do not share `ETag`s), so its own precondition.
+/// has its own object identity (mirrors do not share `ETag`s), so its own precondition, and its
+/// own ``SourceHealth``.
 final class Source {
     let index: Int
     /// Its URL and identity; the first source's URL changes when a fresh one replaces it.
@@ -9,14 +10,12 @@ final class Source {
     let headers: RequestHeaders
     /// Requests in flight to it.
     var active = 0
-    /// The most requests it took at once, learned when it refused one more (`503`, `429`, a
-    /// refused connection); `nil` until then.
-    var cap: Int?
     /// Body bytes it delivered.
     var bytes: Int64 = 0
-    /// Failed requests in a row, and when it may be asked again.
-    var failures = 0
-    var notBefore: ContinuousClock.Instant?
+    /// Whether it answers, what it may be sent, and its failures.
+    var health = SourceHealth()
+    /// Its last failure.
+    var lastError: DownloadError?
     /// Why it is no longer used.
     var dropped: String?
 
@@ -27,10 +26,14 @@ final class Source {
     }
 
     func sample(at now: ContinuousClock.Instant) -> SourceSample {
-        SourceSample(
-            active: active, cap: cap, failures: failures, isUsable: dropped == nil,
-            isResting: notBefore.map { $0 > now } ?? false)
+        let limit = health.limit(at: now)
+        return SourceSample(
+            active: active, cap: limit.count, failures: health.failuresInARow + health.failedAnswers,
+            isUsable: dropped == nil, isResting: limit.isHeldBack)
     }
+
+    /// `host:port`, for progress and messages.
+    var hostAndPort: String { "\(object.url.host):\(object.url.port)" }
 }
 
 /// The sources of one download: the first, mirrors being checked, mirrors in use, and those
@@ -86,53 +89,58 @@ final class SourceSet: MirrorCheckDelegate {
         return choose(now: now)
     }
 
-    /// What became of a source after a failed request.
-    enum FailureVerdict {
-        /// Not the source's to handle: the single-source rules apply (retry the range, then fail).
-        case unhandled
-        /// It refused one more connection: its limit is learned, nothing failed.
-        case limited
-        /// It rests before it is asked again (a retry).
-        case resting
-        /// It is no longer used.
-        case dropped
+    /// A request to `source` failed (`answered`: after its response head): what the failure
+    /// policy makes of it (see ``SourceHealth/failed(_:reason:active:refused:retryAfter:sharesWork:policy:at:)``).
+    /// Logs when the source goes down.
+    func failed(
+        _ source: Source, _ error: DownloadError, answered: Bool, retryAfter: Int?, policy: FailurePolicy
+    ) -> SourceHealth.Verdict {
+        guard source.dropped == nil else { return .rest }
+        source.lastError = error
+        let wasDown = source.health.isDown
+        let refused = error.httpStatus == 503 || error.httpStatus == 429
+        let sharesWork = usable.contains { $0 !== source }
+        let verdict = source.health.failed(
+            FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: source.active,
+            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now)
+        switch verdict {
+        case .limited:
+            logger.debug("source limits connections", metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
+        case .down where !wasDown:
+            let seconds = (trial: Int(policy.maxTrialInterval.seconds), outage: Int(policy.maxOutage.seconds))
+            logger.warning("""
+                \(source.hostAndPort) is not answering (\(error.reason)); trying one connection at a time, \
+                at most every \(seconds.trial) s, for up to \(seconds.outage) s
+                """)
+        default:
+            break
+        }
+        return verdict
     }
 
-    /// A request to `source` failed. A refusal while it has other requests in flight teaches its
-    /// connection limit (any source); with other sources in use, a failing one rests, then is
-    /// dropped after `maxTries` failures in a row.
-    func failed(_ source: Source, _ error: DownloadError, retryAfter: Int?, policy: TransferPolicy, maxTries: Int) -> FailureVerdict {
-        guard source.dropped == nil else { return .unhandled }
-        let refused = error.kind == .unreachable || error.httpStatus == 503 || error.httpStatus == 429
-        if refused && source.active > 0 {
-            // "No more connections here" (a per-client limit), not a failure: stay below what it took.
-            source.cap = source.active
-            logger.debug("source limits connections", metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
-            return .limited
+    /// A response head from `source` was usable: it answers (an outage ends, a recovery widens).
+    /// Returns whether it may now take more requests than before.
+    func answered(_ source: Source) -> Bool {
+        let before = source.health.state
+        source.health.answered()
+        guard before != source.health.state else { return false }
+        if case .down(let outage) = before {
+            let seconds = Int((ContinuousClock.now - outage.since).seconds.rounded())
+            logger.warning("\(source.hostAndPort) answers again after \(seconds) s; resuming")
         }
-        guard hasSeveral else { return .unhandled }
-        if error.kind == .objectChanged {
-            // The first source's change restarts the download; a mirror's only loses the mirror.
-            guard source !== primary else { return .unhandled }
-            drop(source, "its object changed (\(error.reason))")
-            return .dropped
-        }
-        guard error.isTransient else {
-            drop(source, error.reason)
-            return .dropped
-        }
-        source.failures += 1
-        guard source.failures < maxTries else {
-            drop(source, "\(error.reason) (after \(source.failures) tries)")
-            return .dropped
-        }
-        source.notBefore = .now + policy.backoff(tries: source.failures, retryAfter: retryAfter)
-        return .resting
+        return true
+    }
+
+    /// The source whose outage holds the download up, when no usable source answers now.
+    var waitingFor: Source? {
+        let open = usable
+        guard !open.isEmpty, open.allSatisfy(\.health.isDown) else { return nil }
+        return open.min { ($0.health.nextWake ?? .now) < ($1.health.nextWake ?? .now) }
     }
 
     /// The earliest moment a resting source may be asked again.
     var nextWake: ContinuousClock.Instant? {
-        usable.compactMap(\.notBefore).min()
+        usable.compactMap(\.health.nextWake).min()
     }
 
     func drop(_ source: Source, _ reason: String) {
@@ -209,7 +217,7 @@ final class SourceSet: MirrorCheckDelegate {
         let source = primary
         guard source.object.url == refused, !isRefreshingPrimary else { return }
         isRefreshingPrimary = true
-        source.notBefore = .now + .seconds(365 * 86_400)  // rests until its fresh URL is checked
+        source.health.hold(until: .now + .seconds(365 * 86_400))  // rests until its fresh URL is checked
         func fresh(_ result: Result<RemoteURL, DownloadError>) {
             switch result {
             case .failure(let error):
@@ -221,7 +229,7 @@ final class SourceSet: MirrorCheckDelegate {
                     switch verdict {
                     case .same(let object):
                         source.object = object
-                        source.notBefore = nil
+                        source.health.hold(until: nil)
                         isRefreshingPrimary = false
                         logger.info("continuing with the fresh URL", metadata: ["source": "\(url.redacted)"])
                         done(nil)

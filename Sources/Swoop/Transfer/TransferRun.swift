@@ -8,6 +8,9 @@ protocol TransferRunDelegate: AnyObject {
     func transfer(_ run: TransferRun, foundObjectChanged reason: String)
     /// The transfer cannot go on.
     func transfer(_ run: TransferRun, didFailWith error: DownloadError)
+    /// The single stream (a server without ranges) broke off with a failure that another try
+    /// may not meet: only starting over can get the object.
+    func transfer(_ run: TransferRun, streamBrokeOff error: DownloadError)
 }
 
 /// The transfer stage of one download: keeps its connections busy on the plan, retries failed
@@ -19,6 +22,7 @@ final class TransferRun: ConnectionDelegate {
     private let configuration: Downloader.Configuration
     private let options: TransferOptions
     private let policy: TransferPolicy
+    private let failurePolicy: FailurePolicy
     let object: RemoteObject
     let store: DownloadStore
     private let headers: RequestHeaders
@@ -62,6 +66,7 @@ final class TransferRun: ConnectionDelegate {
         self.configuration = configuration
         self.options = TransferOptions(configuration)
         self.policy = TransferPolicy(configuration)
+        self.failurePolicy = FailurePolicy(configuration)
         self.object = object
         self.store = store
         self.headers = headers
@@ -75,12 +80,23 @@ final class TransferRun: ConnectionDelegate {
     var activeConnections: Int { connections.count(where: \.isTransferring) }
 
     /// What the transfer waits for while no request is in flight (`nil`: one is), for the
-    /// session's watchdog: a retry's backoff, a connection permit, or nothing at all.
+    /// session's watchdog: a retry's backoff, a down server's next trial, a connection permit, or
+    /// nothing at all.
     var idle: IdleWait? {
         guard !connections.contains(where: \.isBusy), !sources.isChecking, refresher?.isRefreshing != true else { return nil }
-        if let retryTimer, !retryTimer.isCancelled { return .retry }
+        if let retryTimer, !retryTimer.isCancelled { return sources.waitingFor != nil ? .outage : .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
+    }
+
+    /// The server the transfer waits for while no source answers (for progress).
+    var waiting: DownloadProgress.Wait? {
+        guard let source = sources.waitingFor, let outage = source.health.outage else { return nil }
+        let now = ContinuousClock.now
+        return DownloadProgress.Wait(
+            server: source.hostAndPort, cause: source.lastError?.shortCause ?? "no answer",
+            duration: now - outage.since,
+            nextTry: outage.trialInFlight ? nil : max(.zero, outage.nextTrial - now), limit: failurePolicy.maxOutage)
     }
 
     // MARK: Start and stop
@@ -217,6 +233,7 @@ final class TransferRun: ConnectionDelegate {
         connection.attach(to: store, object: object)
         sourceOf[connection.id] = source
         source.active += 1
+        source.health.willSend()
         connection.begin(
             .segment(segment, request: range), url: object.url,
             request: source.headers.request(for: object.url, precondition: object.precondition, range: .bounded(range), options: options))
@@ -307,9 +324,10 @@ final class TransferRun: ConnectionDelegate {
 
     private func adaptConnections(at now: ContinuousClock.Instant) {
         guard var controller, !controller.isSettled, let plan = store.plan else { return }
-        if isCapped(at: now) {
-            // The cap is the limit: more connections cannot add throughput, and the rate says
-            // nothing about the path. Keep the count, and measure afresh once the cap lets go.
+        if isCapped(at: now) || sources.sources.contains(where: { $0.health.state != .up }) {
+            // The cap is the limit, or a server is down or ramping back up: more connections
+            // cannot add throughput, and the rate says nothing about the path. Keep the count,
+            // and measure afresh once the cap lets go or the server is back.
             controller.restartMeasurement(at: now)
             self.controller = controller
             return
@@ -346,6 +364,12 @@ final class TransferRun: ConnectionDelegate {
         }
     }
 
+    func connectionWasAnswered(_ connection: Connection) {
+        guard !stopped, let source = sourceOf[connection.id], sources.answered(source) else { return }
+        // A recovering source may take more requests now.
+        loop.afterCallbacks { [weak self] in self?.dispatchWork() }
+    }
+
     /// A segment request ended: continue, retry or fail.
     private func segmentEnded(_ segment: Segment, requested: ByteRange, on connection: Connection, outcome: Connection.Outcome) {
         guard let plan = store.plan else { return }
@@ -355,66 +379,29 @@ final class TransferRun: ConnectionDelegate {
         if let source {
             source.active -= 1
             source.bytes += connection.bytesThisRequest
-            if connection.bytesThisRequest > 0 { source.failures = 0 }
+            if connection.bytesThisRequest > 0 { source.health.delivered() }
             if connection.bytesThisRequest > 0 && source === sources.primary { refresher?.noteProgress() }
         }
-        if case .failed(let error, _) = outcome, let refresher, source === sources.primary, let sent = connection.url,
-           URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange) {
-            // The URL expired: the range waits for a fresh one, which every refused request shares.
-            plan.release(segment, failed: false)
-            sources.refreshPrimary(
-                refused: sent, refresher: refresher, range: range, requestHeaders: requestHeaders, target: target,
-                configuration: configuration, loop: loop) { [weak self] error in
-                guard let self, !stopped else { return }
-                if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
-            }
-            dispatchWork()
-            return
-        }
-        if case .failed(let error, let retryAfter) = outcome, let source,
-           case let verdict = sources.failed(source, error, retryAfter: retryAfter, policy: policy, maxTries: configuration.retry.maxTries),
-           verdict != .unhandled {
-            if verdict == .resting { counters.retries += 1 }
-            // Another source takes the range over; the segment is not to blame.
-            plan.release(segment, failed: false)
-            store.checkpointIfDue()
-            dispatchWork()
-            return
-        }
         switch outcome {
+        case .failed(let error, let retryAfter):
+            requestFailed(
+                segment, requested: requested, error: error, retryAfter: retryAfter, on: connection, from: source)
+            return
         case .cancelled where segment.isDone || segment.partner == nil:
             // A hedge partner won, or the connection was replaced, or the download is stopping.
+            source?.health.abandonTrial()
             if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }
             dispatchWork()
             return
-        case .failed(let error, let retryAfter):
-            if error.kind == .objectChanged {
-                delegate?.transfer(self, foundObjectChanged: error.message)
-                return
-            }
-            guard error.isTransient else {
-                let others = sources.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
-                delegate?.transfer(self, didFailWith: error.adding(others))
-                return
-            }
-            let delay = policy.backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
-            plan.release(segment, failed: true, retryAt: .now + delay)
-            if segment.failuresWithoutProgress >= configuration.retry.maxTries {
-                // The segment map keeps everything else; downloading again resumes.
-                var detail = " (gave up after \(configuration.retry.maxTries) tries; the partial download is kept)"
-                if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
-                delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
-                return
-            }
-            counters.retries += 1
-            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
         case .completed, .stopped, .cancelled:
+            source?.health.abandonTrial()
             if segment.isDone {
                 let partner = segment.partner
                 plan.finish(segment)
                 // The other half of a hedge pair has nothing left to fetch.
                 if let partner { connections.first { $0.segment === partner }?.cancel() }
-            } else if segment.isOwned && segment.partner == nil && connections.prefix(targetConnections).contains(where: { $0 === connection }),
+            } else if segment.isOwned && segment.partner == nil,
+                      connections.prefix(targetConnections).contains(where: { $0 === connection }),
                       let next = sources.next(after: source, now: .now), acquirePermit(connection, for: next) {
                 // The request ended inside the segment: the same connection asks for the next part
                 // (of the same source while it may be asked, keeping its connection).
@@ -429,20 +416,96 @@ final class TransferRun: ConnectionDelegate {
         dispatchWork()
     }
 
+    /// A segment request failed: the URL expired, the object changed, or the failure policy
+    /// decides between retrying the range, waiting for its source, another source, or failing.
+    private func requestFailed(
+        _ segment: Segment, requested: ByteRange, error: DownloadError, retryAfter: Int?, on connection: Connection,
+        from source: Source?
+    ) {
+        guard let plan = store.plan else { return }
+        if let refresher, source === sources.primary, let sent = connection.url,
+           URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange) {
+            // The URL expired: the range waits for a fresh one, which every refused request shares.
+            plan.release(segment, failed: false)
+            sources.refreshPrimary(
+                refused: sent, refresher: refresher, range: range, requestHeaders: requestHeaders, target: target,
+                configuration: configuration, loop: loop) { [weak self] error in
+                guard let self, !stopped else { return }
+                if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
+            }
+            dispatchWork()
+            return
+        }
+        if error.kind == .objectChanged {
+            // The first source's change restarts the download; a mirror's only loses the mirror
+            // (while another source is left).
+            guard let source, source !== sources.primary, sources.usable.contains(where: { $0 !== source }) else {
+                delegate?.transfer(self, foundObjectChanged: error.message)
+                return
+            }
+            sources.drop(source, "its object changed (\(error.reason))")
+            plan.release(segment, failed: false)
+            dispatchWork()
+            return
+        }
+        let verdict = source.map {
+            sources.failed($0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: failurePolicy)
+        } ?? .retryRange
+        switch verdict {
+        case .limited, .rest, .down:
+            // Another source takes the range over, or it waits for its source; it is not to blame.
+            if verdict != .limited { counters.retries += 1 }
+            plan.release(segment, failed: false)
+        case .giveUp(let reason):
+            if let source, sources.usable.contains(where: { $0 !== source }) {
+                sources.drop(source, reason)
+                plan.release(segment, failed: false)
+                break
+            }
+            plan.release(segment, failed: false)
+            delegate?.transfer(self, didFailWith: givingUp(error, reason: reason))
+            return
+        case .retryRange:
+            let delay = failurePolicy.backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
+            plan.release(segment, failed: true, retryAt: .now + delay)
+            if segment.failuresWithoutProgress >= configuration.retry.maxTries {
+                // The segment map keeps everything else; downloading again resumes.
+                var detail = " (gave up after \(configuration.retry.maxTries) tries)"
+                if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
+                delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
+                return
+            }
+            counters.retries += 1
+            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
+        }
+        store.checkpointIfDue()
+        dispatchWork()
+    }
+
+    /// The download's failure when the only source is given up: a permanent failure as it is, an
+    /// outage with how long it lasted; either way what the other sources could not do.
+    private func givingUp(_ error: DownloadError, reason: String) -> DownloadError {
+        let others = sources.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
+        guard error.isTransient else { return error.adding(others) }
+        return DownloadError(
+            error.kind, reason + others, remedy: .resume,
+            httpStatus: error.httpStatus, curlCode: error.curlCode)
+    }
+
     /// The single stream ended.
     private func streamEnded(_ outcome: Connection.Outcome) {
         switch outcome {
         case .completed:
             if let size = object.size, store.streamPosition != size {
-                let message = "the server closed the connection after \(store.streamPosition) of \(size) bytes and does not support ranges to resume; try again"
-                delegate?.transfer(self, didFailWith: .invalidResponse(message))
+                let message = "the server closed the connection after \(store.streamPosition) of \(size) bytes"
+                delegate?.transfer(self, streamBrokeOff: .invalidResponse(message))
                 return
             }
             delegate?.transferDidComplete(self)
-        case .failed(let error, _) where error.kind == .localIO || error.kind == .diskFull:
-            delegate?.transfer(self, didFailWith: error)
+        case .failed(let error, _) where error.isTransient:
+            delegate?.transfer(self, streamBrokeOff: error)
         case .failed(let error, _):
-            delegate?.transfer(self, didFailWith: error.adding("; the server does not support ranges, so the download cannot resume"))
+            delegate?.transfer(self, didFailWith: error)
         case .stopped, .cancelled:
             break
         }
