@@ -123,9 +123,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         public static let freeSpaceAndResume = Remedy(code: .freeSpaceAndResume)
         /// The partial download is kept: start the same download again to resume it.
         public static let resume = Remedy(code: .resume)
-        /// TLS verification failed: check the certificate; for a server with a private CA,
-        /// trust that CA (``Downloader/Configuration/certificateAuthorities``); or turn
-        /// verification off (``Downloader/Configuration/verifiesTLSCertificates``; unsafe).
+        /// TLS verification failed: check the certificate, or turn verification off
+        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe). For a server with a
+        /// private CA, trust that CA instead (``Downloader/Configuration/certificateAuthorities``).
         public static let checkCertificate = Remedy(code: .checkCertificate)
         /// The server wants credentials: send them in ``DownloadRequest/headers``.
         public static let sendCredentials = Remedy(code: .sendCredentials)
