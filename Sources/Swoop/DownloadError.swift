@@ -137,7 +137,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// the download again, from the beginning.
         public static let startAgain = Remedy(code: .startAgain)
         /// TLS verification failed: check the certificate, or turn verification off
-        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe).
+        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe). For a server with a
+        /// private CA, trust that CA instead (``Downloader/Configuration/certificateAuthorities``).
         public static let checkCertificate = Remedy(code: .checkCertificate)
         /// The server wants credentials: send them in ``DownloadRequest/headers``.
         public static let sendCredentials = Remedy(code: .sendCredentials)
@@ -167,7 +168,11 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
                 "free some space and start the download again (nothing was kept, it starts from the beginning)"
             case .resume: "the partial download is kept; start the same download again to resume"
             case .startAgain: "nothing was kept; start the download again (from the beginning)"
-            case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
+            case .checkCertificate:
+                "check the certificate; for a private CA, trust its certificate with "
+                    + "Configuration.certificateAuthorities (or CURL_CA_BUNDLE, SSL_CERT_FILE or SSL_CERT_DIR "
+                    + "in the environment); "
+                    + "or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
             case .correctExpectedSize: "correct DownloadRequest.expectedSize or leave it unset (the object may have changed since its size was recorded)"

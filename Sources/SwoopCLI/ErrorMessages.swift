@@ -20,7 +20,9 @@ extension DownloadError.Remedy {
             "free some space and run the same command again (nothing was kept: it starts from the beginning)"
         case .resume: "the partial download is kept; resume with the same command"
         case .startAgain: "nothing was kept; run the same command again (it starts from the beginning)"
-        case .checkCertificate: "check the certificate, or pass --insecure to skip verification (unsafe)"
+        case .checkCertificate:
+            "check the certificate; for a server with a private CA, pass its certificate with --cacert FILE "
+                + "(or --capath DIR); or pass --insecure to skip verification (unsafe)"
         case .sendCredentials: "pass them with --header 'Authorization: ...'"
         case .waitForOtherDownload: "wait for it to finish, or stop it and run this command again (it resumes)"
         case .createDirectory: "create the directory first"
