@@ -426,6 +426,7 @@ final class TransferRun: ConnectionDelegate {
         if let refresher, source === sources.primary, let sent = connection.url,
            URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange) {
             // The URL expired: the range waits for a fresh one, which every refused request shares.
+            source?.health.abandonTrial()  // an answer, though not a usable one: no outage
             plan.release(segment, failed: false)
             sources.refreshPrimary(
                 refused: sent, refresher: refresher, range: range, requestHeaders: requestHeaders, target: target,
@@ -437,6 +438,7 @@ final class TransferRun: ConnectionDelegate {
             return
         }
         if error.kind == .objectChanged {
+            source?.health.abandonTrial()
             // The first source's change restarts the download; a mirror's only loses the mirror
             // (while another source is left).
             guard let source, source !== sources.primary, sources.usable.contains(where: { $0 !== source }) else {
