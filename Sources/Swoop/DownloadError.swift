@@ -124,7 +124,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// The partial download is kept: start the same download again to resume it.
         public static let resume = Remedy(code: .resume)
         /// TLS verification failed: check the certificate, or turn verification off
-        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe).
+        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe). For a server with a
+        /// private CA, trust that CA instead (``Downloader/Configuration/certificateAuthorities``).
         public static let checkCertificate = Remedy(code: .checkCertificate)
         /// The server wants credentials: send them in ``DownloadRequest/headers``.
         public static let sendCredentials = Remedy(code: .sendCredentials)
@@ -151,7 +152,11 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .createDirectory: "create the directory first"
             case .freeSpaceAndResume: "free some space and start the same download again to resume"
             case .resume: "start the same download again to resume"
-            case .checkCertificate: "check the certificate, or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
+            case .checkCertificate:
+                "check the certificate; for a private CA, trust its certificate with "
+                    + "Configuration.certificateAuthorities (or CURL_CA_BUNDLE, SSL_CERT_FILE or SSL_CERT_DIR "
+                    + "in the environment); "
+                    + "or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
             case .correctExpectedSize: "correct DownloadRequest.expectedSize or leave it unset (the object may have changed since its size was recorded)"

@@ -40,6 +40,11 @@ extension Downloader {
         public var redirect = RedirectConfiguration()
         /// Verify the server's TLS certificate and host name. Turning this off is insecure.
         public var verifiesTLSCertificates = true
+        /// The certificate authorities servers' certificates are verified against: by default
+        /// those `CURL_CA_BUNDLE`, or `SSL_CERT_FILE` and `SSL_CERT_DIR`, name when a download
+        /// starts (curl's precedence), else libcurl's built-in ones. See
+        /// ``CertificateAuthorities`` for trusting a private CA.
+        public var certificateAuthorities: CertificateAuthorities = .fromEnvironment
         /// Which proxy requests go through; by default the environment says, as for curl.
         public var proxy: Proxy = .fromEnvironment
         /// Hosts reached without the proxy (curl's `NOPROXY`): names (a name also covers its
@@ -93,6 +98,7 @@ extension Downloader {
                 throw .invalidRequest("Configuration.maximumBytesPerSecond must be more than 0 bytes per second, or nil for no cap (got \(rate))")
             }
             try validateNetworkAccess()
+            try validateCertificateAuthorities()
         }
 
         struct Faults: Sendable {

@@ -37,6 +37,18 @@ struct DownloadOptions: ParsableArguments {
     @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
     var insecure = false
 
+    @Option(name: .long, help: ArgumentHelp(
+        "CA certificate(s) to verify servers against: a PEM file, for a private CA. "
+            + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
+        valueName: "FILE"))
+    var cacert: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "CA directory to verify servers against (PEM files named by hash: openssl rehash DIR). "
+            + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
+        valueName: "DIR"))
+    var capath: String?
+
     @Flag(name: .long, help: "Do not check files against the digests servers publish (Repr-Digest, Content-Digest, x-goog-hash, x-amz-checksum-*, x-oss-hash-crc64ecma).")
     var noVerify = false
 
@@ -90,8 +102,34 @@ struct DownloadOptions: ParsableArguments {
         }
         if netrc && netrcFile != nil { throw ValidationError("give --netrc (~/.netrc) or --netrc-file FILE, not both") }
         if let netrcFile { try Self.requireReadable(netrcFile, "--netrc-file") }
+        try validateCertificateAuthorities()
         if let cookieFile { try Self.requireReadable(cookieFile, "-b/--cookie") }
         if let cookieJar, cookieJar.isEmpty { throw ValidationError("--cookie-jar needs a file name") }
+    }
+
+    /// `--cacert` a readable file, `--capath` readable directories (`:` separates several).
+    private func validateCertificateAuthorities() throws {
+        if let cacert {
+            try Self.requireReadable(cacert, "--cacert")
+            if Self.isDirectory(cacert) {
+                throw ValidationError(
+                    "--cacert: '\(cacert)' is a directory; give a PEM file, or the directory with --capath")
+            }
+        }
+        for directory in capath.map({ $0.split(separator: ":", omittingEmptySubsequences: false) }) ?? [] {
+            let directory = String(directory)
+            if access(directory, F_OK) == 0 && !Self.isDirectory(directory) {
+                throw ValidationError("--capath: '\(directory)' is not a directory; give a PEM file with --cacert")
+            }
+            if access(directory, R_OK | X_OK) != 0 {
+                throw ValidationError("--capath: cannot read '\(directory)': \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     private static func requireReadable(_ path: String, _ flag: String) throws {
@@ -130,6 +168,9 @@ struct DownloadOptions: ParsableArguments {
         configuration.retry.maxTries = maxTries
         configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
         configuration.verifiesTLSCertificates = !insecure
+        if cacert != nil || capath != nil {
+            configuration.certificateAuthorities = .custom(file: cacert, directory: capath)
+        }
         configuration.replacesSlowConnections = !keepSlowConnections
         configuration.verifiesPublishedDigests = !noVerify
         configuration.maximumBytesPerSecond = limitRate?.bytes

@@ -17,7 +17,9 @@ extension DownloadError.Remedy {
         case .chooseWritableLocation: "choose a writable location with -o or -d"
         case .freeSpaceAndResume: "free some space and run the same command again to resume"
         case .resume: "resume with the same command"
-        case .checkCertificate: "check the certificate, or pass --insecure to skip verification (unsafe)"
+        case .checkCertificate:
+            "check the certificate; for a server with a private CA, pass its certificate with --cacert FILE "
+                + "(or --capath DIR); or pass --insecure to skip verification (unsafe)"
         case .sendCredentials: "pass them with --header 'Authorization: ...'"
         case .waitForOtherDownload: "wait for it to finish, or stop it and run this command again (it resumes)"
         case .createDirectory: "create the directory first"

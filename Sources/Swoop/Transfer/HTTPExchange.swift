@@ -27,6 +27,8 @@ struct TransferOptions: Sendable {
     var stallTimeout: Duration
     var lowSpeedLimit: Int
     var verifiesTLSCertificates: Bool
+    /// The CA bundle and directory to verify servers against (none: libcurl's defaults).
+    var certificateAuthorities: TrustedCertificates
     var userAgent: String
     var receiveBufferSize: Int
     var proxy: Downloader.Configuration.Proxy
@@ -46,6 +48,7 @@ struct TransferOptions: Sendable {
             lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
         }
         verifiesTLSCertificates = configuration.verifiesTLSCertificates
+        certificateAuthorities = TrustedCertificates(configuration)
         userAgent = configuration.userAgent
         receiveBufferSize = configuration.receiveBufferSize
         proxy = configuration.proxy
@@ -160,6 +163,10 @@ final class HTTPExchange {
         easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))  // one stream per TCP connection
         easy.set(CURLOPT_SSL_VERIFYPEER, options.verifiesTLSCertificates)
         easy.set(CURLOPT_SSL_VERIFYHOST, options.verifiesTLSCertificates ? 2 : 0)
+        // Only what a setting names: an option left unset keeps libcurl's built-in default
+        // (a reset handle has it again). The proxy's CA options are left at their defaults.
+        if let file = options.certificateAuthorities.file { easy.set(CURLOPT_CAINFO, file.path) }
+        if let directory = options.certificateAuthorities.directory { easy.set(CURLOPT_CAPATH, directory.path) }
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout.milliseconds)))
         if options.lowSpeedLimit > 0 {
             easy.set(CURLOPT_LOW_SPEED_LIMIT, options.lowSpeedLimit)
@@ -292,7 +299,10 @@ final class HTTPExchange {
 
     private func failure(for code: CURLcode) -> TransferFailure {
         let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        let message = detail.isEmpty ? code.message : detail
+        var message = detail.isEmpty ? code.message : detail
+        if [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR].contains(code) {
+            message += request.options.certificateAuthorities.verificationNote
+        }
         let tlsCodes: Set<CURLcode> = [
             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
