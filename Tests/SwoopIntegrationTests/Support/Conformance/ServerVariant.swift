@@ -33,9 +33,11 @@ enum ServerVariant: String, CaseIterable, Sendable, CustomTestStringConvertible 
         }
     }
 
-    /// The directory (or key prefix) whose configuration makes the variant.
+    /// The directory (or key prefix) of the variant's objects, distinct for variants of one
+    /// server; on Apache, lighttpd and S3 its configuration makes the variant.
     var folder: String {
         switch self {
+        case .h2oTLS: "tls"
         case .apacheDeflate: "deflate"
         case .apacheWeakETags: "weak"
         case .apacheXGzip: "xgzip"
