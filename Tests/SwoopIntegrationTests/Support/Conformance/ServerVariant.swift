@@ -2,7 +2,7 @@ import Testing
 
 /// One server, or one configuration of a server, that the conformance tests run against. Several
 /// variants share a server process (Apache's four cases are four directories of one Apache).
-enum ServerVariant: String, CaseIterable, Sendable, CustomTestStringConvertible {
+enum ServerVariant: String, CaseIterable, Sendable, CustomStringConvertible, CustomTestStringConvertible {
     case apache
     case apacheDeflate = "apache-deflate"
     case apacheWeakETags = "apache-weak-etags"
@@ -59,5 +59,6 @@ enum ServerVariant: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// Whether the server answers ranges (`python3 -m http.server` does not: one stream).
     var acceptsRanges: Bool { self != .pythonHTTPServer }
 
+    var description: String { rawValue }
     var testDescription: String { rawValue }
 }
