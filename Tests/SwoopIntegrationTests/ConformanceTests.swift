@@ -83,7 +83,6 @@ struct ConformanceTests {
             guard let log = try server.served(path) else { continue }
             let rerun = log.dropFirst(before[path] ?? 0)
             let body = rerun.reduce(0) { $0 + $1.bodyBytes }
-            #expect(!rerun.isEmpty, "\(variant), \(object.size) B: the rerun asked the server nothing")
             #expect(body <= Self.rerunAllowance,
                     "\(variant), \(object.size) B: the rerun received \(body) body bytes: \(Array(rerun))")
         }
@@ -198,7 +197,9 @@ struct ConformanceTests {
     /// segment map, or without ranges, as the start of its part file. `false` if it exited first.
     private func waitForProgress(_ run: CLI.Running, _ target: String, _ object: ObjectPool.Object,
                                  atLeast bytes: Int, _ variant: ServerVariant) async throws -> Bool {
-        let expected = try FileHandle(forReadingFrom: object.file).read(upToCount: bytes) ?? Data()
+        let source = try FileHandle(forReadingFrom: object.file)
+        let expected = try source.read(upToCount: bytes) ?? Data()
+        try source.close()
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline && run.process.isRunning {
             if variant.acceptsRanges {
@@ -217,7 +218,6 @@ struct ConformanceTests {
 
 /// The fields of `swoop --json` these tests read.
 private struct RunSummary: Decodable {
-    var ok: Bool
     var alreadyComplete: Bool?
     var resumedBytes: Int64?
 }
