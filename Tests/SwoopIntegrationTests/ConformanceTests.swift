@@ -1,0 +1,235 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// Swoop against real servers nobody here wrote — Apache httpd (plain, mod_deflate, weak ETags,
+/// `AddEncoding x-gzip`), lighttpd (ETags on and off), Caddy with `tls internal`, h2o over HTTP and
+/// HTTPS, `python3 -m http.server` (no ranges) and SeaweedFS's S3 gateway with presigned URLs
+/// (plain, and objects put with `ContentEncoding: gzip`) — through the `swoop` executable, as a
+/// user runs it. The servers are installed by scripts/setup and started once for the suite.
+@Suite("Conformance with real servers", .conformanceServers)
+struct ConformanceTests {
+    /// The body bytes a finished download's rerun may receive: a probe, an error page.
+    static let rerunAllowance: Int64 = 64 << 10
+
+    @Test("0 B, 1 B, an odd size and 64 MiB arrive byte-identical", arguments: ServerVariant.allCases)
+    func identical(_ variant: ServerVariant) async throws {
+        let lab = try ConformanceLab.require()
+        let server = try lab.server(for: variant)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        await forEachSize(lab) { object in
+            let file = variant.fileName("identical-\(object.size)")
+            do {
+                let url = try await server.publish(object.file, at: variant.path("identical-\(object.size)"))
+                let arguments = [url, "-o", file, "-q"] + lab.trustArguments(for: variant)
+                let result = try await CLI.run(arguments, in: scratch.url)
+                self.expectSaved(result, file, object, in: scratch, "\(variant), \(object.size) B")
+            } catch {
+                Issue.record(error, "\(variant), \(object.size) B")
+            }
+        }
+    }
+
+    @Test("the same command again exits 0 at once, saying it is complete, without fetching the body",
+          arguments: ServerVariant.allCases)
+    func rerunFinished(_ variant: ServerVariant) async throws {
+        let lab = try ConformanceLab.require()
+        let server = try lab.server(for: variant)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let commands = Commands()
+        await forEachSize(lab) { object in
+            let name = "rerun-\(object.size)"
+            let file = variant.fileName(name)
+            do {
+                let url = try await server.publish(object.file, at: variant.path(name))
+                let arguments = [url, "-o", file, "--json", "-q"] + lab.trustArguments(for: variant)
+                let first = try await CLI.run(arguments, in: scratch.url)
+                self.expectSaved(first, file, object, in: scratch, "\(variant), \(object.size) B, first run")
+                if first.status == 0 { await commands.add(object, arguments) }
+            } catch {
+                Issue.record(error, "\(variant), \(object.size) B")
+            }
+        }
+        try await server.settleLog()
+        var before: [String: Int] = [:]
+        for (object, _) in await commands.all {
+            let path = variant.path("rerun-\(object.size)")
+            before[path] = try server.served(path)?.count
+        }
+        let reruns = Reruns()
+        await withTaskGroup(of: Void.self) { group in
+            for (object, arguments) in await commands.all {
+                group.addTask {
+                    let file = variant.fileName("rerun-\(object.size)")
+                    let label = "\(variant), \(object.size) B, the same command again"
+                    do {
+                        let again = try await CLI.run(arguments, in: scratch.url)
+                        self.expectSaved(again, file, object, in: scratch, label)
+                        let summary = try? JSONDecoder().decode(RunSummary.self, from: Data(again.stdout.utf8))
+                        #expect(summary?.alreadyComplete == true, "\(label): \(again.stdout)")
+                        await reruns.add(object)
+                    } catch {
+                        Issue.record(error, "\(label)")
+                    }
+                }
+            }
+        }
+        try await server.settleLog()
+        for object in await reruns.all {
+            let path = variant.path("rerun-\(object.size)")
+            guard let log = try server.served(path) else { continue }
+            let rerun = log.dropFirst(before[path] ?? 0)
+            let body = rerun.reduce(0) { $0 + $1.bodyBytes }
+            #expect(body <= Self.rerunAllowance,
+                    "\(variant), \(object.size) B: the rerun received \(body) body bytes: \(Array(rerun))")
+        }
+    }
+
+    @Test("kill -9 mid-download, then the same command resumes to the identical file",
+          arguments: ServerVariant.allCases)
+    func killAndResume(_ variant: ServerVariant) async throws {
+        let lab = try ConformanceLab.require()
+        let server = try lab.server(for: variant)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let object = lab.pool.large
+        let file = variant.fileName("resume")
+        let url = try await server.publish(object.file, at: variant.path("resume"))
+        let command = [url, "-o", file] + lab.trustArguments(for: variant)
+        let slow = try CLI.start(command + ["--limit-rate", "4m", "-q"], in: scratch.url)
+        let progressed = try await waitForProgress(slow, scratch.path(file), object, atLeast: 2 << 20, variant)
+        slow.signal(SIGKILL)
+        let killed = try await slow.wait(timeout: .seconds(30))
+        try #require(progressed, "\(variant): no progress before the kill; stderr: \(killed.stderr)")
+        #expect(killed.status == 128 + SIGKILL)
+        #expect(scratch.exists(file + ".part"), "the kill left the part file")
+        let saved = Downloader.status(of: scratch.path(file))
+        if variant.acceptsRanges {
+            #expect(saved.state == .partial && saved.bytesDone >= 2 << 20, "\(saved)")
+        }
+        try await server.settleLog()
+        let before = try server.served(variant.path("resume"))?.count ?? 0
+
+        let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url)
+        expectSaved(resumed, file, object, in: scratch, "\(variant), resumed")
+        guard variant.acceptsRanges, resumed.status == 0 else { return }  // without ranges it starts over
+        let summary = try? JSONDecoder().decode(RunSummary.self, from: Data(resumed.stdout.utf8))
+        #expect((summary?.resumedBytes ?? 0) >= saved.bytesDone, "\(variant): \(resumed.stdout)")
+        try await server.settleLog()
+        if let log = try server.served(variant.path("resume")) {
+            // Duplicates of what was in flight (a hedge, a replaced connection) are allowed; bytes
+            // the segment map held are not.
+            let refetched = Self.refetched(saved, by: log.dropFirst(before))
+            #expect(refetched.isEmpty, "\(variant): the resumed run fetched saved bytes again: \(refetched)")
+        }
+    }
+
+    @Test("an object replaced mid-download ends as the new object's bytes, never a mix",
+          arguments: ServerVariant.allCases)
+    func replacedMidDownload(_ variant: ServerVariant) async throws {
+        let lab = try ConformanceLab.require()
+        let server = try lab.server(for: variant)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let original = lab.pool.large
+        let file = variant.fileName("replaced")
+        let url = try await server.publish(original.file, at: variant.path("replaced"))
+        let run = try CLI.start(
+            [url, "-o", file, "--limit-rate", "4m", "-q"] + lab.trustArguments(for: variant), in: scratch.url)
+        let progressed = try await waitForProgress(run, scratch.path(file), original, atLeast: 1 << 20, variant)
+        guard progressed else {
+            run.signal(SIGKILL)
+            let failed = try await run.wait(timeout: .seconds(30))
+            Issue.record("\(variant): no progress before the replacement; stderr: \(failed.stderr)")
+            return
+        }
+        _ = try await server.publish(lab.pool.replacement.file, at: variant.path("replaced"))
+        let result = try await run.wait(timeout: .seconds(180))
+        // Without ranges the one stream reads the file the server opened, which the rename left
+        // whole: the old object, complete, is the right answer there.
+        let expected = variant.acceptsRanges ? lab.pool.replacement : original
+        expectSaved(result, file, expected, in: scratch, "\(variant), replaced mid-download")
+    }
+
+    // MARK: Helpers
+
+    /// Runs `body` for each object size at once.
+    private func forEachSize(
+        _ lab: ConformanceLab, _ body: @escaping @Sendable (ObjectPool.Object) async -> Void
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            for object in lab.pool.sizes {
+                group.addTask { await body(object) }
+            }
+        }
+    }
+
+    /// The requests (as `range -> bytes served`) whose served bytes overlap what `saved` held.
+    private static func refetched(_ saved: DownloadStatus, by requests: some Sequence<ServedRequest>) -> [String] {
+        let chunk = saved.chunkSize ?? 1
+        let held = saved.completedChunks.map { Int64($0.lowerBound) * chunk..<Int64($0.upperBound) * chunk }
+        return requests.compactMap { request in
+            guard request.status == 206, request.bodyBytes > 0, let range = request.range,
+                  let asked = ResumeTests.requestedRange(range) else { return nil }
+            let served = asked.lowerBound..<(asked.lowerBound + request.bodyBytes)
+            return held.contains(where: { $0.overlaps(served) }) ? "\(range) -> \(request.bodyBytes) B" : nil
+        }
+    }
+
+    /// Exit 0, the file holds exactly `object`'s bytes, and no `.part` or `.swoop` is left.
+    private func expectSaved(_ result: CLI.Result, _ file: String, _ object: ObjectPool.Object, in scratch: Scratch,
+                             _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == 0, "\(label): exit \(result.status); stderr: \(result.stderr)",
+                sourceLocation: sourceLocation)
+        guard result.status == 0 else { return }
+        let sha256 = try? TestData.sha256(of: scratch.path(file))
+        #expect(sha256 == object.sha256, "\(label): the file is not the object's bytes", sourceLocation: sourceLocation)
+        for suffix in [".part", ".swoop"] {
+            #expect(!scratch.exists(file + suffix), "\(label): \(file + suffix) left behind",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Waits (up to a minute, ending early) until the download recorded `bytes` or more: in its
+    /// segment map, or without ranges, as the start of its part file. `false` if it exited first.
+    private func waitForProgress(_ run: CLI.Running, _ target: String, _ object: ObjectPool.Object,
+                                 atLeast bytes: Int, _ variant: ServerVariant) async throws -> Bool {
+        let source = try FileHandle(forReadingFrom: object.file)
+        let expected = try source.read(upToCount: bytes) ?? Data()
+        try source.close()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline && run.process.isRunning {
+            if variant.acceptsRanges {
+                let status = Downloader.status(of: target)
+                if status.state == .partial && status.bytesDone >= Int64(bytes) { return true }
+            } else if let handle = FileHandle(forReadingAtPath: target + ".part") {
+                let start = try handle.read(upToCount: bytes)
+                try handle.close()
+                if start == expected { return true }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+}
+
+/// The fields of `swoop --json` these tests read.
+private struct RunSummary: Decodable {
+    var alreadyComplete: Bool?
+    var resumedBytes: Int64?
+}
+
+/// Commands collected by concurrent first runs, for their reruns.
+private actor Commands {
+    private(set) var all: [(ObjectPool.Object, [String])] = []
+    func add(_ object: ObjectPool.Object, _ arguments: [String]) { all.append((object, arguments)) }
+}
+
+/// The objects whose reruns succeeded, collected concurrently.
+private actor Reruns {
+    private(set) var all: [ObjectPool.Object] = []
+    func add(_ object: ObjectPool.Object) { all.append(object) }
+}
