@@ -526,9 +526,3 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif

@@ -249,12 +249,6 @@ struct ProbeDecisionTests {
         #expect(discards)
     }
 
-    @Test func onlyRedirectsNeedTheirBodyIntact() {
-        #expect(!ProbeDecision.Step.redirect(url).toleratesTransferFailure)
-        #expect(ProbeDecision.Step.alreadyComplete.toleratesTransferFailure)
-        #expect(ProbeDecision.Step.restart("x").toleratesTransferFailure)
-    }
-
     private func isAlreadyComplete(_ step: ProbeDecision.Step) -> Bool {
         if case .alreadyComplete = step { return true }
         return false

@@ -112,9 +112,8 @@ extension BulkLedger {
     /// sized to that and no more.
     ///
     /// Written here rather than using `Set<Key>` for memory alone: `Set` keeps its buckets a power
-    /// of two and at most 3/4 full, so 100,000 keys (1.6 MB) took 4 MiB, and growing to that
-    /// briefly held 6 MiB, a fifth of the peak memory a whole list of that length may use. Here
-    /// the same keys take 2 MB. Open addressing with linear probing; a key's first word is a
+    /// of two and at most 3/4 full, so it holds up to 2.7 times the keys' size, and more while it
+    /// grows; this table holds 1.25 times. Open addressing with linear probing; a key's first word is a
     /// hash already, so it picks the slot (scaled to the table's size, which need not be a power
     /// of two); a bitmap says which slots hold a key, since any 128 bits can be one.
     struct KeySet {

@@ -58,14 +58,6 @@ struct ProbeDecision {
         case confirm(RequestedRange)
         /// The download fails with `error` (a new probe may follow if it is transient).
         case fail(DownloadError)
-
-        /// A step that does not need the (discarded) rest of the body to arrive intact.
-        var toleratesTransferFailure: Bool {
-            switch self {
-            case .redirect, .fail: false
-            case .alreadyComplete, .finishResumed, .empty, .ranged, .stream, .restart, .confirm: true
-            }
-        }
     }
 
     /// Moves on to `next`, the target of a redirect from ``url``.

@@ -66,8 +66,7 @@ final class Prober: ConnectionDelegate {
         self.loop = loop
         var options = TransferOptions(configuration)
         // The first response is at most about a MiB: a smaller receive buffer does it no harm,
-        // and with many small files in flight it is memory (a list of 256 KiB files at 64
-        // at once held 8 MiB of 128 KiB buffers).
+        // and with many small files in flight each buffer is memory held per file.
         options.receiveBufferSize = min(options.receiveBufferSize, 64 << 10)
         self.options = options
         self.policy = FailurePolicy(configuration)

@@ -67,11 +67,8 @@ final class DownloadStore {
     /// ``verificationBatch`` bytes wait or at the progress tick (``handOverCompletedStretches()``),
     /// so the verifier's queue is woken every few MiB rather than per chunk and the hash keeps
     /// close behind the bytes; what is left at the end is checked while the final flush runs
-    /// (``BodySink/makeDurable(size:record:)``). They were held back a second once, to keep the
-    /// hash off the processor while a loopback transfer filled it and do it during the final
-    /// flush instead: where that flush is short, the whole hash of a download that lasts about a
-    /// second then came after its last byte (512 MiB: 1.57x the unverified time; at each tick
-    /// 1.14x; every 8 MiB 1.09x; 4 GiB: 1.07x, 0.96x, 0.94x).
+    /// (``BodySink/makeDurable(size:record:)``). Held back longer, the hash of a short download
+    /// would come after its last byte rather than beside the transfer.
     func verify(with verifier: ObjectVerifier) {
         self.verifier = verifier
         checkpointer?.crcRuns = { [weak verifier] in verifier?.crcRuns }

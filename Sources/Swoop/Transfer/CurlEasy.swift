@@ -84,17 +84,6 @@ final class CurlEasy {
         return swoop_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil
     }
 
-    func getOffset(_ info: CURLINFO) -> Int64? {
-        var value: curl_off_t = 0
-        return swoop_easy_getinfo_off_t(handle, info, &value) == CURLE_OK ? Int64(value) : nil
-    }
-
-    func getString(_ info: CURLINFO) -> String? {
-        var value: UnsafeMutablePointer<CChar>?
-        guard swoop_easy_getinfo_string(handle, info, &value) == CURLE_OK, let value else { return nil }
-        return String(cString: value)
-    }
-
     private func record(_ option: CURLoption, _ code: CURLcode) {
         if code != CURLE_OK && firstSetoptFailure == nil {
             firstSetoptFailure = (option, code)

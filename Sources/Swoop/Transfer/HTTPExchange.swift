@@ -147,9 +147,6 @@ final class HTTPExchange {
         self.delegate = delegate
     }
 
-    /// The URL curl ended at (no redirects are followed, so the request's).
-    var responseHead: ResponseHead? { head.finished }
-
     /// Configures `easy` for this request. Returns a failure if curl rejected an option.
     fileprivate func configure(_ easy: CurlEasy) -> TransferFailure? {
         self.easy = easy
