@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // RFC 8941 structured fields: Repr-Digest and Content-Digest (RFC 9530).
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
+        // Base64 without Foundation, for the digests servers publish.
+        .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.2.0"),
         // `swift package generate-documentation --target Swoop` (DocC); a plugin, not linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -40,6 +42,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ]
         ),
         // The `swoop` command-line tool.

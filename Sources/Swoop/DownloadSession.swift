@@ -27,7 +27,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     private(set) var phase = Phase.starting
     /// What the disk held at the start (or `.fresh` after a restart).
-    private var basis = ProbeBasis.fresh
+    private var basis = LocalState.fresh
     private var prober: Prober?
     private var transfer: TransferRun?
     private var store: DownloadStore?
@@ -100,7 +100,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
     /// A map belongs to one source (its validators are that source's): that source goes first.
-    private func inspectLocalState(reading: Result<PartialState, DownloadError>?) throws(DownloadError) -> ProbeBasis {
+    private func inspectLocalState(reading: Result<PartialState, DownloadError>?) throws(DownloadError) -> LocalState {
         let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger, reading: reading)
         if case .resuming(let map) = basis, map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
             swap(&url, &mirrors[index])
@@ -113,7 +113,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func probe() {
         phase = .probing
         let prober = Prober(
-            url: url, basis: basis, target: paths.target, headers: RequestHeaders(request.headers, originalURL: url),
+            url: url, basis: basis.probeBasis, target: paths.target, headers: RequestHeaders(request.headers, originalURL: url),
             configuration: configuration, loop: loop, counters: counters, logger: logger, refresher: refresher,
             expectedSize: request.expectedSize)
         prober.delegate = self

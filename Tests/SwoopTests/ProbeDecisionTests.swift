@@ -7,27 +7,28 @@ struct ProbeDecisionTests {
     private let url: RemoteURL
     private let date = "Tue, 15 Nov 1994 12:45:26 GMT"
 
-    init() throws {
-        url = try RemoteURL("https://example.com/files/big.iso")
+    init() {
+        url = RemoteURL(testing: "https://example.com/files/big.iso")
     }
 
     private func decision(_ basis: ProbeBasis = .fresh, redirects: Int = 0) -> ProbeDecision {
-        ProbeDecision(url: url, originalURL: url, basis: basis, redirects: redirects, maxRedirects: 3, target: "/data/big.iso")
+        ProbeDecision(
+            url: url, originalURL: url, basis: basis, redirects: redirects, maxRedirects: 3, target: "/data/big.iso",
+            resolve: RemoteURL.testingResolve)
     }
 
     private func head(_ status: Int, _ fields: [(String, String)]) -> ResponseHead {
         ResponseHead(status: status, fields: fields.map { (name: $0.0, value: $0.1) })
     }
 
-    private func map(size: Int64 = 4 << 20, etag: String? = "\"v1\"", lastModified: String? = nil, complete: Bool = false) -> SegmentMap {
-        let layout = ChunkLayout(objectSize: size)
-        var chunks = ChunkSet(count: layout.chunkCount)
-        chunks.insert(contentsOf: 0..<(complete ? layout.chunkCount : layout.chunkCount / 2))
-        return SegmentMap(objectSize: size, chunkSize: layout.chunkSize, etag: etag, lastModified: lastModified, url: url.redacted, chunks: chunks)
+    /// A partial download of an object of `size` bytes, its first half on disk (or all of it).
+    private func map(size: Int64 = 4 << 20, etag: String? = "\"v1\"", lastModified: String? = nil, complete: Bool = false) -> LocalObject {
+        let identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified)
+        return LocalObject(identity: identity, missingRanges: complete ? [] : [ByteRange(size / 2, size)])
     }
 
-    private func record(size: Int64 = 1000, etag: String? = "\"v1\"") -> CompletedObject {
-        CompletedObject(size: size, etag: etag, lastModified: nil, url: url.redacted)
+    private func record(size: Int64 = 1000, etag: String? = "\"v1\"") -> LocalObject {
+        LocalObject(identity: ObjectIdentity(size: size, etag: etag))
     }
 
     private let first = RequestedRange.bounded(ByteRange(0, 1 << 20))
@@ -89,7 +90,11 @@ struct ProbeDecisionTests {
         let (tooMany, _) = decision(redirects: 3).decide(head(302, [("Location", "/y")]), requested: first)
         guard case .fail(let error) = tooMany else { Issue.record("\(tooMany)"); return }
         #expect(error.message.contains("too many redirects"))
-        let (ftp, _) = decision().decide(head(301, [("Location", "ftp://example.com/x")]), requested: first)
+        // A location the parser refuses (another scheme: RemoteURLTests) fails the probe with its reason.
+        let refusing = ProbeDecision(
+            url: url, originalURL: url, basis: .fresh, maxRedirects: 3, target: "/data/big.iso",
+            resolve: { _, _ throws(DownloadError) in throw .invalidResponse("only http and https redirects are followed") })
+        let (ftp, _) = refusing.decide(head(301, [("Location", "ftp://example.com/x")]), requested: first)
         guard case .fail(let refused) = ftp else { Issue.record("\(ftp)"); return }
         #expect(refused.message.contains("only http and https"))
     }

@@ -40,12 +40,6 @@ struct FailurePolicy: Equatable {
         self.maxOutage = maxOutage
     }
 
-    init(_ configuration: Downloader.Configuration) {
-        self.init(
-            baseDelay: configuration.retry.baseDelay, maxDelay: configuration.retry.maxDelay,
-            maxTries: configuration.retry.maxTries, maxOutage: configuration.retry.maxOutage)
-    }
-
     /// The scope of `error`; `answered`: a response head of the failed exchange had arrived.
     static func scope(of error: DownloadError, answered: Bool) -> FailureScope {
         guard error.isTransient else { return .permanent }

@@ -11,11 +11,10 @@ struct QuietWatch {
     private var quietSince: ContinuousClock.Instant?
     private var bytesAtLastLook: Int64 = 0
 
-    init(_ configuration: Downloader.Configuration) {
-        let policy = FailurePolicy(configuration)
-        limit = policy.longestQuietPeriod(
-            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall)
-        outageLimit = limit + policy.maxOutage
+    /// A watch that allows `limit` of quiet, and `outageLimit` while a server is down.
+    init(limit: Duration, outageLimit: Duration) {
+        self.limit = limit
+        self.outageLimit = outageLimit
     }
 
     /// One look: `idle` is what the download waits for with nothing in flight (`nil`: a request

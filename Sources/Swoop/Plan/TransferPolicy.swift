@@ -53,10 +53,6 @@ struct TransferPolicy {
         self.minimumSegmentSize = minimumSegmentSize
     }
 
-    init(_ configuration: Downloader.Configuration) {
-        self.init(minimumSegmentSize: configuration.minimumSegmentSize)
-    }
-
     /// The round trip of the path: the quickest first byte seen (slower ones include
     /// retransmissions, queueing and new connections' handshakes); 50 ms before any.
     static func roundTrip(_ connections: [ConnectionSample]) -> Double {

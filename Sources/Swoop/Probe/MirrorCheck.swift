@@ -54,7 +54,7 @@ final class MirrorCheck: ConnectionDelegate {
         self.headers = RequestHeaders(headers, originalURL: url)
         self.decision = ProbeDecision(
             url: url, originalURL: url, basis: .fresh, redirects: 0,
-            maxRedirects: configuration.redirect.maxRedirects, target: target)
+            maxRedirects: configuration.redirect.maxRedirects, target: target, resolve: RemoteURL.resolve)
         self.connection = Connection(id: -1, loop: loop, delegate: self)
     }
 

@@ -1,11 +1,28 @@
+/// What the disk holds of an object, as the probe needs it: which object (its size always
+/// known) and which of its ranges are missing.
+struct LocalObject: Sendable, Equatable {
+    var identity: ObjectIdentity
+    /// The ranges not on disk yet; none for a complete file.
+    var missingRanges: [ByteRange]
+
+    init(identity: ObjectIdentity, missingRanges: [ByteRange] = []) {
+        precondition(identity.size != nil, "a local object's size is known")
+        self.identity = identity
+        self.missingRanges = missingRanges
+    }
+
+    var size: Int64 { identity.size ?? 0 }
+    var isComplete: Bool { missingRanges.isEmpty }
+}
+
 /// What a download knows locally before its first request, as far as the probe is concerned.
 enum ProbeBasis {
     /// Nothing on disk: fetch the object from the start.
     case fresh
     /// The target is a file Swoop completed: confirm that the server still has that object.
-    case completed(CompletedObject)
+    case completed(LocalObject)
     /// A partial download: confirm the object is the one its map describes, then continue.
-    case resuming(SegmentMap)
+    case resuming(LocalObject)
 
     /// The identity the local state records, if any.
     var identity: ObjectIdentity? {
@@ -34,7 +51,24 @@ struct ProbeDecision {
     var target: String
     /// The size the request expects (``DownloadRequest/expectedSize``): an object of another size
     /// fails at its first response, before anything is written.
-    var expectedSize: Int64? = nil
+    var expectedSize: Int64?
+    /// Resolves a redirect's `Location` against the URL that answered it (parsing URLs is not
+    /// this type's: it is given the parser).
+    let resolve: (_ base: RemoteURL, _ location: String) throws(DownloadError) -> RemoteURL
+
+    init(
+        url: RemoteURL, originalURL: RemoteURL, basis: ProbeBasis, redirects: Int = 0, maxRedirects: Int, target: String,
+        expectedSize: Int64? = nil, resolve: @escaping (RemoteURL, String) throws(DownloadError) -> RemoteURL
+    ) {
+        self.url = url
+        self.originalURL = originalURL
+        self.basis = basis
+        self.redirects = redirects
+        self.maxRedirects = maxRedirects
+        self.target = target
+        self.expectedSize = expectedSize
+        self.resolve = resolve
+    }
 
     /// What the probe does next, and what becomes of the response body.
     enum Step {
@@ -91,7 +125,7 @@ struct ProbeDecision {
         case .completed(let record):
             return (.from(record.size), record.identity.precondition)
         case .resuming(let map):
-            guard let first = map.missingRanges.first else { return (.from(map.objectSize), map.identity.precondition) }
+            guard let first = map.missingRanges.first else { return (.from(map.size), map.identity.precondition) }
             let range = ByteRange(first.lowerBound, min(first.upperBound, first.lowerBound + probeSize))
             return (.bounded(range), map.identity.precondition)
         }
@@ -126,7 +160,7 @@ struct ProbeDecision {
         case .redirect(let location):
             let next: RemoteURL
             do {
-                next = try url.resolving(redirect: location)
+                next = try resolve(url, location)
             } catch {
                 return (.fail(error), .abort)
             }
@@ -168,7 +202,7 @@ struct ProbeDecision {
                 if case .changed(let what) = map.identity.compare(found.identity) {
                     return (.restart("the object changed on the server since the partial download: \(what)"), .abort)
                 }
-                if map.chunks.isComplete {
+                if map.isComplete {
                     // Every byte is here; the last one was asked for to confirm the object.
                     return (.finishResumed(found), .discard)
                 }
@@ -208,7 +242,7 @@ struct ProbeDecision {
             let shorter = "the object on the server has fewer than \(requested.lowerBound + 1) bytes"
             switch basis {
             case .completed(let record): return .fail(targetDiffers("\(shorter), not \(record.size)"))
-            case .resuming(let map): return .restart("\(shorter); the partial download expected \(map.objectSize)")
+            case .resuming(let map): return .restart("\(shorter); the partial download expected \(map.size)")
             case .fresh:
                 let message = "the server answered 416 to \(requested.headerValue) without saying the object's size "
                     + "(\(url))"
@@ -222,12 +256,14 @@ struct ProbeDecision {
             return .fail(targetDiffers("differs from the object on the server (\(total) bytes)"))
         case .resuming(let map):
             switch map.identity.compare(observed, observedIn: .unsatisfiedRange) {
-            case .same where map.chunks.isComplete:
-                return .finishResumed(RemoteObject(url: url, size: map.objectSize, etag: map.etag, lastModified: map.lastModified, acceptsRanges: true))
+            case .same where map.isComplete:
+                let identity = map.identity
+                return .finishResumed(RemoteObject(
+                    url: url, size: map.size, etag: identity.etag, lastModified: identity.lastModified, acceptsRanges: true))
             case .changed(let what):
                 return .restart("the object changed on the server since the partial download: \(what)")
             default:
-                return .restart("the object on the server has \(total) bytes, the partial download expected \(map.objectSize)")
+                return .restart("the object on the server has \(total) bytes, the partial download expected \(map.size)")
             }
         case .fresh:
             if requested.lowerBound == 0 && total == 0 {
@@ -242,7 +278,7 @@ struct ProbeDecision {
     private var expectedEnd: Int64? {
         switch basis {
         case .completed(let record): record.size
-        case .resuming(let map): map.chunks.isComplete ? map.objectSize : nil
+        case .resuming(let map): map.isComplete ? map.size : nil
         case .fresh: nil
         }
     }

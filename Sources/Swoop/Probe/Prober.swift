@@ -79,7 +79,8 @@ final class Prober: ConnectionDelegate {
         self.headers = headers
         self.decision = ProbeDecision(
             url: url, originalURL: headers.originalURL, basis: basis, redirects: 0,
-            maxRedirects: configuration.redirect.maxRedirects, target: target, expectedSize: expectedSize)
+            maxRedirects: configuration.redirect.maxRedirects, target: target, expectedSize: expectedSize,
+            resolve: RemoteURL.resolve)
         self.connection = Connection(id: 0, loop: loop, delegate: self)
     }
 

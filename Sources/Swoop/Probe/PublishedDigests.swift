@@ -1,4 +1,4 @@
-import FoundationEssentials
+import ExtrasBase64
 import RawStructuredFieldValues
 
 /// A digest a server published in a response head, and how that header writes one.
@@ -22,7 +22,7 @@ struct PublishedDigest: Sendable, Equatable, CustomStringConvertible {
 
     /// `digest` as this header would write it.
     func written(_ digest: Checksum) -> String {
-        let base64 = Data(digest.digest).base64EncodedString()
+        let base64 = Base64.encodeToString(bytes: digest.digest)
         switch notation {
         case .structured(let key): return "\(key)=:\(base64):"
         case .keyed(let key): return "\(key)=\(base64)"
@@ -220,7 +220,7 @@ struct PublishedDigests: Sendable, Equatable {
     }
 
     private static func decode(_ base64: String, _ algorithm: Checksum.Algorithm) -> Checksum? {
-        guard let data = Data(base64Encoded: base64) else { return nil }
-        return Checksum(algorithm: algorithm, digest: Array(data))
+        guard let bytes = try? Base64.decode(string: base64) else { return nil }
+        return Checksum(algorithm: algorithm, digest: bytes)
     }
 }

@@ -145,7 +145,7 @@ extension PartialState {
     static func basis(
         for paths: DownloadPaths, url: RemoteURL, sink: BodySink, configuration: Downloader.Configuration, logger: Logger,
         reading: Result<PartialState, DownloadError>? = nil
-    ) throws(DownloadError) -> ProbeBasis {
+    ) throws(DownloadError) -> LocalState {
         var state = try (reading ?? Result { () throws(DownloadError) in try read(paths, url: url, configuration: configuration) }).get()
         if state.isPartial {
             // Another run's partial download: take the target before trusting or changing it,
@@ -179,5 +179,24 @@ extension PartialState {
         }
         try sink.discardPartialState()
         return .fresh
+    }
+}
+
+/// What the disk holds for a download when it starts (``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
+enum LocalState {
+    /// Nothing: the object is fetched from the start.
+    case fresh
+    /// A file Swoop completed, with its record.
+    case completed(CompletedObject)
+    /// A partial download and its segment map.
+    case resuming(SegmentMap)
+
+    /// What the probe needs of it.
+    var probeBasis: ProbeBasis {
+        switch self {
+        case .fresh: .fresh
+        case .completed(let record): .completed(LocalObject(identity: record.identity))
+        case .resuming(let map): .resuming(LocalObject(identity: map.identity, missingRanges: map.missingRanges))
+        }
     }
 }

@@ -1,0 +1,25 @@
+// The pure policies take values; these read them from a configuration.
+
+extension TransferPolicy {
+    init(_ configuration: Downloader.Configuration) {
+        self.init(minimumSegmentSize: configuration.minimumSegmentSize)
+    }
+}
+
+extension FailurePolicy {
+    init(_ configuration: Downloader.Configuration) {
+        self.init(
+            baseDelay: configuration.retry.baseDelay, maxDelay: configuration.retry.maxDelay,
+            maxTries: configuration.retry.maxTries, maxOutage: configuration.retry.maxOutage)
+    }
+}
+
+extension QuietWatch {
+    /// The timeouts and every retry's backoff; while a server is down, the longest outage too.
+    init(_ configuration: Downloader.Configuration) {
+        let policy = FailurePolicy(configuration)
+        let limit = policy.longestQuietPeriod(
+            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall)
+        self.init(limit: limit, outageLimit: limit + policy.maxOutage)
+    }
+}

@@ -1,0 +1,65 @@
+import FoundationEssentials
+
+/// Parsing and resolving URLs, with Foundation's parser.
+extension RemoteURL {
+    /// Parses and checks `string`; the error says what is wrong with it and what would work.
+    init(_ string: String) throws(DownloadError) {
+        let trimmed = string.trimmingWhitespace
+        guard !trimmed.isEmpty else { throw .invalidRequest("invalid URL: it is empty") }
+        if trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it contains control characters")
+        }
+        guard let colon = trimmed.firstIndex(of: ":"), trimmed[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+              !trimmed[..<colon].isEmpty
+        else {
+            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it needs a scheme, e.g. https://\(RemoteURL.printable(trimmed))")
+        }
+        let scheme = trimmed[..<colon].lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            throw .invalidRequest("unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http and https URLs")
+        }
+        guard let url = URL(string: trimmed) else {
+            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it cannot be parsed; check the host name and the port (digits only)")
+        }
+        guard let host = url.host(percentEncoded: false), !host.isEmpty else {
+            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it has no host name")
+        }
+        if let port = url.port, !(1...65535).contains(port) {
+            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': port \(port) is out of range")
+        }
+        var absolute = url.absoluteString
+        if let hash = absolute.firstIndex(of: "#") { absolute = String(absolute[..<hash]) }
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        self.init(
+            absoluteString: absolute, scheme: scheme, host: host.lowercased(), port: port,
+            path: url.path(percentEncoded: false),
+            redacted: Self.redact(url, scheme: scheme, host: host.lowercased(), port: port))
+    }
+
+    private static func redact(_ url: URL, scheme: String, host: String, port: Int) -> String {
+        let defaultPort = scheme == "https" ? 443 : 80
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let portPart = port == defaultPort ? "" : ":\(port)"
+        let path = url.path(percentEncoded: true)
+        return "\(scheme)://\(hostPart)\(portPart)\(path.isEmpty ? "/" : path)"
+    }
+
+    /// The target of a redirect: `location` resolved against this URL, which must be http or https.
+    func resolving(redirect location: String) throws(DownloadError) -> RemoteURL {
+        guard let base = URL(string: absoluteString),
+              let resolved = URL(string: location.trimmingWhitespace, relativeTo: base)?.absoluteURL
+        else {
+            throw .invalidResponse("the server redirected to an invalid location '\(RemoteURL.printable(location))' (from \(redacted))")
+        }
+        do {
+            return try RemoteURL(resolved.absoluteString)
+        } catch {
+            throw .invalidResponse("refusing a redirect from \(redacted) to '\(RemoteURL.printable(RemoteURL.strippingQuery(resolved.absoluteString)))': only http and https redirects are followed")
+        }
+    }
+
+    /// ``resolving(redirect:)`` as a function of both, for ``ProbeDecision``.
+    static func resolve(_ base: RemoteURL, _ location: String) throws(DownloadError) -> RemoteURL {
+        try base.resolving(redirect: location)
+    }
+}
