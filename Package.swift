@@ -32,17 +32,25 @@ let package = Package(
         ),
         // Linux system calls the Glibc module does not expose (fallocate, renameat2, xattrs).
         .target(name: "CSwoopSystem"),
-        // The library: probe, plan, transfer, store, finalize, bulk.
+        // The pure core: values and decisions (plan, policies, response checks, identity, the
+        // probe's decisions, errors). No libcurl, no Glibc, no Foundation, no I/O.
+        .target(
+            name: "SwoopCore",
+            dependencies: [
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ]
+        ),
+        // The library: probe, transfer, store, finalize, bulk, and the public surface.
         .target(
             name: "Swoop",
             dependencies: [
+                "SwoopCore",
                 "CCurl",
                 "CSwoopSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
-                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ]
         ),
         // The `swoop` command-line tool.
@@ -72,10 +80,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Seedable randomness and interval sets for the tests' generators and models.
+        .target(name: "SwoopTestSupport"),
+        // The pure core's tests: they build against the core alone.
+        .testTarget(
+            name: "SwoopCoreTests",
+            dependencies: ["SwoopCore", "SwoopTestSupport"]
+        ),
         .testTarget(
             name: "SwoopTests",
             dependencies: [
                 "Swoop",
+                "SwoopTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

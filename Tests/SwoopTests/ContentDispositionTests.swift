@@ -1,3 +1,4 @@
+import SwoopTestSupport
 import Testing
 @testable import Swoop
 

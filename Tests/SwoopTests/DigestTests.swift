@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SwoopTestSupport
 import Testing
 @testable import Swoop
 

@@ -1,4 +1,5 @@
 import Crypto
+import SwoopTestSupport
 import Testing
 @testable import Swoop
 

@@ -208,3 +208,13 @@ extension [UInt8] {
         self += utf8
     }
 }
+
+extension SegmentScheduler {
+    /// The plan for an object of `objectSize` bytes: everything, or what `map` says is missing
+    /// when resuming (on the map's chunk layout).
+    convenience init(objectSize: Int64, resuming map: SegmentMap?, minimumSegmentSize: Int64) {
+        self.init(
+            layout: map?.layout ?? ChunkLayout(objectSize: objectSize),
+            missing: map?.missingRanges ?? [ByteRange(0, objectSize)], minimumSegmentSize: minimumSegmentSize)
+    }
+}

@@ -1,25 +1,3 @@
-/// What a stage waits for while it has no request in flight.
-enum IdleWait: Equatable {
-    /// A retry's backoff timer.
-    case retry
-    /// A down server's next trial (see ``SourceHealth``): an outage, which the failure policy
-    /// bounds itself.
-    case outage
-    /// A connection permit (the downloader's connection caps are reached).
-    case permit
-    /// Nothing: no request and no timer will come (a bug, which the watchdog ends).
-    case nothing
-
-    var description: String {
-        switch self {
-        case .retry: "the next retry"
-        case .outage: "a server that does not answer"
-        case .permit: "a free connection (the connection limits are reached)"
-        case .nothing: "nothing: no request was pending and no retry was scheduled"
-        }
-    }
-}
-
 /// The connections all downloads of one ``Downloader`` may have open: a total and a per-host cap.
 ///
 /// Every exchange holds a permit from ``acquire(host:)`` until it ends. A session that finds no

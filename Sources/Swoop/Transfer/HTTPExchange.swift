@@ -57,16 +57,6 @@ struct TransferOptions: Sendable {
     }
 }
 
-/// How the delegate wants a response body handled once it has seen the head.
-enum BodyDisposition {
-    /// Pass body bytes to the delegate.
-    case deliver
-    /// Read and drop the body (a redirect's or an error page's), keeping the connection.
-    case discard
-    /// Stop now; the connection is closed.
-    case abort
-}
-
 /// What a delegate does with a piece of a response body.
 enum BodyVerdict {
     /// Took it all.

@@ -272,13 +272,3 @@ final class TransferLoop: @unchecked Sendable {
         cookies = nil  // after every handle that used its share
     }
 }
-
-extension Duration {
-    /// The duration in milliseconds, as a floating-point number.
-    var milliseconds: Double {
-        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
-    }
-
-    /// The duration in seconds, as a floating-point number.
-    var seconds: Double { milliseconds / 1000 }
-}

@@ -162,3 +162,16 @@ struct CRC: Sendable {
         return product
     }
 }
+
+extension Checksum.Algorithm {
+    /// The CRC engine of a CRC algorithm (``isCRC``); `nil` for the hashes.
+    var crc: CRC? {
+        switch self {
+        case .crc32: .crc32
+        case .crc32c: .crc32c
+        case .crc64nvme: .crc64nvme
+        case .crc64xz: .crc64xz
+        case .md5, .sha1, .sha256, .sha384, .sha512: nil
+        }
+    }
+}

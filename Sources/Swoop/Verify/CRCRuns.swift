@@ -12,13 +12,13 @@ struct CRCRuns: Equatable, Sendable {
     private(set) var runs: [Run] = []
 
     init(algorithm: Checksum.Algorithm) {
-        precondition(algorithm.crc != nil, "\(algorithm) is not a CRC")
+        precondition(algorithm.isCRC, "\(algorithm) is not a CRC")
         self.algorithm = algorithm
     }
 
     /// Runs as decoded from a map: `nil` unless they are in order, disjoint and not adjacent.
     init?(algorithm: Checksum.Algorithm, runs: [Run]) {
-        guard algorithm.crc != nil else { return nil }
+        guard algorithm.isCRC else { return nil }
         for (index, run) in runs.enumerated() where run.range.isEmpty || (index > 0 && runs[index - 1].range.upperBound >= run.range.lowerBound) {
             return nil
         }

@@ -99,7 +99,7 @@ final class ObjectVerifier: @unchecked Sendable {
         self.path = path
         self.target = target
         work = DiskQueue(queue: DispatchQueue(label: "swoop.verify"), loop: loop)
-        let crcAlgorithm = checks.lazy.map(\.expected.algorithm).first { $0.crc != nil }
+        let crcAlgorithm = checks.lazy.map(\.expected.algorithm).first { $0.isCRC }
         if let crcAlgorithm {
             crc = resumed?.algorithm == crcAlgorithm ? resumed : CRCRuns(algorithm: crcAlgorithm)
         }

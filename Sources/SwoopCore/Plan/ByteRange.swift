@@ -1,0 +1,25 @@
+/// A half-open range of byte offsets, `lowerBound ..< upperBound`.
+package struct ByteRange: Hashable, Sendable, CustomStringConvertible {
+    package var lowerBound: Int64
+    package var upperBound: Int64
+
+    package init(_ lowerBound: Int64, _ upperBound: Int64) {
+        precondition(lowerBound <= upperBound, "ByteRange \(lowerBound)..<\(upperBound)")
+        self.lowerBound = lowerBound
+        self.upperBound = upperBound
+    }
+
+    package var count: Int64 { upperBound - lowerBound }
+    package var isEmpty: Bool { lowerBound == upperBound }
+
+    /// As written in an HTTP `Range`/`Content-Range`: first and last byte, inclusive.
+    package var description: String { isEmpty ? "empty@\(lowerBound)" : "\(lowerBound)-\(upperBound - 1)" }
+
+    package func contains(_ offset: Int64) -> Bool { offset >= lowerBound && offset < upperBound }
+
+    package func clamped(to other: ByteRange) -> ByteRange {
+        let lower = min(max(lowerBound, other.lowerBound), other.upperBound)
+        let upper = max(min(upperBound, other.upperBound), lower)
+        return ByteRange(lower, upper)
+    }
+}

@@ -1,0 +1,219 @@
+/// How one source (a server) of a download is doing, and how many requests it may be sent now:
+/// the failure policy's memory of that source. Pure: the caller passes the time.
+///
+/// It works like a circuit breaker. A source whose requests fail at the server level
+/// (``FailureScope/server``) ``FailurePolicy/downAfter`` times in a row, with no answer between,
+/// is *down*: nothing is sent to it but one trial request at a time, on an exponential backoff of
+/// at most ``FailurePolicy/maxTrialInterval``, however many byte ranges wait for it. Failures while
+/// it is down are not charged to the ranges. The first answer makes it *recovering*: two requests
+/// at once, twice as many with each further answer, until it is up again. A source down for longer
+/// than ``FailurePolicy/maxOutage`` is given up.
+///
+/// With several sources, a source whose answers keep failing rests between tries (another source
+/// takes its ranges) and is given up after ``FailurePolicy/maxTries`` in a row; with one source
+/// those failures are the range's (``Verdict/retryRange``).
+package struct SourceHealth: Equatable {
+    /// Where the source stands.
+    package enum State: Equatable {
+        /// Answering: requests go to it, up to its learned connection cap.
+        case up
+        /// Not answering (see ``Outage``).
+        case down(Outage)
+        /// A trial was answered: at most `allowance` requests at once, doubling with each answer.
+        case recovering(allowance: Int)
+    }
+
+    /// A source that stopped answering.
+    package struct Outage: Equatable {
+        /// When it went down: the first server failure of the run that made it down.
+        package var since: ContinuousClock.Instant
+        /// When the next trial may be sent.
+        package var nextTrial: ContinuousClock.Instant
+        /// Trials sent since, all failed.
+        package var failedTrials = 0
+        /// A trial is in flight: nothing else is sent.
+        package var trialInFlight = false
+        /// The last failure, in a few words, for progress and messages.
+        package var lastFailure: String
+    }
+
+    /// What became of the source after a failed request, and what the caller does with the range.
+    package enum Verdict: Equatable {
+        /// It refused one connection more than it takes (a per-client limit): its cap is learned,
+        /// nothing failed; the range goes back to the plan.
+        case limited
+        /// The source is up as far as is known: the range's own tries and backoff apply.
+        case retryRange
+        /// Several sources: this one rests a while, another takes the range, which is not charged.
+        case rest
+        /// The source is down: the range waits for it (or another source), not charged.
+        case down
+        /// The source is given up: why. With other sources it is dropped; alone, the download fails.
+        case giveUp(String)
+    }
+
+    package private(set) var state = State.up
+    /// Server failures since it last answered.
+    package private(set) var failuresInARow = 0
+    /// Failed answers in a row while several sources share the work (reset by delivered bytes).
+    package private(set) var failedAnswers = 0
+    /// When a source that rests may be asked again.
+    package private(set) var restingUntil: ContinuousClock.Instant?
+    /// The most requests it took at once, learned when it refused one more (`503`, `429`) while
+    /// others were in flight; `nil` until then, and again after an outage.
+    package private(set) var cap: Int?
+    /// A source that answers, as every source is until it fails.
+    package init() {}
+
+    /// The recovering allowance at which a source counts as fully up again.
+    package static let fullAllowance = 1024
+
+    package var isDown: Bool {
+        if case .down = state { return true }
+        return false
+    }
+
+    /// The outage under way, if the source is down.
+    package var outage: Outage? {
+        if case .down(let outage) = state { return outage }
+        return nil
+    }
+
+    /// How many requests it may have in flight at `now` (`nil`: as many as are sent), and
+    /// whether it is held back for now (resting, or down between trials).
+    package func limit(at now: ContinuousClock.Instant) -> (count: Int?, isHeldBack: Bool) {
+        let resting = restingUntil.map { $0 > now } ?? false
+        switch state {
+        case .up:
+            return (cap, resting)
+        case .down(let outage):
+            return (1, resting || outage.trialInFlight || outage.nextTrial > now)
+        case .recovering(let allowance):
+            return (min(allowance, cap ?? allowance), resting)
+        }
+    }
+
+    /// Whether one more request may be sent at `now`, with `active` in flight.
+    package func mayTake(active: Int, at now: ContinuousClock.Instant) -> Bool {
+        let (count, heldBack) = limit(at: now)
+        return !heldBack && count.map { active < $0 } ?? true
+    }
+
+    /// When a source held back may be asked again (`nil`: it is not waited for).
+    package var nextWake: ContinuousClock.Instant? {
+        guard case .down(let outage) = state else { return restingUntil }
+        guard !outage.trialInFlight else { return nil }
+        return max(outage.nextTrial, restingUntil ?? outage.nextTrial)
+    }
+
+    /// A request is being sent: while the source is down, it is the trial.
+    package mutating func willSend() {
+        if case .down(var outage) = state {
+            outage.trialInFlight = true
+            state = .down(outage)
+        }
+    }
+
+    /// A trial ended with neither an answer nor a failure (cancelled): another may be sent.
+    package mutating func abandonTrial() {
+        if case .down(var outage) = state, outage.trialInFlight {
+            outage.trialInFlight = false
+            state = .down(outage)
+        }
+    }
+
+    /// A usable response head arrived: the source answers. Ends an outage (recovering) and
+    /// widens a recovery.
+    package mutating func answered() {
+        failuresInARow = 0
+        switch state {
+        case .up:
+            break
+        case .down:
+            cap = nil  // what it refused while failing says nothing about what it takes
+            state = .recovering(allowance: 2)
+        case .recovering(let allowance):
+            state = allowance * 2 >= Self.fullAllowance ? .up : .recovering(allowance: allowance * 2)
+        }
+    }
+
+    /// Body bytes arrived: its answers are usable again.
+    package mutating func delivered() {
+        failedAnswers = 0
+    }
+
+    /// A request failed. `scope` classes the failure (``FailurePolicy/scope(of:answered:)``);
+    /// `active`: the source's other requests in flight; `refused`: a `503` or `429`;
+    /// `sharesWork`: other usable sources can take the range; `reason`: the failure in a few words.
+    package mutating func failed(
+        _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
+        policy: FailurePolicy, at now: ContinuousClock.Instant, using random: inout some RandomNumberGenerator
+    ) -> Verdict {
+        if case .down(var outage) = state {
+            // Only the trial's failure moves the next trial; older requests only confirm the outage.
+            if scope == .permanent { return .giveUp(reason) }
+            guard outage.trialInFlight else { return .down }
+            outage.trialInFlight = false
+            outage.failedTrials += 1
+            outage.lastFailure = reason
+            if now - outage.since >= policy.maxOutage {
+                let seconds = Int((now - outage.since).seconds.rounded())
+                state = .down(outage)
+                return .giveUp(
+                    "\(reason); the server has not answered for \(seconds) s, "
+                        + "gave up after \(outage.failedTrials) tries while it was down")
+            }
+            let wait = policy.trialDelay(failedTrials: outage.failedTrials, retryAfter: retryAfter, using: &random)
+            outage.nextTrial = now + wait
+            state = .down(outage)
+            return .down
+        }
+        switch scope {
+        case .permanent:
+            return .giveUp(reason)
+        case .server:
+            if refused && active > 0 && state == .up {
+                // "No more connections here" (a per-client limit), not a failure: stay below what it took.
+                cap = active
+                return .limited
+            }
+            failuresInARow += 1
+            guard failuresInARow >= policy.downAfter else {
+                return sharesWork ? rest(policy, retryAfter, now, &random) : .retryRange
+            }
+            let wait = policy.trialDelay(failedTrials: 0, retryAfter: retryAfter, using: &random)
+            state = .down(Outage(since: now, nextTrial: now + wait, lastFailure: reason))
+            return .down
+        case .response:
+            guard sharesWork else { return .retryRange }
+            failedAnswers += 1
+            guard failedAnswers < policy.maxTries else { return .giveUp("\(reason) (after \(failedAnswers) tries)") }
+            return rest(policy, retryAfter, now, &random)
+        }
+    }
+
+    package mutating func failed(
+        _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
+        policy: FailurePolicy, at now: ContinuousClock.Instant
+    ) -> Verdict {
+        var random = SystemRandomNumberGenerator()
+        return failed(
+            scope, reason: reason, active: active, refused: refused, retryAfter: retryAfter, sharesWork: sharesWork,
+            policy: policy, at: now, using: &random)
+    }
+
+    /// Holds the source back until `until` whatever its state (a fresh URL being checked), or
+    /// lets it go again (`nil`).
+    package mutating func hold(until: ContinuousClock.Instant?) {
+        restingUntil = until
+    }
+
+    private mutating func rest(
+        _ policy: FailurePolicy, _ retryAfter: Int?, _ now: ContinuousClock.Instant,
+        _ random: inout some RandomNumberGenerator
+    ) -> Verdict {
+        let tries = max(failedAnswers, failuresInARow)
+        restingUntil = now + policy.backoff(tries: tries, retryAfter: retryAfter, using: &random)
+        return .rest
+    }
+}

@@ -1,0 +1,62 @@
+/// A validated absolute `http`/`https` URL.
+package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
+    /// The URL as sent to the server (fragment removed).
+    package let absoluteString: String
+    package let scheme: String
+    package let host: String
+    package let port: Int
+    /// The path, percent-decoded.
+    package let path: String
+
+    /// The URL without credentials, query or fragment: safe for logs and the segment map.
+    package let redacted: String
+
+    /// A URL already parsed and checked (``init(_:)``, in the layer that parses URLs).
+    package init(absoluteString: String, scheme: String, host: String, port: Int, path: String, redacted: String) {
+        self.absoluteString = absoluteString
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.path = path
+        self.redacted = redacted
+    }
+
+    package var description: String { redacted }
+
+    /// Same scheme, host and port.
+    package func isSameOrigin(as other: RemoteURL) -> Bool {
+        scheme == other.scheme && host == other.host && port == other.port
+    }
+
+    /// The last path component, percent-decoded, as a file-name suggestion (may be empty).
+    package var lastPathComponent: String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// A string safe to print: control characters escaped, long strings cut.
+    package static func printable(_ string: String) -> String {
+        var out = ""
+        for scalar in string.unicodeScalars.prefix(200) {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\x" + String(scalar.value, radix: 16)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return string.unicodeScalars.count > 200 ? out + "..." : out
+    }
+
+    package static func strippingQuery(_ string: String) -> String {
+        var result = string
+        if let index = result.firstIndex(where: { $0 == "?" || $0 == "#" }) { result = String(result[..<index]) }
+        // Drop "user:password@" between "://" and the host.
+        if let colon = result.firstIndex(of: ":"), result[colon...].hasPrefix("://") {
+            let authority = result.index(colon, offsetBy: 3)
+            if let at = result[authority...].firstIndex(of: "@"), !result[authority..<at].contains("/") {
+                result = String(result[..<authority]) + result[result.index(after: at)...]
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,128 @@
+/// The status and header fields of a final (non-1xx) HTTP response.
+package struct ResponseHead: Sendable {
+    package var status: Int
+    /// Header fields in arrival order, names lowercased, values trimmed.
+    package var fields: [(name: String, value: String)]
+
+    package init(status: Int, fields: [(name: String, value: String)] = []) {
+        self.status = status
+        self.fields = fields.map { ($0.name.lowercased(), $0.value) }
+    }
+
+    /// Every value of the field `name` (lowercase).
+    package func values(_ name: String) -> [String] {
+        fields.lazy.filter { $0.name == name }.map(\.value)
+    }
+
+    /// The field's value when it appears exactly once; `nil` when absent.
+    /// A field repeated with different values is reported as ``conflicting``.
+    package func value(_ name: String) -> String? {
+        let all = values(name)
+        return all.allSatisfy({ $0 == all.first }) ? all.first : nil
+    }
+
+    /// Whether `name` appears more than once with different values.
+    package func isConflicting(_ name: String) -> Bool {
+        Set(values(name)).count > 1
+    }
+
+    package var contentRange: String? { value("content-range") }
+    /// `Content-Length` as a non-negative decimal (no sign), or `nil`.
+    package var contentLength: Int64? {
+        guard let raw = value("content-length"), !raw.isEmpty, raw.count <= 18,
+              raw.allSatisfy({ $0.isASCII && $0.isNumber })
+        else { return nil }
+        return Int64(raw)
+    }
+    package var etag: String? { value("etag") }
+    package var lastModified: String? { value("last-modified") }
+    package var contentEncoding: String? { value("content-encoding") }
+    package var contentType: String? { value("content-type") }
+    package var location: String? { value("location") }
+    package var transferEncoding: String? { value("transfer-encoding") }
+
+    /// `Retry-After` as a delay in seconds (the delta-seconds form; an HTTP-date is ignored).
+    package var retryAfterSeconds: Int? {
+        value("retry-after").flatMap { Int($0.trimmingWhitespace) }.flatMap { $0 >= 0 ? $0 : nil }
+    }
+}
+
+/// Builds a ``ResponseHead`` from the header lines curl hands over one at a time.
+package struct ResponseHeadParser {
+    private var status: Int?
+    private var fields: [(name: String, value: String)] = []
+    package private(set) var finished: ResponseHead?
+
+    package init() {}
+
+    /// Feeds one raw line (with its CRLF). Returns the head when the line ends a final response's
+    /// header block; 1xx blocks are skipped.
+    package mutating func consume(_ raw: UnsafeRawBufferPointer) -> ResponseHead? {
+        // On bytes, not Characters: a download of many small files parses thousands of these,
+        // and grapheme breaking was most of the cost. Names are tokens (ASCII), lowercased here.
+        var start = raw.startIndex
+        var end = raw.endIndex
+        while start < end, Self.isSpace(raw[start]) { start += 1 }
+        while end > start, Self.isSpace(raw[end - 1]) { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: raw[start..<end])
+        if line.isEmpty {
+            guard let status else { return nil }
+            if (100..<200).contains(status) {
+                self.status = nil
+                fields.removeAll()
+                return nil
+            }
+            let head = ResponseHead(status: status, fields: fields)
+            finished = head
+            return head
+        }
+        if line.starts(with: "HTTP/".utf8) {
+            // "HTTP/1.1 206 Partial Content": a new block starts.
+            let parts = String(decoding: line, as: UTF8.self).split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            status = parts.count >= 2 ? Int(parts[1]) : nil
+            fields.removeAll()
+            return nil
+        }
+        if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            var nameEnd = colon
+            while nameEnd > 0, Self.isSpace(line[nameEnd - 1]) { nameEnd -= 1 }
+            var valueStart = colon + 1
+            while valueStart < line.count, Self.isSpace(line[valueStart]) { valueStart += 1 }
+            let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
+                for index in 0..<nameEnd {
+                    let byte = line[index]
+                    buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+                }
+                return nameEnd
+            }
+            let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart...]), as: UTF8.self)
+            fields.append((name, value))
+        }
+        return nil
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n")
+    }
+}
+
+extension StringProtocol {
+    /// The string without leading and trailing spaces, tabs, CRs and LFs.
+    package var trimmingWhitespace: String {
+        // "\r\n" is one Character (a grapheme cluster), so it is listed on its own.
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r\n" || $0 == "\r" || $0 == "\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return String(self[first...last])
+    }
+}
+
+/// How a response body is handled once its head has been seen.
+package enum BodyDisposition {
+    /// Pass body bytes on.
+    case deliver
+    /// Read and drop the body (a redirect's or an error page's), keeping the connection.
+    case discard
+    /// Stop now; the connection is closed.
+    case abort
+}

@@ -1,0 +1,172 @@
+/// Checks every response against its request before a byte of its body is written.
+///
+/// Pure functions of the response head, the request and what the probe learnt, so they can be
+/// fuzzed: a response that passes delivers exactly the requested bytes of the same object.
+package enum ResponseValidator {
+    /// What a probe response says.
+    package enum ProbeResult: Equatable {
+        /// 206: the body holds `range` of an object of known size.
+        case partial(RemoteObject, ByteRange)
+        /// 200: the server ignores ranges; the whole object follows (size known or not).
+        case whole(RemoteObject)
+        /// 416: nothing at the requested offset; the object has `total` bytes, when the server said
+        /// (Apache httpd and lighttpd send no `Content-Range` with it).
+        case unsatisfiable(total: Int64?, etag: String?)
+        /// 3xx with a `Location`.
+        case redirect(location: String)
+        /// 412: a precondition (a resumed download's `If-Match`) failed: the object changed.
+        case preconditionFailed
+    }
+
+    package static func probe(_ head: ResponseHead, requested: RequestedRange, url: RemoteURL) throws(DownloadError) -> ProbeResult {
+        switch head.status {
+        case 206:
+            try checkSingleValued(head, url: url)
+            try checkNotMultipart(head, url: url)
+            guard let value = head.contentRange, let contentRange = ContentRange(value) else {
+                throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) at \(url)")
+            }
+            guard case .satisfied(let range, let total?) = contentRange else {
+                throw .invalidResponse("the server's Content-Range '\(value)' does not give the object's size (\(url))")
+            }
+            let expectedUpper: Int64
+            switch requested {
+            case .bounded(let asked): expectedUpper = min(asked.upperBound, total)
+            case .from: expectedUpper = total
+            }
+            guard range.lowerBound == requested.lowerBound, range.upperBound == expectedUpper else {
+                throw .invalidResponse("the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range '\(value)', \(url))")
+            }
+            try checkLength(head, expected: range.count, url: url)
+            var object = RemoteObject(
+                url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true,
+                contentCoding: contentCoding(head))
+            if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: false) }
+            return .partial(object, range)
+        case 200:
+            try checkSingleValued(head, url: url)
+            if let raw = head.value("content-length"), head.contentLength == nil {
+                throw .invalidResponse("the server sent an invalid Content-Length '\(raw)' (\(url))")
+            }
+            let chunked = head.transferEncoding?.lowercased().contains("chunked") ?? false
+            let size = chunked ? nil : head.contentLength
+            var object = RemoteObject(
+                url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false,
+                contentCoding: contentCoding(head))
+            if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: true) }
+            return .whole(object)
+        case 416:
+            try checkSingleValued(head, url: url)
+            guard let value = head.contentRange else { return .unsatisfiable(total: nil, etag: head.etag) }
+            guard case .unsatisfied(let total)? = ContentRange(value) else {
+                let message = "the server answered 416 Range Not Satisfiable with an invalid Content-Range "
+                    + "'\(value)' (\(url))"
+                throw .invalidResponse(message, httpStatus: 416)
+            }
+            return .unsatisfiable(total: total, etag: head.etag)
+        case 301, 302, 303, 307, 308:
+            guard let location = head.location, !location.isEmpty else {
+                throw .invalidResponse("the server answered \(head.status) (a redirect) without a Location header (\(url))", httpStatus: head.status)
+            }
+            return .redirect(location: location)
+        case 412:
+            return .preconditionFailed
+        default:
+            throw .httpStatus(head.status, url: url.redacted)
+        }
+    }
+
+    /// Checks a segment's response: 206, exactly the requested range of an object of the planned
+    /// size, the same version (ETag / Last-Modified) and the same content coding.
+    package static func segment(_ head: ResponseHead, requested: ByteRange, object: RemoteObject) throws(DownloadError) {
+        let url = object.url
+        switch head.status {
+        case 206:
+            break
+        case 412:
+            throw DownloadError(.objectChanged, "the object changed on the server (412 Precondition Failed for \(object.precondition?.name ?? "the precondition") at \(url))", httpStatus: 412)
+        case 200:
+            let type = head.contentType.map { " (\($0))" } ?? ""
+            let hint = head.contentType?.lowercased().contains("text/html") == true ? ", likely an error page" : ""
+            throw .invalidResponse("the server answered a range request with 200\(type) instead of 206\(hint) (\(url))", httpStatus: 200)
+        case 416:
+            throw DownloadError(.objectChanged, "the server no longer has bytes \(requested) (416 Range Not Satisfiable); the object shrank (\(url))", httpStatus: 416)
+        default:
+            throw .httpStatus(head.status, url: url.redacted)
+        }
+        try checkSingleValued(head, url: url)
+        try checkNotMultipart(head, url: url)
+        guard let value = head.contentRange, let contentRange = ContentRange(value) else {
+            throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) for bytes \(requested) (\(url))")
+        }
+        guard case .satisfied(let range, let total) = contentRange, range == requested else {
+            throw .invalidResponse("the server's Content-Range '\(value)' does not match the requested bytes \(requested) (\(url))")
+        }
+        if let size = object.size, total != size {
+            throw DownloadError(.objectChanged, "the object's size changed from \(size) to \(total.map(String.init) ?? "unknown") bytes (Content-Range '\(value)', \(url))")
+        }
+        try checkLength(head, expected: requested.count, url: url)
+        try checkIdentity(head, object: object)
+        try checkDigests(head, object: object)
+    }
+
+    /// A whole-object digest the probe saw, with another value now: another version.
+    package static func checkDigests(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
+        guard !object.digests.object.isEmpty, PublishedDigests.mayBeIn(head) else { return }
+        if let change = object.digests.change(in: PublishedDigests(head, bodyIsWholeObject: false)) {
+            throw DownloadError(.objectChanged, "the object changed on the server: \(change) (\(object.url))")
+        }
+    }
+
+    /// Same version, by the one rule of ``ObjectIdentity/compare(_:observedIn:)``.
+    package static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
+        let observed = ObjectIdentity(
+            size: nil, etag: head.etag, lastModified: head.lastModified, contentCoding: contentCoding(head))
+        switch object.identity.compare(observed) {
+        case .same:
+            return
+        case .changed(let what):
+            throw DownloadError(.objectChanged, "the object changed on the server: \(what) (\(object.url))")
+        case .validatorMissing(let what):
+            throw .invalidResponse("\(what) at \(object.url)")
+        }
+    }
+
+    /// The content coding a response names: its `Content-Encoding` codings, lowercased, in
+    /// order, without `identity`; `identity` when it names none. Swoop asks for
+    /// `Accept-Encoding: identity`, so a coding here is how the server stores the object (a
+    /// `.tar.gz` under Apache's `AddEncoding`, an S3 object put with `ContentEncoding`): its
+    /// ranges are ranges of those stored bytes, which are saved as they are.
+    package static func contentCoding(_ head: ResponseHead) -> String {
+        let codings = head.values("content-encoding")
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingWhitespace.lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
+        return codings.isEmpty ? "identity" : codings.joined(separator: ", ")
+    }
+
+    /// We ask for one range; a multipart body would be written as if it were file bytes.
+    private static func checkNotMultipart(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
+        if head.values("content-type").contains(where: { $0.lowercased().hasPrefix("multipart/") }) {
+            throw .invalidResponse("the server sent a multipart body (\(head.values("content-type").joined(separator: ", "))) for a single range (\(url))")
+        }
+    }
+
+    private static func checkSingleValued(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
+        for name in ["content-range", "content-length", "etag", "content-type"] where head.isConflicting(name) {
+            throw .invalidResponse("the server sent conflicting \(name) headers (\(head.values(name).joined(separator: ", "))) at \(url)")
+        }
+    }
+
+    private static func checkLength(_ head: ResponseHead, expected: Int64, url: RemoteURL) throws(DownloadError) {
+        if let raw = head.value("content-length") {
+            guard let length = head.contentLength, length == expected else {
+                throw .invalidResponse("the server's Content-Length \(raw) does not match its Content-Range (\(expected) bytes) at \(url)")
+            }
+        }
+    }
+
+    private static func quoted(_ value: String?) -> String {
+        value.map { "'\($0)'" } ?? "none"
+    }
+}
