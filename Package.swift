@@ -41,12 +41,23 @@ let package = Package(
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ]
         ),
+        // HTTP over libcurl: the transfer thread and its curl_multi, exchanges, connection and
+        // byte-rate budgets, cookies, request headers. The only target that depends on CCurl.
+        .target(
+            name: "SwoopTransfer",
+            dependencies: [
+                "SwoopCore",
+                "CCurl",
+                "CSwoopSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The library: probe, transfer, store, finalize, bulk, and the public surface.
         .target(
             name: "Swoop",
             dependencies: [
                 "SwoopCore",
-                "CCurl",
+                "SwoopTransfer",
                 "CSwoopSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -1,3 +1,5 @@
+import SwoopTransfer
+
 /// Routes pause and cancel from any thread to a session on the transfer thread.
 ///
 /// `@unchecked Sendable`: `session` and `pauseRequested` are touched only on the transfer thread

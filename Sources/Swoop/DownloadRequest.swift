@@ -1,3 +1,5 @@
+import SwoopTransfer
+
 /// What to download: a URL (or several sources of the same file) and the headers to send.
 ///
 /// ```swift
@@ -53,7 +55,5 @@ public struct DownloadRequest: Sendable {
     public var urls: [String] { [url] + mirrors }
 
     /// Header names that carry no credentials and so are still sent after a redirect to another host.
-    public static let headersSafeAcrossHosts: Set<String> = [
-        "accept", "accept-language", "user-agent", "cache-control", "pragma",
-    ]
+    public static let headersSafeAcrossHosts: Set<String> = RequestHeaders.safeAcrossHosts
 }

@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 
 /// One download as a phase machine: start → probe → transfer → finalize → stop.
 ///

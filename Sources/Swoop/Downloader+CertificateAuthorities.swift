@@ -1,3 +1,5 @@
+import SwoopTransfer
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -64,37 +66,34 @@ extension Downloader.Configuration {
     }
 }
 
-/// Where one connection finds its CA certificates, and which setting named each place.
-struct TrustedCertificates: Sendable, Equatable {
-    /// `CURLOPT_CAINFO`; `nil` keeps libcurl's default bundle.
-    var file: CertificateLocation?
-    /// `CURLOPT_CAPATH`; `nil` keeps libcurl's default directory.
-    var directory: CertificateLocation?
-
+extension TrustedCertificates {
     /// What `configuration` trusts now, reading the environment through `variable` for
     /// ``Downloader/Configuration/CertificateAuthorities/fromEnvironment``.
     init(
         _ configuration: Downloader.Configuration,
         variable: (String) -> String? = TrustedCertificates.environmentVariable
     ) {
-        guard configuration.verifiesTLSCertificates else { return }
+        guard configuration.verifiesTLSCertificates else {
+            self.init()
+            return
+        }
         switch configuration.certificateAuthorities {
         case .systemDefault:
-            break
+            self.init()
         case .custom(let file, let directory):
             let setting = "Configuration.certificateAuthorities"
-            self.file = file.map { CertificateLocation(path: $0, setting: setting) }
-            self.directory = directory.map { CertificateLocation(path: $0, setting: setting) }
+            self.init(
+                file: file.map { CertificateLocation(path: $0, setting: setting) },
+                directory: directory.map { CertificateLocation(path: $0, setting: setting) })
         case .fromEnvironment:
             func named(_ name: String) -> CertificateLocation? {
                 guard let value = variable(name), !value.isEmpty else { return nil }
                 return CertificateLocation(path: value, setting: name)
             }
             if let bundle = named("CURL_CA_BUNDLE") {
-                file = bundle
+                self.init(file: bundle)
             } else {
-                file = named("SSL_CERT_FILE")
-                directory = named("SSL_CERT_DIR")
+                self.init(file: named("SSL_CERT_FILE"), directory: named("SSL_CERT_DIR"))
             }
         }
     }
@@ -102,52 +101,5 @@ struct TrustedCertificates: Sendable, Equatable {
     /// The process environment's value of `name`.
     static func environmentVariable(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
-    }
-
-    /// Words for a failed certificate verification: the CA settings that name a path that
-    /// cannot be read, else which were in force. Empty with libcurl's defaults.
-    var verificationNote: String {
-        let places = [("CA bundle", file, false), ("CA directory", directory, true)]
-            .compactMap { kind, location, isDirectory in location.map { (kind, $0, isDirectory) } }
-        let problems = places.compactMap { kind, location, isDirectory -> String? in
-            guard let problem = location.problem(isDirectory: isDirectory) else { return nil }
-            return "\(location.setting) names the \(kind) \(problem.path), which \(problem.reason)"
-        }
-        if !problems.isEmpty { return " (" + problems.joined(separator: "; ") + ")" }
-        let trusted = places.map { kind, location, _ in "the \(kind) \(location.path) from \(location.setting)" }
-        return trusted.isEmpty ? "" : " (CAs trusted: " + trusted.joined(separator: " and ") + ")"
-    }
-}
-
-/// A CA bundle file or directory, and the setting that named it (a configuration field or an
-/// environment variable), for messages.
-struct CertificateLocation: Sendable, Equatable {
-    var path: String
-    var setting: String
-
-    /// What makes a location unusable: one of its paths and why.
-    struct Problem: Equatable {
-        var path: String
-        var reason: String
-        var errno: Int32?
-    }
-
-    /// Why this cannot serve as a CA bundle (a readable file) or directory (readable and
-    /// searchable; a directory value may list several separated by `:`, as OpenSSL reads it):
-    /// the first path that cannot, or `nil`.
-    func problem(isDirectory: Bool) -> Problem? {
-        let paths = isDirectory ? path.split(separator: ":", omittingEmptySubsequences: false).map(String.init) : [path]
-        for path in paths {
-            guard !path.isEmpty else { return Problem(path: path, reason: "is empty") }
-            var info = stat()
-            if stat(path, &info) == 0, (info.st_mode & S_IFMT == S_IFDIR) != isDirectory {
-                return Problem(path: path, reason: isDirectory ? "is not a directory" : "is a directory, not a file")
-            }
-            if access(path, isDirectory ? R_OK | X_OK : R_OK) != 0 {
-                let code = errno
-                return Problem(path: path, reason: "cannot be read: \(String(cString: strerror(code)))", errno: code)
-            }
-        }
-        return nil
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import SwoopTransfer
 import Synchronization
 
 /// Downloads HTTP objects over many connections at once, resumably.
@@ -42,7 +43,10 @@ public final class Downloader: Sendable {
         let budget = ConnectionBudget(
             total: configuration.connectionPool.maximumConnections,
             perHost: configuration.connectionPool.maximumConnectionsPerHost)
-        guard let loop = TransferLoop(budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond, cookies: configuration.cookies) else {
+        guard let loop = TransferLoop(
+            budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond,
+            cookieFile: configuration.cookies.file, cookieJar: configuration.cookies.jar)
+        else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
         }
         self.configuration = configuration

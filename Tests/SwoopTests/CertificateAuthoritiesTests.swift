@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTransfer
 import Testing
 @testable import Swoop
 

@@ -1,3 +1,4 @@
+import SwoopTransfer
 import Testing
 @testable import Swoop
 

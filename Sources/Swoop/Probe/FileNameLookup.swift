@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 import Synchronization
 
 /// Asks the server what it calls an object, before a download fixes its file names.

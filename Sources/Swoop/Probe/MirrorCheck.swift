@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 
 /// Hears how a mirror's check ends.
 protocol MirrorCheckDelegate: AnyObject {

@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 
 /// Hears how the probe ends.
 protocol ProberDelegate: AnyObject {

@@ -1,3 +1,5 @@
+import SwoopTransfer
+
 /// Where a download's body bytes go.
 ///
 /// Connections write each response's bytes at their offsets in the object through the

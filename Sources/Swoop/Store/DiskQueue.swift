@@ -1,4 +1,5 @@
 import Dispatch
+import SwoopTransfer
 
 /// The downloader's serial queue for blocking file work (fsync, the segment map, rename, close),
 /// and the way back to the transfer thread.

@@ -1,3 +1,4 @@
+import SwoopTransfer
 import Synchronization
 
 /// The bytes of a streamed download between the transfer thread and the reader: a ring of

@@ -1,3 +1,5 @@
+import SwoopTransfer
+
 /// Hears how a connection's exchanges go. Only events travel up: body bytes go to the store.
 protocol ConnectionDelegate: AnyObject {
     /// The head of a probe's response arrived: decide what becomes of its body. The delegate may

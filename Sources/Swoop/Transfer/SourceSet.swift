@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 
 /// One server a download fetches from: the first URL's, or a mirror that passed its check. Each
 /// has its own object identity (mirrors do not share `ETag`s), so its own precondition, and its

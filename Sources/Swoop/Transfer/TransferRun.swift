@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 
 /// Hears how the transfer stage ends.
 protocol TransferRunDelegate: AnyObject {

@@ -1,4 +1,5 @@
 import Logging
+import SwoopTransfer
 
 /// Fresh URLs for one download from ``DownloadRequest/urlProvider``: one call at a time, shared
 /// by every request that was refused meanwhile (no stampede), bounded by

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import SwoopTransfer
 import Synchronization
 import SystemPackage
 

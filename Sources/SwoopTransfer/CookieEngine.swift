@@ -1,19 +1,21 @@
 import CCurl
+import SwoopCore
 
 /// The downloader's cookies: one libcurl share handle holding the cookie store that every
-/// exchange of the ``TransferLoop`` uses, loaded once from ``Downloader/Configuration/Cookies/file``
-/// and, when the loop stops, saved to ``Downloader/Configuration/Cookies/jar``. libcurl's cookie
+/// exchange of the ``TransferLoop`` uses, loaded once from a file and, when the loop stops, saved
+/// to a jar (`Configuration.cookies`). libcurl's cookie
 /// engine sends each cookie only to the domain and path it names. Transfer thread only.
-final class CookieEngine {
+package final class CookieEngine {
     private let share: UnsafeMutableRawPointer
     private let jar: String?
 
-    init?(_ cookies: Downloader.Configuration.Cookies) {
-        guard cookies.isEnabled, let share = curl_share_init() else { return nil }
+    /// An engine reading `file` and saving to `jar`; `nil` when neither is given.
+    package init?(file: String?, jar: String?) {
+        guard file != nil || jar != nil, let share = curl_share_init() else { return nil }
         self.share = share
-        self.jar = cookies.jar
+        self.jar = jar
         _ = swoop_share_setopt_lock_data(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_COOKIE)
-        if let file = cookies.file, let easy = CurlEasy() {
+        if let file, let easy = CurlEasy() {
             // Into the shared store now, once: exchanges only switch the engine on.
             attach(easy)
             easy.set(CURLOPT_COOKIEFILE, file)
@@ -28,13 +30,13 @@ final class CookieEngine {
 
     /// Makes `easy` send and keep cookies in the shared store. `curl_easy_reset` keeps a share,
     /// so every exchange of a loop with cookies sets it again and a handle never holds another.
-    func attach(_ easy: CurlEasy) {
+    package func attach(_ easy: CurlEasy) {
         easy.set(CURLOPT_SHARE, pointer: share)
         easy.set(CURLOPT_COOKIEFILE, "")  // "": the engine on, no file read
     }
 
     /// Writes every cookie to the jar, if there is one, before the loop's handles go.
-    func save() {
+    package func save() {
         guard let jar, let easy = CurlEasy() else { return }
         attach(easy)
         easy.set(CURLOPT_COOKIEJAR, jar)

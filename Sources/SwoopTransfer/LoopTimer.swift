@@ -1,18 +1,20 @@
+import SwoopCore
+
 /// A one-shot timer on the transfer thread.
-final class LoopTimer {
-    let deadline: ContinuousClock.Instant
+package final class LoopTimer {
+    package let deadline: ContinuousClock.Instant
     private var action: (() -> Void)?
 
-    init(deadline: ContinuousClock.Instant, action: @escaping () -> Void) {
+    package init(deadline: ContinuousClock.Instant, action: @escaping () -> Void) {
         self.deadline = deadline
         self.action = action
     }
 
-    var isCancelled: Bool { action == nil }
+    package var isCancelled: Bool { action == nil }
 
-    func cancel() { action = nil }
+    package func cancel() { action = nil }
 
-    func fire() {
+    package func fire() {
         let action = self.action
         self.action = nil
         action?()
@@ -22,20 +24,20 @@ final class LoopTimer {
 /// The loop's timers, earliest first: a binary min-heap, so scheduling one costs O(log n) however
 /// many downloads have timers (every download has a progress timer; a ranged one also ticks its
 /// housekeeping every 100 ms). Cancelled timers are dropped when they reach the top.
-struct TimerHeap {
+package struct TimerHeap {
     private var heap: [LoopTimer] = []
 
-    var isEmpty: Bool { heap.isEmpty }
+    package var isEmpty: Bool { heap.isEmpty }
 
     /// The earliest timer that is still armed.
-    var earliest: LoopTimer? {
+    package var earliest: LoopTimer? {
         mutating get {
             while let top = heap.first, top.isCancelled { removeEarliest() }
             return heap.first
         }
     }
 
-    mutating func insert(_ timer: LoopTimer) {
+    package mutating func insert(_ timer: LoopTimer) {
         heap.append(timer)
         var child = heap.count - 1
         while child > 0 {
@@ -46,7 +48,7 @@ struct TimerHeap {
         }
     }
 
-    mutating func removeEarliest() {
+    package mutating func removeEarliest() {
         guard !heap.isEmpty else { return }
         heap.swapAt(0, heap.count - 1)
         heap.removeLast()
@@ -63,7 +65,7 @@ struct TimerHeap {
         }
     }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         heap.removeAll()
     }
 }

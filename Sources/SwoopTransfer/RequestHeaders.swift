@@ -1,32 +1,40 @@
-/// The header lines a download sends: the caller's, with credentials kept to the original origin.
-struct RequestHeaders: Sendable {
-    /// The caller's headers (``DownloadRequest/headers``).
-    let headers: [(name: String, value: String)]
-    /// Where the download started; its origin may receive every header.
-    let originalURL: RemoteURL
-    /// Once a redirect leaves the original origin, credentials stay behind for good.
-    private(set) var crossedOrigin = false
+import SwoopCore
 
-    init(_ headers: [(name: String, value: String)], originalURL: RemoteURL) {
+/// The header lines a download sends: the caller's, with credentials kept to the original origin.
+package struct RequestHeaders: Sendable {
+    /// The caller's headers (``DownloadRequest/headers``).
+    package let headers: [(name: String, value: String)]
+    /// Where the download started; its origin may receive every header.
+    package let originalURL: RemoteURL
+    /// Once a redirect leaves the original origin, credentials stay behind for good.
+    package private(set) var crossedOrigin = false
+
+    /// Headers that carry no credentials: sent to any host, also after a redirect elsewhere
+    /// (``DownloadRequest/headersSafeAcrossHosts``).
+    package static let safeAcrossHosts: Set<String> = [
+        "accept", "accept-language", "user-agent", "cache-control", "pragma",
+    ]
+
+    package init(_ headers: [(name: String, value: String)], originalURL: RemoteURL) {
         self.headers = headers
         self.originalURL = originalURL
     }
 
     /// Notes that the download is being sent on to `url` (a redirect).
-    mutating func follow(to url: RemoteURL) {
+    package mutating func follow(to url: RemoteURL) {
         if !url.isSameOrigin(as: originalURL) { crossedOrigin = true }
     }
 
     /// Whether a request to `url` may carry credentials: the caller's headers that may hold
     /// them, and a `.netrc` login. Only the original origin gets them, and only until a redirect
     /// has left it.
-    func mayCarryCredentials(to url: RemoteURL) -> Bool {
+    package func mayCarryCredentials(to url: RemoteURL) -> Bool {
         !crossedOrigin && url.isSameOrigin(as: originalURL)
     }
 
     /// A GET of `url` with these headers (see ``lines(for:precondition:)``), `range` and
     /// `options`; a `.netrc` login only where credentials may go.
-    func request(
+    package func request(
         for url: RemoteURL, precondition: (name: String, value: String)? = nil, range: RequestedRange?, options: TransferOptions
     ) -> ExchangeRequest {
         var request = ExchangeRequest(url: url.absoluteString, headerLines: lines(for: url, precondition: precondition), range: range, options: options)
@@ -37,11 +45,11 @@ struct RequestHeaders: Sendable {
     /// The lines for a request to `url`: `Accept-Encoding: identity` and the caller's headers,
     /// without those that may carry credentials when `url` is not the original origin (or a
     /// redirect left it before), plus `precondition` if given.
-    func lines(for url: RemoteURL, precondition: (name: String, value: String)? = nil) -> [String] {
+    package func lines(for url: RemoteURL, precondition: (name: String, value: String)? = nil) -> [String] {
         var lines = ["Accept-Encoding: identity"]
         let stripCredentials = !mayCarryCredentials(to: url)
         for (name, value) in headers {
-            if stripCredentials && !DownloadRequest.headersSafeAcrossHosts.contains(name.lowercased()) { continue }
+            if stripCredentials && !Self.safeAcrossHosts.contains(name.lowercased()) { continue }
             lines.append("\(name): \(value)")
         }
         if let precondition { lines.append("\(precondition.name): \(precondition.value)") }
@@ -53,7 +61,7 @@ extension DownloadError {
     /// A transport failure talking to `url`, in words a person can act on. `beforeAnyResponse`:
     /// like curl and wget, a host nobody answers before the first response is not retried; once
     /// a download is under way the same failure is.
-    static func transport(_ failure: TransferFailure, url: String, beforeAnyResponse: Bool) -> DownloadError {
+    package static func transport(_ failure: TransferFailure, url: String, beforeAnyResponse: Bool) -> DownloadError {
         if failure.isProxy {
             return DownloadError(beforeAnyResponse ? .unreachable : .network, "the proxy failed on the way to \(url): \(failure.message)", remedy: .checkProxy, curlCode: failure.curlCode)
         }

@@ -1,64 +1,76 @@
 import CCurl
+import SwoopCore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// One HTTP GET as the rest of the library sees it: no curl types.
-struct ExchangeRequest: Sendable {
-    var url: String
+package struct ExchangeRequest: Sendable {
+    package var url: String
     /// Header lines, "Name: value".
-    var headerLines: [String]
+    package var headerLines: [String]
     /// Sent as a `Range` header.
-    var range: RequestedRange?
-    var options: TransferOptions
+    package var range: RequestedRange?
+    package var options: TransferOptions
     /// Open a new connection rather than reuse an idle one (a connection slot's first request,
     /// so that N slots really are N connections).
-    var freshConnection = false
+    package var freshConnection = false
     /// A `.netrc` login may be sent (the request goes to the original origin; see
     /// ``RequestHeaders/mayCarryCredentials(to:)``).
-    var mayUseNetrc = false
+    package var mayUseNetrc = false
 }
 
-/// Per-connection transfer settings, derived from the downloader's configuration.
-struct TransferOptions: Sendable {
-    var connectTimeout: Duration
+/// Per-connection transfer settings (the downloader's configuration, in libcurl's terms).
+package struct TransferOptions: Sendable {
+    package var connectTimeout: Duration
     /// A connection below `lowSpeedLimit` bytes/s for this long fails with a timeout.
-    var stallTimeout: Duration
-    var lowSpeedLimit: Int
-    var verifiesTLSCertificates: Bool
+    package var stallTimeout: Duration
+    package var lowSpeedLimit: Int
+    package var verifiesTLSCertificates: Bool
     /// The CA bundle and directory to verify servers against (none: libcurl's defaults).
-    var certificateAuthorities: TrustedCertificates
-    var userAgent: String
-    var receiveBufferSize: Int
-    var proxy: Downloader.Configuration.Proxy
+    package var certificateAuthorities: TrustedCertificates
+    package var userAgent: String
+    package var receiveBufferSize: Int
+    package var proxy: ProxySetting
     /// curl's `NOPROXY` list, comma-separated; `nil`: `no_proxy` from the environment.
-    var noProxy: String?
-    var netrc: Downloader.Configuration.Netrc
+    package var noProxy: String?
+    package var netrc: NetrcSetting
 
-    init(_ configuration: Downloader.Configuration) {
-        connectTimeout = configuration.timeout.connect
-        stallTimeout = configuration.timeout.stall
-        lowSpeedLimit = configuration.timeout.lowSpeedLimit
-        if let cap = configuration.maximumBytesPerSecond, cap > 0, lowSpeedLimit > 0 {
-            // Under a byte-rate cap a connection averages its share of it: the cap over the
-            // connections sharing it, at worst every one the pool allows. Keep the low-speed limit
-            // well under that, or connections the cap slows down would time out as stalled.
-            let share = cap / Int64(max(1, configuration.connectionPool.maximumConnections))
-            lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
-        }
-        verifiesTLSCertificates = configuration.verifiesTLSCertificates
-        certificateAuthorities = TrustedCertificates(configuration)
-        userAgent = configuration.userAgent
-        receiveBufferSize = configuration.receiveBufferSize
-        proxy = configuration.proxy
-        noProxy = configuration.noProxy?.joined(separator: ",")
-        netrc = configuration.netrc
+    package init(
+        connectTimeout: Duration, stallTimeout: Duration, lowSpeedLimit: Int, verifiesTLSCertificates: Bool,
+        certificateAuthorities: TrustedCertificates, userAgent: String, receiveBufferSize: Int, proxy: ProxySetting,
+        noProxy: String? = nil, netrc: NetrcSetting
+    ) {
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+        self.lowSpeedLimit = lowSpeedLimit
+        self.verifiesTLSCertificates = verifiesTLSCertificates
+        self.certificateAuthorities = certificateAuthorities
+        self.userAgent = userAgent
+        self.receiveBufferSize = receiveBufferSize
+        self.proxy = proxy
+        self.noProxy = noProxy
+        self.netrc = netrc
+    }
+
+    /// Which proxy: the environment's (`http_proxy`, ...: libcurl reads them), none, or this one.
+    package enum ProxySetting: Sendable, Equatable {
+        case fromEnvironment
+        case direct
+        case url(String)
+    }
+
+    /// Which `.netrc`: none, `$HOME/.netrc`, or this file.
+    package enum NetrcSetting: Sendable, Equatable {
+        case off
+        case defaultFile
+        case file(String)
     }
 }
 
 /// What a delegate does with a piece of a response body.
-enum BodyVerdict {
+package enum BodyVerdict {
     /// Took it all.
     case take
     /// Wants no more: the transfer stops.
@@ -68,7 +80,7 @@ enum BodyVerdict {
 }
 
 /// How an exchange ended.
-enum ExchangeOutcome {
+package enum ExchangeOutcome {
     /// The response was received completely.
     case completed
     /// The delegate stopped it (``BodyDisposition/abort`` or `false` from a body callback).
@@ -80,20 +92,20 @@ enum ExchangeOutcome {
 }
 
 /// A libcurl failure, translated.
-struct TransferFailure: Sendable {
-    var curlCode: Int
-    var message: String
-    var isTLS: Bool
-    var isTimeout: Bool
+package struct TransferFailure: Sendable {
+    package var curlCode: Int
+    package var message: String
+    package var isTLS: Bool
+    package var isTimeout: Bool
     /// Name resolution failed or the server refused the connection: nobody is there.
-    var isUnreachable = false
+    package var isUnreachable = false
     /// The proxy failed: it could not be resolved, its handshake failed, or it refused the
     /// tunnel (a `CONNECT` answered with an error status, such as 407).
-    var isProxy = false
+    package var isProxy = false
 }
 
 /// Receives an exchange's events on the transfer thread. Callbacks must not block.
-protocol ExchangeDelegate: AnyObject {
+package protocol ExchangeDelegate: AnyObject {
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition
     /// Takes the bytes, stops the transfer, or pauses it (nothing taken: libcurl delivers the
     /// same bytes again after ``TransferLoop/resume(_:)``).
@@ -105,34 +117,34 @@ protocol ExchangeDelegate: AnyObject {
 ///
 /// The easy handle's `CURLOPT_PRIVATE`, `WRITEDATA` and `HEADERDATA` point at this object
 /// (unretained); the loop keeps it alive from `start` until the completion callback.
-final class HTTPExchange {
-    let request: ExchangeRequest
-    private(set) weak var delegate: (any ExchangeDelegate)?
-    fileprivate(set) var easy: CurlEasy?
+package final class HTTPExchange {
+    package let request: ExchangeRequest
+    package private(set) weak var delegate: (any ExchangeDelegate)?
+    package fileprivate(set) var easy: CurlEasy?
     private var headerList: CurlHeaderList?
     private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
     private var head = ResponseHeadParser()
     private var disposition: BodyDisposition?
     private var stoppedByDelegate = false
-    private(set) var isCancelled = false
+    package private(set) var isCancelled = false
     /// The downloader's byte-rate cap, if it has one; it sees every body write first.
-    fileprivate(set) var limiter: RateLimiter?
+    package fileprivate(set) var limiter: RateLimiter?
     /// Paused by the ``RateLimiter`` until its bucket refills.
-    var isHeldBack = false
+    package var isHeldBack = false
     /// Paused by its delegate (no room for the bytes) until ``TransferLoop/resume(_:)``.
-    fileprivate(set) var isPausedByDelegate = false
+    package fileprivate(set) var isPausedByDelegate = false
     /// A proxy answered the `CONNECT` for this request with an error status (read from the easy
     /// handle before it is recycled).
     fileprivate var tunnelRefused = false
 
     /// Body bytes delivered to the delegate.
-    private(set) var bodyBytesDelivered: Int64 = 0
+    package private(set) var bodyBytesDelivered: Int64 = 0
     /// When the request was handed to curl, and when its first body byte arrived.
-    private(set) var startedAt: ContinuousClock.Instant?
-    private(set) var firstByteAt: ContinuousClock.Instant?
+    package private(set) var startedAt: ContinuousClock.Instant?
+    package private(set) var firstByteAt: ContinuousClock.Instant?
 
-    init(_ request: ExchangeRequest, delegate: any ExchangeDelegate) {
+    package init(_ request: ExchangeRequest, delegate: any ExchangeDelegate) {
         self.request = request
         self.delegate = delegate
     }
@@ -260,7 +272,7 @@ final class HTTPExchange {
         }
     }
 
-    func markCancelled() {
+    package func markCancelled() {
         isCancelled = true
     }
 
@@ -318,7 +330,7 @@ private let exchangeWriteCallback: curl_write_callback = { buffer, size, count, 
 extension TransferLoop {
     /// Configures a pooled easy handle for `exchange` and queues it; the delegate hears back on
     /// this thread, never synchronously from this call.
-    func start(_ exchange: HTTPExchange) {
+    package func start(_ exchange: HTTPExchange) {
         assertOnLoopThread()
         let easy = dequeueEasyHandle()
         exchange.limiter = rateLimiter
@@ -334,7 +346,7 @@ extension TransferLoop {
     }
 
     /// Stops `exchange`; its delegate receives ``ExchangeOutcome/cancelled`` (later, on this thread).
-    func cancel(_ exchange: HTTPExchange) {
+    package func cancel(_ exchange: HTTPExchange) {
         assertOnLoopThread()
         guard !exchange.isCancelled, exchange.easy != nil else { return }
         exchange.markCancelled()
@@ -343,7 +355,7 @@ extension TransferLoop {
 
     /// Unpauses an exchange its delegate paused; libcurl delivers the held bytes again (from
     /// inside this call, in libcurl 7.88). A failure there ends the exchange.
-    func resume(_ exchange: HTTPExchange) {
+    package func resume(_ exchange: HTTPExchange) {
         assertOnLoopThread()
         guard exchange.isPausedByDelegate, !exchange.isCancelled, let easy = exchange.easy else { return }
         exchange.isPausedByDelegate = false
@@ -353,13 +365,13 @@ extension TransferLoop {
 
     /// Ends `exchange` with `code` (later, on this thread): libcurl failed it outside
     /// `curl_multi_perform`, where it would not report the failure itself.
-    func end(_ exchange: HTTPExchange, code: CURLcode) {
+    package func end(_ exchange: HTTPExchange, code: CURLcode) {
         assertOnLoopThread()
         guard exchange.easy != nil else { return }
         enqueueRemove(exchange, code: code)
     }
 
-    func finish(_ exchange: HTTPExchange, code: CURLcode) {
+    package func finish(_ exchange: HTTPExchange, code: CURLcode) {
         if exchange.isHeldBack { rateLimiter?.forget(exchange) }
         if let easy = exchange.easy {
             if code != CURLE_OK { exchange.tunnelRefused = (easy.getLong(CURLINFO_HTTP_CONNECTCODE) ?? 0) >= 300 }

@@ -1,14 +1,15 @@
 import CCurl
+import SwoopCore
 
 /// libcurl's process-wide state, initialised once before the first handle.
-enum CurlRuntime {
+package enum CurlRuntime {
     private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_ALL)) == CURLE_OK
 
     /// Initialises libcurl if needed; `false` if it could not be.
-    static func ensureInitialized() -> Bool { initialized }
+    package static func ensureInitialized() -> Bool { initialized }
 
     /// libcurl's version string, e.g. "7.88.1".
-    static var version: String {
+    package static var version: String {
         guard let info = curl_version_info(CURLVERSION_FOURTH), let version = info.pointee.version else {
             return "unknown"
         }
@@ -21,11 +22,11 @@ enum CurlRuntime {
 /// The setters are typed by the option class curl reads (`long`, `curl_off_t`, a string, a
 /// pointer), matching the C shims. The first failing `setopt` is remembered rather than thrown,
 /// so a request is configured in one pass and checked once.
-final class CurlEasy {
-    let handle: UnsafeMutableRawPointer
-    private(set) var firstSetoptFailure: (option: CURLoption, code: CURLcode)?
+package final class CurlEasy {
+    package let handle: UnsafeMutableRawPointer
+    package private(set) var firstSetoptFailure: (option: CURLoption, code: CURLcode)?
 
-    init?() {
+    package init?() {
         guard CurlRuntime.ensureInitialized(), let handle = curl_easy_init() else { return nil }
         self.handle = handle
     }
@@ -35,51 +36,51 @@ final class CurlEasy {
     }
 
     /// Back to curl's defaults; live connections and caches stay.
-    func reset() {
+    package func reset() {
         curl_easy_reset(handle)
         firstSetoptFailure = nil
     }
 
-    func set(_ option: CURLoption, _ value: Int) {
+    package func set(_ option: CURLoption, _ value: Int) {
         record(option, swoop_easy_setopt_long(handle, option, value))
     }
 
-    func set(_ option: CURLoption, _ value: Bool) {
+    package func set(_ option: CURLoption, _ value: Bool) {
         set(option, value ? 1 : 0)
     }
 
-    func set(_ option: CURLoption, offset value: Int64) {
+    package func set(_ option: CURLoption, offset value: Int64) {
         record(option, swoop_easy_setopt_off_t(handle, option, curl_off_t(value)))
     }
 
     /// Strings are copied by curl.
-    func set(_ option: CURLoption, _ value: String) {
+    package func set(_ option: CURLoption, _ value: String) {
         let code = value.withCString { swoop_easy_setopt_pointer(handle, option, UnsafeMutableRawPointer(mutating: $0)) }
         record(option, code)
     }
 
     /// The pointee must outlive the transfer.
-    func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) {
+    package func set(_ option: CURLoption, pointer value: UnsafeMutableRawPointer?) {
         record(option, swoop_easy_setopt_pointer(handle, option, value))
     }
 
-    func set(_ option: CURLoption, callback: curl_write_callback) {
+    package func set(_ option: CURLoption, callback: curl_write_callback) {
         record(option, swoop_easy_setopt_write_callback(handle, option, callback))
     }
 
     /// Makes this handle open its sockets close-on-exec, so a child process the application
     /// starts does not inherit the download's connections.
-    func openSocketsCloseOnExec() {
+    package func openSocketsCloseOnExec() {
         record(CURLOPT_OPENSOCKETFUNCTION, swoop_easy_open_sockets_close_on_exec(handle))
     }
 
     /// Lifts a pause (`CURL_WRITEFUNC_PAUSE` from the write callback). libcurl delivers the paused
     /// write from inside this call, so the write callback runs before it returns.
-    func unpause() -> CURLcode {
+    package func unpause() -> CURLcode {
         curl_easy_pause(handle, CURLPAUSE_CONT)
     }
 
-    func getLong(_ info: CURLINFO) -> Int? {
+    package func getLong(_ info: CURLINFO) -> Int? {
         var value = 0
         return swoop_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil
     }
@@ -92,10 +93,10 @@ final class CurlEasy {
 }
 
 /// A `curl_slist` of request header lines, freed with its owner.
-final class CurlHeaderList {
-    private(set) var list: UnsafeMutablePointer<curl_slist>?
+package final class CurlHeaderList {
+    package private(set) var list: UnsafeMutablePointer<curl_slist>?
 
-    init(_ lines: [String]) {
+    package init(_ lines: [String]) {
         for line in lines {
             list = curl_slist_append(list, line)
         }
@@ -108,5 +109,5 @@ final class CurlHeaderList {
 
 extension CURLcode {
     /// curl's one-line description of the code.
-    var message: String { String(cString: curl_easy_strerror(self)) }
+    package var message: String { String(cString: curl_easy_strerror(self)) }
 }

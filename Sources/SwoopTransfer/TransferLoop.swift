@@ -1,6 +1,7 @@
 import CCurl
 import CSwoopSystem
 import Synchronization
+import SwoopCore
 
 #if canImport(Glibc)
 import Glibc
@@ -18,22 +19,22 @@ import Musl
 /// `@unchecked Sendable`: the only state touched from other threads is `inbox` (a `Mutex`) and
 /// `multi` through `curl_multi_wakeup`, which libcurl documents as thread-safe; everything else is
 /// confined to the loop thread, which ``assertOnLoopThread()`` checks in debug builds.
-final class TransferLoop: @unchecked Sendable {
+package final class TransferLoop: @unchecked Sendable {
     private struct Inbox {
-        var commands: [@Sendable () -> Void] = []
-        var stopRequested = false
-        var exited = false
-        var exitWaiters: [CheckedContinuation<Void, Never>] = []
+        package var commands: [@Sendable () -> Void] = []
+        package var stopRequested = false
+        package var exited = false
+        package var exitWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let inbox = Mutex(Inbox())
     private let multi: UnsafeMutableRawPointer
     /// The connection caps shared by every download on this loop (transfer thread only).
-    let budget: ConnectionBudget
+    package let budget: ConnectionBudget
     /// The byte-rate cap on everything this loop receives, if there is one (transfer thread only).
-    private(set) var rateLimiter: RateLimiter?
+    package private(set) var rateLimiter: RateLimiter?
     /// The cookie store every exchange uses, when cookies are configured (transfer thread only).
-    private(set) var cookies: CookieEngine?
+    package private(set) var cookies: CookieEngine?
     private var thread = pthread_t()
 
     // Loop-thread state.
@@ -45,11 +46,15 @@ final class TransferLoop: @unchecked Sendable {
     private var idleHandles: [CurlEasy] = []
 
     /// Starts the thread. `maximumBytesPerSecond` caps the sum of every exchange's body bytes.
-    init?(name: String = "swoop-transfer", budget: ConnectionBudget, maximumBytesPerSecond: Int64? = nil, cookies: Downloader.Configuration.Cookies = .init()) {
+    /// `cookieFile` and `cookieJar`: where cookies are read from and saved to (see ``CookieEngine``).
+    package init?(
+        name: String = "swoop-transfer", budget: ConnectionBudget, maximumBytesPerSecond: Int64? = nil,
+        cookieFile: String? = nil, cookieJar: String? = nil
+    ) {
         guard CurlRuntime.ensureInitialized(), let multi = curl_multi_init() else { return nil }
         self.multi = multi
         self.budget = budget
-        self.cookies = CookieEngine(cookies)
+        self.cookies = CookieEngine(file: cookieFile, jar: cookieJar)
         if let rate = maximumBytesPerSecond, rate > 0 {
             rateLimiter = RateLimiter(bytesPerSecond: rate, loop: self)
         }
@@ -81,7 +86,7 @@ final class TransferLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop thread. Returns `false` (and drops `work`) once the loop is stopping.
     @discardableResult
-    func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+    package func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
         let (accepted, wake) = inbox.withLock { inbox -> (Bool, Bool) in
             guard !inbox.stopRequested else { return (false, false) }
             inbox.commands.append(work)
@@ -94,7 +99,7 @@ final class TransferLoop: @unchecked Sendable {
 
     /// Stops the loop: running exchanges are cancelled (their delegates hear about it), then the
     /// thread exits. Returns once it has.
-    func shutdown() async {
+    package func shutdown() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let alreadyExited = inbox.withLock { inbox -> Bool in
                 inbox.stopRequested = true
@@ -111,38 +116,38 @@ final class TransferLoop: @unchecked Sendable {
     }
 
     /// Asks the loop to stop without waiting.
-    func requestStop() {
+    package func requestStop() {
         inbox.withLock { $0.stopRequested = true }
         curl_multi_wakeup(multi)
     }
 
     // MARK: Loop thread
 
-    func assertOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
+    package func assertOnLoopThread(file: StaticString = #fileID, line: UInt = #line) {
         assert(pthread_equal(pthread_self(), thread) != 0, "not on the transfer thread", file: file, line: line)
     }
 
     /// Runs `work` on this thread at the next safe point, outside any curl callback.
-    func afterCallbacks(_ work: @escaping () -> Void) {
+    package func afterCallbacks(_ work: @escaping () -> Void) {
         assertOnLoopThread()
         afterCallbackWork.append(work)
     }
 
     /// Runs `action` on this thread after `delay`, unless the returned timer is cancelled first.
     @discardableResult
-    func schedule(after delay: Duration, _ action: @escaping () -> Void) -> LoopTimer {
+    package func schedule(after delay: Duration, _ action: @escaping () -> Void) -> LoopTimer {
         assertOnLoopThread()
         let timer = LoopTimer(deadline: .now + delay, action: action)
         timers.insert(timer)
         return timer
     }
 
-    func enqueueAdd(_ exchange: HTTPExchange) {
+    package func enqueueAdd(_ exchange: HTTPExchange) {
         pendingAdds.append(exchange)
     }
 
     /// Removes `exchange` from curl at the next safe point and finishes it with `code`.
-    func enqueueRemove(_ exchange: HTTPExchange, code: CURLcode = CURLE_OK) {
+    package func enqueueRemove(_ exchange: HTTPExchange, code: CURLcode = CURLE_OK) {
         if let index = pendingAdds.firstIndex(where: { $0 === exchange }) {
             pendingAdds.remove(at: index)
             afterCallbacks { self.finish(exchange, code: code) }
@@ -151,13 +156,13 @@ final class TransferLoop: @unchecked Sendable {
         }
     }
 
-    func dequeueEasyHandle() -> CurlEasy {
+    package func dequeueEasyHandle() -> CurlEasy {
         if let easy = idleHandles.popLast() { return easy }
         guard let easy = CurlEasy() else { fatalError("curl_easy_init failed: out of memory") }
         return easy
     }
 
-    func recycle(_ easy: CurlEasy) {
+    package func recycle(_ easy: CurlEasy) {
         easy.reset()
         if idleHandles.count < 128 { idleHandles.append(easy) }
     }

@@ -1,4 +1,5 @@
 import CCurl
+import SwoopCore
 
 /// Holds everything one ``TransferLoop`` receives under a byte rate
 /// (``Downloader/Configuration/maximumBytesPerSecond``): every connection of every download of
@@ -16,9 +17,9 @@ import CCurl
 /// ``isHoldingBack(at:)`` before reading slow connections as bad paths.
 ///
 /// Transfer thread only.
-final class RateLimiter {
+package final class RateLimiter {
     /// Bytes per second.
-    let rate: Int64
+    package let rate: Int64
     private var bucket: TokenBucket
     /// Exchanges paused by ``admit(_:for:)``, oldest first.
     private var paused: [HTTPExchange] = []
@@ -28,7 +29,7 @@ final class RateLimiter {
     /// The loop owns this limiter and outlives it.
     private unowned let loop: TransferLoop
 
-    init(bytesPerSecond: Int64, loop: TransferLoop) {
+    package init(bytesPerSecond: Int64, loop: TransferLoop) {
         rate = bytesPerSecond
         bucket = TokenBucket(bytesPerSecond: bytesPerSecond, now: .now)
         self.loop = loop
@@ -36,7 +37,7 @@ final class RateLimiter {
 
     /// Whether the cap has refused a write within the last half second: the rates measured now
     /// are shares of the cap, and say nothing about the paths or the server.
-    func isHoldingBack(at now: ContinuousClock.Instant) -> Bool {
+    package func isHoldingBack(at now: ContinuousClock.Instant) -> Bool {
         guard let heldBackAt else { return false }
         return now - heldBackAt < .milliseconds(500)
     }
@@ -44,7 +45,7 @@ final class RateLimiter {
     /// Called by `exchange`'s body write callback with the size of the write: `true` to take it;
     /// `false` when the bucket is empty, and then `exchange` is paused (the callback returns
     /// `CURL_WRITEFUNC_PAUSE`) until the bucket has refilled.
-    func admit(_ bytes: Int, for exchange: HTTPExchange) -> Bool {
+    package func admit(_ bytes: Int, for exchange: HTTPExchange) -> Bool {
         let now = ContinuousClock.now
         if bucket.take(bytes, now: now) { return true }
         heldBackAt = now
@@ -58,7 +59,7 @@ final class RateLimiter {
 
     /// Drops `exchange` from the paused ones: it ended (cancelled, or its download stopped) while
     /// paused, and its easy handle goes back to the pool.
-    func forget(_ exchange: HTTPExchange) {
+    package func forget(_ exchange: HTTPExchange) {
         exchange.isHeldBack = false
         paused.removeAll { $0 === exchange }
         if paused.isEmpty {

@@ -1,0 +1,31 @@
+import SwoopTransfer
+
+extension TransferOptions {
+    /// The settings of `configuration` that each exchange needs.
+    init(_ configuration: Downloader.Configuration) {
+        var lowSpeedLimit = configuration.timeout.lowSpeedLimit
+        if let cap = configuration.maximumBytesPerSecond, cap > 0, lowSpeedLimit > 0 {
+            // Under a byte-rate cap a connection averages its share of it: the cap over the
+            // connections sharing it, at worst every one the pool allows. Keep the low-speed limit
+            // well under that, or connections the cap slows down would time out as stalled.
+            let share = cap / Int64(max(1, configuration.connectionPool.maximumConnections))
+            lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
+        }
+        let proxy: ProxySetting = switch configuration.proxy {
+        case .fromEnvironment: .fromEnvironment
+        case .direct: .direct
+        case .url(let url): .url(url)
+        }
+        let netrc: NetrcSetting = switch configuration.netrc {
+        case .off: .off
+        case .defaultFile: .defaultFile
+        case .file(let path): .file(path)
+        }
+        self.init(
+            connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
+            lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.verifiesTLSCertificates,
+            certificateAuthorities: TrustedCertificates(configuration), userAgent: configuration.userAgent,
+            receiveBufferSize: configuration.receiveBufferSize, proxy: proxy,
+            noProxy: configuration.noProxy?.joined(separator: ","), netrc: netrc)
+    }
+}
