@@ -52,15 +52,28 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The library: probe, transfer, store, finalize, bulk, and the public surface.
+        // Where bytes go: the part file and its segment map, the sinks, the target's lock, the
+        // verifier and its hashes, finalizing. Blocking work runs on its own queues and comes back
+        // through the core's LoopExecutor; no libcurl.
+        .target(
+            name: "SwoopStore",
+            dependencies: [
+                "SwoopCore",
+                "CSwoopSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The library: the public surface, the session, the probe and the transfer stage that
+        // join the layers, bulk downloads.
         .target(
             name: "Swoop",
             dependencies: [
                 "SwoopCore",
                 "SwoopTransfer",
-                "CSwoopSystem",
+                "SwoopStore",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

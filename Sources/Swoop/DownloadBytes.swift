@@ -1,3 +1,5 @@
+import SwoopStore
+
 extension Downloader {
     /// The object's bytes, strictly in order, fetched over many connections: like
     /// `URLSession.bytes(for:)`, with the speed of a segmented download.

@@ -1,3 +1,4 @@
+import SwoopStore
 import SwoopTransfer
 
 /// Routes pause and cancel from any thread to a session on the transfer thread.

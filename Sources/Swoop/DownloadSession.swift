@@ -1,4 +1,5 @@
 import Logging
+import SwoopStore
 import SwoopTransfer
 
 /// One download as a phase machine: start → probe → transfer → finalize → stop.
@@ -83,7 +84,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     // MARK: Start
 
     /// Starts the download. `reading`: the disk as the launcher read it, off the transfer thread
-    /// (``PartialState/read(_:url:configuration:)``); `nil` reads it here.
+    /// (``PartialState/read(_:url:rules:)``); `nil` reads it here.
     func start(reading: Result<PartialState, DownloadError>? = nil) {
         loop.assertOnLoopThread()
         keepAlive = self
@@ -99,10 +100,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         probe()
     }
 
-    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
+    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:rules:logger:reading:)``).
     /// A map belongs to one source (its validators are that source's): that source goes first.
     private func inspectLocalState(reading: Result<PartialState, DownloadError>?) throws(DownloadError) -> LocalState {
-        let basis = try PartialState.basis(for: paths, url: url, sink: sink, configuration: configuration, logger: logger, reading: reading)
+        let basis = try PartialState.basis(
+            for: paths, url: url, sink: sink, rules: PartialState.Rules(configuration), logger: logger, reading: reading)
         if case .resuming(let map) = basis, map.url != url.redacted, let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
             swap(&url, &mirrors[index])
         }

@@ -1,3 +1,5 @@
+import SwoopStore
+
 /// What is on disk for a download target: complete, partial (and how far), or nothing usable.
 public struct DownloadStatus: Sendable, Equatable {
     public enum State: Sendable, Equatable {

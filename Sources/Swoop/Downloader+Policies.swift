@@ -1,3 +1,5 @@
+import SwoopStore
+
 // The pure policies take values; these read them from a configuration.
 
 extension TransferPolicy {
@@ -21,5 +23,13 @@ extension QuietWatch {
         let limit = policy.longestQuietPeriod(
             connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall)
         self.init(limit: limit, outageLimit: limit + policy.maxOutage)
+    }
+}
+
+extension PartialState.Rules {
+    init(_ configuration: Downloader.Configuration) {
+        self.init(
+            createsMissingDirectories: configuration.createsMissingDirectories,
+            overwritesTarget: configuration.overwritesExistingFile, resumes: configuration.resumes)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import SwoopStore
 import SwoopTransfer
 import Synchronization
 
@@ -181,7 +182,7 @@ public final class Downloader: Sendable {
         // thread: for a new file it is all the disk work before the transfer (a few lookups, which
         // a list of thousands of small files made a tenth of that thread's work).
         let reading = kind.isPartFile
-            ? Result { () throws(DownloadError) in try PartialState.read(paths, url: url, configuration: configuration) } : nil
+            ? Result { () throws(DownloadError) in try PartialState.read(paths, url: url, rules: PartialState.Rules(configuration)) } : nil
         let control = DownloadControl(loop: loop, disk: disk, paths: paths)
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }

@@ -65,6 +65,8 @@ public struct FaultSwitches: Sendable, Hashable {
     public var changeAfterRequests: Int? = nil
     /// Requests with a `Range` header get `200 text/html` with a small "server busy" page.
     public var busyHTMLForRanges = false
+    /// If set, `busyHTMLForRanges` applies only to the first K requests (then the server is fine).
+    public var busyFirstRequests: Int? = nil
     /// Makes 206 responses carry a wrong `Content-Range` header.
     public var contentRangeLie: ContentRangeLie? = nil
     /// Sends the correct `Content-Length` but closes the connection after `length - 100` body

@@ -19,7 +19,7 @@ import Musl
 /// `@unchecked Sendable`: the only state touched from other threads is `inbox` (a `Mutex`) and
 /// `multi` through `curl_multi_wakeup`, which libcurl documents as thread-safe; everything else is
 /// confined to the loop thread, which ``assertOnLoopThread()`` checks in debug builds.
-package final class TransferLoop: @unchecked Sendable {
+package final class TransferLoop: LoopExecutor, @unchecked Sendable {
     private struct Inbox {
         package var commands: [@Sendable () -> Void] = []
         package var stopRequested = false

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
+import SwoopTestOrigin
 import Testing
 @testable import Swoop
-import SwoopTestOrigin
+@testable import SwoopStore
 
 /// Digests the server publishes, checked as the bytes arrive: each header kind against nginx
 /// (`add_header`), a flipped byte on the server, a composite S3 checksum, `Content-Digest` per

@@ -1,5 +1,6 @@
 import Testing
 @testable import Swoop
+@testable import SwoopStore
 
 @Suite("FileName.absolute")
 struct AbsolutePathTests {

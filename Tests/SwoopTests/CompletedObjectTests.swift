@@ -1,5 +1,6 @@
 import Testing
 @testable import Swoop
+@testable import SwoopStore
 @testable import SwoopTransfer
 
 @Suite("CompletedObject")

@@ -1,6 +1,7 @@
 import SwoopTestSupport
 import Testing
 @testable import Swoop
+@testable import SwoopStore
 
 @Suite("Content-Disposition parsing")
 struct ContentDispositionTests {

@@ -3,6 +3,7 @@ import Foundation
 import SwoopTestSupport
 import Testing
 @testable import Swoop
+@testable import SwoopStore
 
 /// The digests: CRC check values and combination, the headers servers publish them in, the
 /// runs kept in the segment map, and the scheduler's hold on a response being verified.

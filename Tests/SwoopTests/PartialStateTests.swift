@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Testing
 @testable import Swoop
+@testable import SwoopStore
 
 #if canImport(Glibc)
 import Glibc

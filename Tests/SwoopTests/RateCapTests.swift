@@ -1,6 +1,6 @@
-import SwoopTransfer
 import Testing
 @testable import Swoop
+@testable import SwoopTransfer
 
 /// What a byte-rate cap (`Configuration.maximumBytesPerSecond`) changes besides the bucket:
 /// validation, the low-speed limit, and the adaptive connection count.

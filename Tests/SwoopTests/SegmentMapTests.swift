@@ -2,6 +2,7 @@ import Crypto
 import SwoopTestSupport
 import Testing
 @testable import Swoop
+@testable import SwoopStore
 
 /// The segment map format, written independently of `SegmentMap.encoded()` so each field can be
 /// set to anything (with a correct checksum) and the decoder's own checks reached.

@@ -1,3 +1,5 @@
+import SwoopStore
+
 /// Which items of a bulk download share a download, kept small: a 16-byte key per distinct URL
 /// and destination that succeeded; the items that repeat a running download wait beside it (a
 /// handful at a time).

@@ -1,3 +1,5 @@
+import SwoopStore
+
 /// A `Content-Disposition` response header (RFC 6266), read for the one thing a downloader wants
 /// from it: the file name the server suggests.
 ///

@@ -1,4 +1,5 @@
 import Logging
+import SwoopStore
 import SwoopTransfer
 
 /// Hears how the probe ends.

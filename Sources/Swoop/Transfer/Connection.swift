@@ -1,3 +1,4 @@
+import SwoopStore
 import SwoopTransfer
 
 /// Hears how a connection's exchanges go. Only events travel up: body bytes go to the store.

@@ -1,4 +1,5 @@
 import Logging
+import SwoopStore
 import SwoopTransfer
 
 /// One server a download fetches from: the first URL's, or a mirror that passed its check. Each

@@ -129,7 +129,7 @@ struct ResponsePlanner {
             return
         }
         let rangeField = request.headers.first(name: "Range")
-        if faults.busyHTMLForRanges, isLying, rangeField != nil {
+        if faults.busyHTMLForRanges, isLying, rangeField != nil, ordinal <= (faults.busyFirstRequests ?? .max) {
             let page = "<!DOCTYPE html>\n<html><head><title>Server busy</title></head>"
                 + "<body><h1>Server busy</h1><p>Please try again later.</p></body></html>\n"
             setText(&plan, status: .ok, page, contentType: "text/html; charset=utf-8")

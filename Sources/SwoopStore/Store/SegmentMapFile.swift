@@ -1,3 +1,4 @@
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -9,15 +10,15 @@ import Darwin
 #endif
 
 /// Reading and atomically replacing `FILE.swoop`.
-enum SegmentMapFile {
+package enum SegmentMapFile {
     /// Why a map on disk could not be used.
-    enum ReadError: Error {
+    package enum ReadError: Error {
         case missing
         case untrusted(SegmentMapError)
         case io(DownloadError)
     }
 
-    static func read(at path: String) -> Result<SegmentMap, ReadError> {
+    package static func read(at path: String) -> Result<SegmentMap, ReadError> {
         let bytes: [UInt8]
         switch readAll(path) {
         case .success(let contents): bytes = contents
@@ -33,7 +34,7 @@ enum SegmentMapFile {
 
     /// Replaces the map so that a crash at any instant leaves either the old map or the new one:
     /// write a temporary file, fsync it, rename it over the map, fsync the directory.
-    static func write(_ map: SegmentMap, to path: String) throws(DownloadError) {
+    package static func write(_ map: SegmentMap, to path: String) throws(DownloadError) {
         let temporary = path + ".tmp"
         let bytes = map.encoded()
         do {
@@ -60,7 +61,7 @@ enum SegmentMapFile {
     }
 
     /// Deletes the map (and a leftover temporary), ignoring absence.
-    static func remove(at path: String) {
+    package static func remove(at path: String) {
         removeFile(path)
         removeFile(path + ".tmp")
     }

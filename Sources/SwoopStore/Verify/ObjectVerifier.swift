@@ -1,6 +1,6 @@
 import Dispatch
 import Logging
-import SwoopTransfer
+import SwoopCore
 import Synchronization
 import SystemPackage
 
@@ -11,19 +11,19 @@ import Musl
 #endif
 
 /// One digest a download is checked against, and where the expected value came from.
-struct DigestCheck: Sendable {
-    var expected: Checksum
-    var source: VerifiedDigest.Source
+package struct DigestCheck: Sendable {
+    package var expected: Checksum
+    package var source: VerifiedDigest.Source
     /// The header it came from, to show values as the server writes them.
-    var published: PublishedDigest?
+    package var published: PublishedDigest?
 
     /// `digest` as the source writes it: a header's notation, or `ALGORITHM=HEX`.
-    func shown(_ digest: Checksum) -> String {
+    package func shown(_ digest: Checksum) -> String {
         published?.written(digest) ?? digest.description
     }
 
     /// The failure when the bytes give `computed`.
-    func mismatch(
+    package func mismatch(
         _ computed: Checksum, target: String,
         consequence: String = "nothing was kept at the target and the partial download was deleted"
     ) -> DownloadError {
@@ -41,7 +41,7 @@ extension DigestCheck {
     /// What a download is checked against: `expected` (the caller's), and the whole-object
     /// digest the server published that ``PublishedDigests/preference`` puts first, when
     /// `verifyingPublished`. Says at `info` level what else was seen and why it is not used.
-    static func checks(expected: Checksum?, published: PublishedDigests, verifyingPublished: Bool, logger: Logger) -> [DigestCheck] {
+    package static func checks(expected: Checksum?, published: PublishedDigests, verifyingPublished: Bool, logger: Logger) -> [DigestCheck] {
         var checks: [DigestCheck] = []
         if let expected { checks.append(DigestCheck(expected: expected, source: .expectedChecksum, published: nil)) }
         for note in published.unusable { logger.info("server digest \(note)") }
@@ -69,11 +69,11 @@ extension DigestCheck {
 /// bytes in order and follow the complete prefix of the file. Both
 /// read the stretches back from `FILE.part`, from the page cache, on the verifier's own queue.
 /// ``finish(size:inMemory:then:)`` checks whatever is left and compares.
-final class ObjectVerifier: @unchecked Sendable {
-    let checks: [DigestCheck]
+package final class ObjectVerifier: @unchecked Sendable {
+    package let checks: [DigestCheck]
     /// A digest follows the file in order (a hash, not a CRC): the transfer then fetches the
     /// lowest work first, so the complete prefix grows steadily and little is left at the end.
-    let hashesInOrder: Bool
+    package let hashesInOrder: Bool
     private let path: String
     private let target: String
     private let work: DiskQueue
@@ -95,7 +95,7 @@ final class ObjectVerifier: @unchecked Sendable {
     private var readBuffer: UnsafeMutableRawBufferPointer?
 
     /// `resumed`: CRC runs a segment map kept, already limited to its complete chunks.
-    init(checks: [DigestCheck], path: String, target: String, loop: TransferLoop, resumed: CRCRuns?) {
+    package init(checks: [DigestCheck], path: String, target: String, loop: any LoopExecutor, resumed: CRCRuns?) {
         self.checks = checks
         self.path = path
         self.target = target
@@ -116,11 +116,11 @@ final class ObjectVerifier: @unchecked Sendable {
     }
 
     /// The CRC runs checked so far, for the segment map (`nil`: no CRC is checked).
-    var crcRuns: CRCRuns? { snapshot.withLock { $0 } }
+    package var crcRuns: CRCRuns? { snapshot.withLock { $0 } }
 
     /// Stretches of the object that are complete (transfer thread). They are read and hashed
     /// on the verifier's queue.
-    func add(_ ranges: [ByteRange]) {
+    package func add(_ ranges: [ByteRange]) {
         guard !ranges.isEmpty else { return }
         work.run { [self] in
             for range in ranges { absorb(range) }
@@ -131,7 +131,7 @@ final class ObjectVerifier: @unchecked Sendable {
     }
 
     /// Stops reading: the download is over or starts again. Pending work ends early.
-    func cancel() {
+    package func cancel() {
         cancelled.store(true, ordering: .relaxed)
         work.run { [self] in closeDescriptor() }
     }
@@ -139,7 +139,7 @@ final class ObjectVerifier: @unchecked Sendable {
     /// Checks the rest (everything no stretch covered, as after a resume), compares, and calls
     /// `then` on the transfer thread with the digests verified or the mismatch. `inMemory`: the
     /// object's bytes, for one small enough to be held (nothing is read from disk then).
-    func finish(size: Int64, inMemory: [UInt8]?, then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void) {
+    package func finish(size: Int64, inMemory: [UInt8]?, then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void) {
         if let inMemory {
             then(compare(checks.map { check in
                 var hasher = DigestHasher(check.expected.algorithm)
@@ -282,9 +282,9 @@ extension ObjectVerifier {
     /// for `found`. It follows `store`'s completed chunks (an object small
     /// enough to be held in memory is checked there at the end instead); a resumed `map`'s CRC runs
     /// are kept, and its complete bytes are checked now, while the rest arrives.
-    static func start(
+    package static func start(
         _ checks: [DigestCheck], for found: RemoteObject, paths: DownloadPaths, store: DownloadStore?, resumed map: SegmentMap?,
-        loop: TransferLoop
+        loop: any LoopExecutor
     ) -> ObjectVerifier {
         let runs = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }
         let verifier = ObjectVerifier(checks: checks, path: paths.part, target: paths.target, loop: loop, resumed: runs)
@@ -292,27 +292,5 @@ extension ObjectVerifier {
         store.verify(with: verifier)
         if let map { verifier.add(map.completeRanges) }
         return verifier
-    }
-}
-
-/// A digest a download was checked against, for ``DownloadResult``.
-public struct VerifiedDigest: Sendable, Equatable, CustomStringConvertible {
-    /// Where the expected value came from.
-    public enum Source: Sendable, Equatable {
-        /// ``DownloadRequest/expectedChecksum``.
-        case expectedChecksum
-        /// A header of the server's response (its name, lowercase: `x-goog-hash`, `repr-digest`).
-        case server(header: String)
-    }
-
-    public var source: Source
-    /// The digest, which the downloaded bytes matched.
-    public var checksum: Checksum
-
-    public var description: String {
-        switch source {
-        case .expectedChecksum: "\(checksum) (expected checksum)"
-        case .server(let header): "\(checksum) (\(header))"
-        }
     }
 }

@@ -1,34 +1,36 @@
+import SwoopCore
+
 /// The store of one object being downloaded: the write path from connections to the sink, the
 /// record of what is written (the plan's chunks), and checkpoints.
 ///
 /// Connections call ``write(_:for:requestEnd:)`` (or ``writeStream(_:)``) with each piece of a
 /// response: the plan says which bytes are new and where they go, the sink takes them, the plan
 /// advances. Nothing on the way passes through the session. Transfer thread only.
-final class DownloadStore {
-    let sink: BodySink
+package final class DownloadStore {
+    package let sink: BodySink
     /// What is written and what is left; `nil` for a single stream (a server without ranges).
-    let plan: SegmentScheduler?
+    package let plan: SegmentScheduler?
     /// Bytes an earlier run had already written.
-    let bytesResumed: Int64
+    package let bytesResumed: Int64
     private let checkpointer: Checkpointer?
     private let counters: DownloadCounters
     /// Where a single stream's next byte goes.
-    private(set) var streamPosition: Int64 = 0
+    package private(set) var streamPosition: Int64 = 0
     /// Computes the object's digests from the stretches that become complete.
-    private(set) var verifier: ObjectVerifier?
+    package private(set) var verifier: ObjectVerifier?
     /// Complete stretches not yet handed to the verifier, in the order they completed.
     private var completed: [ByteRange] = []
     /// Bytes in `completed`.
     private var pendingVerification: Int64 = 0
     /// Complete bytes handed to the verifier without waiting for the tick.
-    static let verificationBatch: Int64 = 8 << 20
+    package static let verificationBatch: Int64 = 8 << 20
     /// Each response's bytes are checked against its own digest (`Content-Digest`) before they
     /// count; hedging and cutting requests short are off then (a cut response cannot be checked).
-    var checksEachResponse = false
+    package var checksEachResponse = false
 
     /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
     /// when the sink keeps partial state.
-    init(sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
+    package init(sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
          checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant) {
         self.sink = sink
         self.plan = plan
@@ -42,18 +44,18 @@ final class DownloadStore {
     }
 
     /// The bytes written at `range`, if the sink can read them back.
-    func readBack(_ range: ByteRange) -> [UInt8]? {
+    package func readBack(_ range: ByteRange) -> [UInt8]? {
         sink.read(range)
     }
 
     /// Whether a single stream's next `count` bytes fit in the sink now (an in-order sink's
     /// window may be full; the connection then pauses).
-    func hasRoom(for count: Int) -> Bool {
+    package func hasRoom(for count: Int) -> Bool {
         sink.hasRoom(for: count, at: streamPosition)
     }
 
     /// A store for a single stream: bytes arrive in order, nothing can resume.
-    init(streamingTo sink: BodySink, counters: DownloadCounters) {
+    package init(streamingTo sink: BodySink, counters: DownloadCounters) {
         self.sink = sink
         self.plan = nil
         self.bytesResumed = 0
@@ -69,7 +71,7 @@ final class DownloadStore {
     /// close behind the bytes; what is left at the end is checked while the final flush runs
     /// (``BodySink/makeDurable(size:record:)``). Held back longer, the hash of a short download
     /// would come after its last byte rather than beside the transfer.
-    func verify(with verifier: ObjectVerifier) {
+    package func verify(with verifier: ObjectVerifier) {
         self.verifier = verifier
         checkpointer?.crcRuns = { [weak verifier] in verifier?.crcRuns }
         guard let plan else { return }
@@ -88,7 +90,7 @@ final class DownloadStore {
     }
 
     /// Hands the verifier every complete stretch not yet handed over (each tick, and at the end).
-    func handOverCompletedStretches() {
+    package func handOverCompletedStretches() {
         guard let verifier, !completed.isEmpty else { return }
         verifier.add(completed)
         completed.removeAll(keepingCapacity: true)
@@ -96,16 +98,16 @@ final class DownloadStore {
     }
 
     /// Whether what this store wrote can be resumed by a later run (it has a segment map).
-    var keepsPartialState: Bool { checkpointer != nil }
+    package var keepsPartialState: Bool { checkpointer != nil }
 
     /// Bytes of the object present, resumed ones included.
-    var bytesDone: Int64 {
+    package var bytesDone: Int64 {
         guard let plan else { return streamPosition }
         return bytesResumed + plan.bytesWritten
     }
 
     /// What a connection should do after a piece of its response was stored.
-    enum WriteVerdict {
+    package enum WriteVerdict {
         /// Keep the bytes coming.
         case more
         /// This request's remaining bytes are not wanted (its segment's end moved below them).
@@ -117,7 +119,7 @@ final class DownloadStore {
     /// Stores bytes arriving for `segment` at its position; the connection's request reaches
     /// `requestEnd`. Bytes a hedge partner already wrote are skipped.
     @inline(__always)
-    func write(_ body: UnsafeRawBufferPointer, for segment: Segment, requestEnd: Int64) -> WriteVerdict {
+    package func write(_ body: UnsafeRawBufferPointer, for segment: Segment, requestEnd: Int64) -> WriteVerdict {
         guard let plan else { return .enough }
         let step = plan.plannedWrite(segment, count: body.count)
         if !step.write.isEmpty {
@@ -136,7 +138,7 @@ final class DownloadStore {
 
     /// Stores a single stream's next bytes.
     @inline(__always)
-    func writeStream(_ body: UnsafeRawBufferPointer) -> WriteVerdict {
+    package func writeStream(_ body: UnsafeRawBufferPointer) -> WriteVerdict {
         do {
             try sink.write(body, at: streamPosition)
         } catch {
@@ -151,20 +153,20 @@ final class DownloadStore {
     // MARK: Checkpoints
 
     /// Called when a checkpoint fails.
-    var onCheckpointFailure: ((DownloadError) -> Void)? {
+    package var onCheckpointFailure: ((DownloadError) -> Void)? {
         get { checkpointer?.onFailure }
         set { checkpointer?.onFailure = newValue }
     }
 
     /// Checkpoints if the interval has passed and something new was written.
-    func checkpointIfDue() {
+    package func checkpointIfDue() {
         handOverCompletedStretches()
         guard let checkpointer, let plan else { return }
         checkpointer.checkpointIfDue(plan.written)
     }
 
     /// Checkpoints now (if this store checkpoints at all), then runs `then`.
-    func checkpoint(then: (() -> Void)? = nil) {
+    package func checkpoint(then: (() -> Void)? = nil) {
         guard let checkpointer, let plan else {
             then?()
             return
@@ -174,18 +176,20 @@ final class DownloadStore {
 }
 
 /// What a download counted, across restarts: for ``DownloadResult`` and progress.
-final class DownloadCounters {
+package final class DownloadCounters {
     /// Body bytes received (retries and hedged duplicates included).
-    var bytesReceived: Int64 = 0
+    package var bytesReceived: Int64 = 0
     /// HTTP requests sent, the probe and redirects included.
-    var requests = 0
+    package var requests = 0
     /// Requests retried after a failure.
-    var retries = 0
+    package var retries = 0
     /// The most connections busy at once.
-    var peakConnections = 0
+    package var peakConnections = 0
+
+    package init() {}
 
     /// Counts a request about to be sent while `busy` connections (this one included) are busy.
-    func willSend(busy: Int) {
+    package func willSend(busy: Int) {
         requests += 1
         peakConnections = max(peakConnections, busy)
     }

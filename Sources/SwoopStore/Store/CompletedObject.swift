@@ -1,4 +1,5 @@
 import CSwoopSystem
+import SwoopCore
 import SystemPackage
 
 /// What a completed file records about its source (in the `user.swoop.object` extended attribute),
@@ -9,16 +10,16 @@ import SystemPackage
 /// inode's own attribute space. (With the source URL, as the first format had it, the record took
 /// an attribute block of its own: a second 4 KiB block, and its journal write, for every small file.)
 /// Records in the first format (`swoop1`, with the URL) are still read.
-struct CompletedObject: Equatable, Sendable {
-    static let attributeName = "user.swoop.object"
+package struct CompletedObject: Equatable, Sendable {
+    package static let attributeName = "user.swoop.object"
 
-    var size: Int64
-    var etag: String?
-    var lastModified: String?
+    package var size: Int64
+    package var etag: String?
+    package var lastModified: String?
     /// The source URL, redacted: only in records of the first format.
-    var url: String?
+    package var url: String?
 
-    init(size: Int64, etag: String?, lastModified: String?, url: String? = nil) {
+    package init(size: Int64, etag: String?, lastModified: String?, url: String? = nil) {
         self.size = size
         self.etag = etag
         self.lastModified = lastModified
@@ -26,13 +27,13 @@ struct CompletedObject: Equatable, Sendable {
     }
 
     /// The record as written: only what identifies the object (see the type's notes).
-    var encoded: String {
+    package var encoded: String {
         let identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified)
         let validator = identity.strongETag ?? lastModified ?? etag ?? ""
         return ["s2", String(size), validator].joined(separator: "\n")
     }
 
-    init?(encoded: String) {
+    package init?(encoded: String) {
         let fields = encoded.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         switch fields.first {
         case "s2":
@@ -50,7 +51,7 @@ struct CompletedObject: Equatable, Sendable {
     }
 
     /// Reads the record from a file; `nil` when it has none (not ours, or no xattr support).
-    static func read(from path: String) -> CompletedObject? {
+    package static func read(from path: String) -> CompletedObject? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { swoop_getxattr(path, attributeName, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
@@ -58,14 +59,14 @@ struct CompletedObject: Equatable, Sendable {
     }
 
     /// Best effort: file systems without user xattrs simply do not remember.
-    func write(to path: String) {
+    package func write(to path: String) {
         let value = Array(encoded.utf8)
         _ = value.withUnsafeBytes { swoop_setxattr(path, Self.attributeName, $0.baseAddress, $0.count) }
     }
 
     /// Records on the open file, before it is made durable and renamed into place, so the target
     /// never exists without its record. Best effort, like ``write(to:)``.
-    func write(to descriptor: FileDescriptor) {
+    package func write(to descriptor: FileDescriptor) {
         let value = Array(encoded.utf8)
         _ = value.withUnsafeBytes { swoop_fsetxattr(descriptor.rawValue, Self.attributeName, $0.baseAddress, $0.count) }
     }
@@ -73,5 +74,5 @@ struct CompletedObject: Equatable, Sendable {
 
 extension CompletedObject {
     /// The identity the record describes.
-    var identity: ObjectIdentity { ObjectIdentity(size: size, etag: etag, lastModified: lastModified) }
+    package var identity: ObjectIdentity { ObjectIdentity(size: size, etag: etag, lastModified: lastModified) }
 }

@@ -1,8 +1,10 @@
+import SwoopCore
+
 /// Turning untrusted names (from URLs) into file names that stay inside the chosen directory.
-enum FileName {
+package enum FileName {
     /// `path` made absolute against the working directory, `.` and `..` resolved lexically:
     /// two spellings of one target compare equal.
-    static func absolute(_ path: String) -> String {
+    package static func absolute(_ path: String) -> String {
         if isNormal(path, absolute: true) { return path }
         if isNormal(path, absolute: false) {
             // The working directory as getcwd gives it is normal already (a list of thousands of
@@ -55,7 +57,7 @@ enum FileName {
 
     /// `name` as a single safe path component: separators and control characters replaced by
     /// `_`, at most 255 bytes of UTF-8; `nil` when nothing usable is left (`""`, `.`, `..`).
-    static func sanitized(_ name: String) -> String? {
+    package static func sanitized(_ name: String) -> String? {
         var cleaned = ""
         for scalar in name.unicodeScalars {
             switch scalar.value {

@@ -1,3 +1,4 @@
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Darwin
 
 extension DownloadError {
     /// A failed system call on a local file, with the fix for the common causes.
-    static func localIO(_ operation: String, path: String, errno code: Int32) -> DownloadError {
+    package static func localIO(_ operation: String, path: String, errno code: Int32) -> DownloadError {
         let cause = String(cString: strerror(code))
         switch code {
         case ENOSPC, EDQUOT:

@@ -1,9 +1,11 @@
+import SwoopCore
+
 /// Records a ranged download's progress in its segment map so a later run can resume: every
 /// ``interval`` while bytes arrive, and on demand (at the start, and when a download stops).
 ///
 /// The sink makes the written chunks durable before the map says so, so a crash at any instant
 /// leaves a map that describes only bytes on disk. Transfer thread only.
-final class Checkpointer {
+package final class Checkpointer {
     private let sink: BodySink
     private let interval: Duration
     /// The map without its chunks: what the object is and where it came from.
@@ -13,15 +15,15 @@ final class Checkpointer {
     private var inFlight = false
     private var last: ContinuousClock.Instant
     /// Called when a checkpoint fails (the download cannot keep its promise of resumability).
-    var onFailure: ((DownloadError) -> Void)?
+    package var onFailure: ((DownloadError) -> Void)?
     /// The CRCs checked so far, recorded with the chunks (only stretches already complete).
-    var crcRuns: (() -> CRCRuns?)?
+    package var crcRuns: (() -> CRCRuns?)?
 
     /// `since`: when the download started. The interval counts from there, not from when the
     /// transfer began a few milliseconds later: progress ticks come every interval too, and the
     /// first would otherwise fall just short and put the first checkpoint a whole tick later
     /// (a run killed in between kept nothing).
-    init(sink: BodySink, interval: Duration, template: SegmentMap, since: ContinuousClock.Instant) {
+    package init(sink: BodySink, interval: Duration, template: SegmentMap, since: ContinuousClock.Instant) {
         self.sink = sink
         self.interval = interval
         self.template = template
@@ -30,13 +32,13 @@ final class Checkpointer {
     }
 
     /// Checkpoints `chunks` if ``interval`` has passed since the last one and they changed.
-    func checkpointIfDue(_ chunks: ChunkSet) {
+    package func checkpointIfDue(_ chunks: ChunkSet) {
         guard ContinuousClock.now - last >= interval, !inFlight, chunks != recorded else { return }
         checkpoint(chunks, then: nil)
     }
 
     /// Checkpoints `chunks` now, then runs `then` (on the transfer thread) whether or not it worked.
-    func checkpoint(_ chunks: ChunkSet, then: (() -> Void)?) {
+    package func checkpoint(_ chunks: ChunkSet, then: (() -> Void)?) {
         inFlight = true
         last = .now
         var map = template

@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCore
 
 /// Where a download's body bytes go.
 ///
@@ -10,7 +10,7 @@ import SwoopTransfer
 ///
 /// Used on the transfer thread only. Anything that may block (fsync, rename) goes to the
 /// ``DiskQueue``, and its completion comes back on the transfer thread.
-protocol BodySink: AnyObject {
+package protocol BodySink: AnyObject {
     /// Whether the sink keeps a partial download across runs: a download inspects what an
     /// earlier run left, checkpoints, and keeps its state when it stops, only when it does.
     var keepsPartialState: Bool { get }
@@ -74,32 +74,32 @@ protocol BodySink: AnyObject {
 
 extension BodySink {
     // Sinks that take any offset at any time (files, the benchmark's discard).
-    var window: Int64? { nil }
-    func hasRoom(for count: Int, at offset: Int64) -> Bool { true }
-    func observeRoom(_ handler: @escaping (Int64) -> Void) {}
-    func verifyInOrder(_ checks: [DigestCheck]) {}
-    func makeDurable(size: Int64, record: CompletedObject) {}
+    package var window: Int64? { nil }
+    package func hasRoom(for count: Int, at offset: Int64) -> Bool { true }
+    package func observeRoom(_ handler: @escaping (Int64) -> Void) {}
+    package func verifyInOrder(_ checks: [DigestCheck]) {}
+    package func makeDurable(size: Int64, record: CompletedObject) {}
 }
 
 /// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.
-final class DiscardSink: BodySink {
-    private let loop: TransferLoop
+package final class DiscardSink: BodySink {
+    private let loop: any LoopExecutor
 
-    init(loop: TransferLoop) {
+    package init(loop: any LoopExecutor) {
         self.loop = loop
     }
 
-    var keepsPartialState: Bool { false }
-    func claim() {}
-    func discardPartialState() {}
-    func releaseClaim() {}
-    func open(size: Int64?, resuming: Bool) {}
-    @inline(__always) func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
-    func read(_ range: ByteRange) -> [UInt8]? { nil }
-    func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
-    func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) { then(nil) }
+    package var keepsPartialState: Bool { false }
+    package func claim() {}
+    package func discardPartialState() {}
+    package func releaseClaim() {}
+    package func open(size: Int64?, resuming: Bool) {}
+    @inline(__always) package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
+    package func read(_ range: ByteRange) -> [UInt8]? { nil }
+    package func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
+    package func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) { then(nil) }
 
-    func close(discarding: Bool, then: @escaping () -> Void) {
+    package func close(discarding: Bool, then: @escaping () -> Void) {
         loop.afterCallbacks(then)
     }
 }

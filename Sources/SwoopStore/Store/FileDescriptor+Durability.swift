@@ -1,4 +1,5 @@
 import CSwoopSystem
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -13,12 +14,12 @@ import Darwin
 /// `EINTR`, `errno` turned into a thrown `Errno`.
 extension FileDescriptor {
     /// Flushes the file's data and metadata to stable storage (`fsync`).
-    func sync() throws(Errno) {
+    package func sync() throws(Errno) {
         try retryingOnInterrupt { fsync(rawValue) }
     }
 
     /// Flushes the file's data, and only the metadata needed to read it back (`fdatasync`).
-    func syncData() throws(Errno) {
+    package func syncData() throws(Errno) {
         #if canImport(Darwin)
         try retryingOnInterrupt { fsync(rawValue) }
         #else
@@ -28,7 +29,7 @@ extension FileDescriptor {
 
     /// Flushes every dirty page and metadata change of the file system holding this file
     /// (`syncfs`): one call for many files written since the last.
-    func syncFileSystem() throws(Errno) {
+    package func syncFileSystem() throws(Errno) {
         #if canImport(Darwin)
         try sync()
         #else
@@ -38,7 +39,7 @@ extension FileDescriptor {
 
     /// Reserves disk blocks for `length` bytes so a full disk is found now, not mid-download.
     /// Falls back to `ftruncate` where the file system cannot reserve space.
-    func preallocate(length: Int64) throws(Errno) {
+    package func preallocate(length: Int64) throws(Errno) {
         guard length > 0 else { return }
         do {
             try retryingOnInterrupt { swoop_fallocate(rawValue, 0, length) }
@@ -50,12 +51,12 @@ extension FileDescriptor {
     /// Starts writing dirty pages back to disk without waiting (`sync_file_range`), so the data
     /// reaches the disk while the download goes on and the final `fsync` has little left to do.
     /// A hint only: failures are ignored, durability still comes from ``sync()``.
-    func startWriteback() {
+    package func startWriteback() {
         _ = swoop_start_writeback(rawValue, 0, 0)
     }
 
     /// The file's size in bytes (`fstat`).
-    func size() throws(Errno) -> Int64 {
+    package func size() throws(Errno) -> Int64 {
         var info = CStat()
         try retryingOnInterrupt { fstat(rawValue, &info) }
         return Int64(info.st_size)
@@ -68,14 +69,14 @@ extension FileDescriptor {
 
 #if canImport(Glibc)
 /// `struct stat`, which swift-system's `Stat` shadows.
-typealias CStat = Glibc.stat
+package typealias CStat = Glibc.stat
 #elseif canImport(Musl)
-typealias CStat = Musl.stat
+package typealias CStat = Musl.stat
 #endif
 
 /// Runs `call` until it does not fail with `EINTR`; throws `errno` on any other failure.
 @inline(__always)
-func retryingOnInterrupt(_ call: () -> Int32) throws(Errno) {
+package func retryingOnInterrupt(_ call: () -> Int32) throws(Errno) {
     while true {
         if call() != -1 { return }
         if errno != EINTR { throw Errno(rawValue: errno) }
@@ -85,24 +86,24 @@ func retryingOnInterrupt(_ call: () -> Int32) throws(Errno) {
 /// Runs a path-based system call until it does not fail with `EINTR` (rename, link, unlink,
 /// stat); throws `errno` on any other failure.
 @inline(__always)
-func systemCall(_ call: () -> Int32) throws(Errno) {
+package func systemCall(_ call: () -> Int32) throws(Errno) {
     try retryingOnInterrupt(call)
 }
 
 /// `stat(path)`, retried on `EINTR`.
-func fileInfo(_ path: String) throws(Errno) -> CStat {
+package func fileInfo(_ path: String) throws(Errno) -> CStat {
     var info = CStat()
     try systemCall { stat(path, &info) }
     return info
 }
 
 /// Deletes the file at `path` if it is there (`unlink`, retried on `EINTR`).
-func removeFile(_ path: String) {
+package func removeFile(_ path: String) {
     try? systemCall { unlink(path) }
 }
 
 /// Flushes a directory entry change (a create, rename or unlink) to stable storage.
-func syncDirectory(containing path: String) throws(Errno) {
+package func syncDirectory(containing path: String) throws(Errno) {
     let directory = FilePath(path).removingLastComponent()
     let descriptor: FileDescriptor
     do {
@@ -120,7 +121,7 @@ func syncDirectory(containing path: String) throws(Errno) {
 /// Creates the directory `path` and its missing parents (`mkdir -p`, mode 0755 less the umask),
 /// and makes each new entry durable (`fsync` of its parent), so a file published inside is not
 /// lost with its directory in a crash. A directory another process creates meanwhile is fine.
-func createDirectories(_ path: String) throws(DownloadError) {
+package func createDirectories(_ path: String) throws(DownloadError) {
     var missing: [FilePath] = []
     var current = FilePath(path)
     while !current.isEmpty {
@@ -159,7 +160,7 @@ func createDirectories(_ path: String) throws(DownloadError) {
 
 /// The whole file at `path`, read to its end rather than to its reported size (so `/proc` files,
 /// which report none, read too); `.fileTooLarge` beyond `limit` bytes.
-func readWholeFile(_ path: String, limit: Int) -> Result<[UInt8], Errno> {
+package func readWholeFile(_ path: String, limit: Int) -> Result<[UInt8], Errno> {
     do {
         let descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
         defer { try? descriptor.close() }

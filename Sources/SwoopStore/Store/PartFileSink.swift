@@ -1,3 +1,4 @@
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -12,8 +13,8 @@ import Musl
 /// commit (``PublishQueue``).
 ///
 /// Transfer thread only; fsyncs, the map, the rename and closing run on the ``DiskQueue``.
-final class PartFileSink: BodySink {
-    let paths: DownloadPaths
+package final class PartFileSink: BodySink {
+    package let paths: DownloadPaths
     private let disk: DiskQueue
     private let publisher: PublishQueue
     private let overwritesTarget: Bool
@@ -27,7 +28,7 @@ final class PartFileSink: BodySink {
     /// Objects up to this size (too small to split) are held in memory and written out when
     /// published, by the publish queue: creating a file can take the file system a millisecond,
     /// which the transfer thread spends on the network instead. 64 in flight hold 4 MiB.
-    static let holdLimit: Int64 = 64 << 10
+    package static let holdLimit: Int64 = 64 << 10
     /// A small object's bytes, until it is published.
     private var held: [UInt8]?
     /// The part was made durable ahead of `finish` (``makeDurable(size:record:)``).
@@ -39,20 +40,20 @@ final class PartFileSink: BodySink {
     private var bytesSinceWriteback: Int64 = 0
     private var writebackInFlight = false
 
-    init(paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, overwritesTarget: Bool) {
+    package init(paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, overwritesTarget: Bool) {
         self.paths = paths
         self.disk = disk
         self.publisher = publisher
         self.overwritesTarget = overwritesTarget
     }
 
-    var keepsPartialState: Bool { true }
+    package var keepsPartialState: Bool { true }
 
-    func claim() throws(DownloadError) {
+    package func claim() throws(DownloadError) {
         if part == nil { part = try PartFile.claim(paths) }
     }
 
-    func discardPartialState() throws(DownloadError) {
+    package func discardPartialState() throws(DownloadError) {
         guard let part else { return }
         // The map first: never a map that describes bytes no longer there.
         SegmentMapFile.remove(at: paths.map)
@@ -60,7 +61,7 @@ final class PartFileSink: BodySink {
         try part.truncate()
     }
 
-    func releaseClaim() {
+    package func releaseClaim() {
         guard let part else { return }
         self.part = nil
         // Claiming created it when nothing was there: then it goes (before the lock does).
@@ -68,7 +69,7 @@ final class PartFileSink: BodySink {
         part.close()
     }
 
-    func open(size: Int64?, resuming: Bool) throws(DownloadError) {
+    package func open(size: Int64?, resuming: Bool) throws(DownloadError) {
         if !resuming, part == nil, let size, size <= Self.holdLimit {
             held = [UInt8](repeating: 0, count: Int(size))
             mapMayExist = false
@@ -97,7 +98,7 @@ final class PartFileSink: BodySink {
     }
 
     @inline(__always)
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) {
         if held != nil {
             held!.withUnsafeMutableBytes { target in
                 let start = Int(offset)
@@ -117,7 +118,7 @@ final class PartFileSink: BodySink {
         if bytesSinceWriteback >= Self.writebackStride { startWriteback() }
     }
 
-    func read(_ range: ByteRange) -> [UInt8]? {
+    package func read(_ range: ByteRange) -> [UInt8]? {
         if let held {
             guard range.upperBound <= Int64(held.count) else { return nil }
             return Array(held[Int(range.lowerBound)..<Int(range.upperBound)])
@@ -144,7 +145,7 @@ final class PartFileSink: BodySink {
         disk.run({ descriptor.startWriteback() }, then: { [self] in writebackInFlight = false })
     }
 
-    func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) {
+    package func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) {
         // Not once finishing has taken the descriptor: the map would be written after the
         // finalizer removed it, by syncing a descriptor number that may belong to another file.
         guard let descriptor = part?.openDescriptor else {
@@ -170,7 +171,7 @@ final class PartFileSink: BodySink {
 
     /// Cuts the part to size, records it and fsyncs it on the disk queue while the verifier
     /// finishes; `finish` then only publishes (or reports this step's failure).
-    func makeDurable(size: Int64, record: CompletedObject) {
+    package func makeDurable(size: Int64, record: CompletedObject) {
         guard held == nil, durable == nil, let descriptor = part?.openDescriptor else { return }
         let step = DurableStep()
         durable = step
@@ -182,7 +183,7 @@ final class PartFileSink: BodySink {
         }
     }
 
-    func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
+    package func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
         let body: Finalizer.Item.Body
         if let held {
             body = .held(Array(held.prefix(Int(size))))
@@ -219,7 +220,7 @@ final class PartFileSink: BodySink {
         }, then: then)
     }
 
-    func close(discarding: Bool, then: @escaping () -> Void) {
+    package func close(discarding: Bool, then: @escaping () -> Void) {
         let descriptor = part?.takeDescriptorForClosing()
         part = nil
         held = nil
@@ -242,5 +243,5 @@ final class PartFileSink: BodySink {
 ///
 /// `@unchecked Sendable`: written and read only on the sink's serial disk queue, in that order.
 private final class DurableStep: @unchecked Sendable {
-    var failure: DownloadError?
+    package var failure: DownloadError?
 }

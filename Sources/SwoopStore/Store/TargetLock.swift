@@ -1,3 +1,4 @@
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -19,14 +20,14 @@ import Musl
 ///
 /// The holder never unlinks the part file while someone could take over its name: it discards
 /// by truncating, and deletes the name only just before closing.
-enum TargetLock {
+package enum TargetLock {
     /// Opens `path` (creating it, not truncating it) and locks it for this download.
     ///
     /// Throws ``DownloadError/Kind/targetInUse`` at once, naming the holder, when another
     /// download holds it. Between `open` and `flock` the previous holder may have renamed or
     /// deleted the file (it finished or gave up): the lock is then on a file that is no longer at
     /// `path`, so it is dropped and taken again on what is there now.
-    static func claim(_ path: String, target: String) throws(DownloadError) -> FileDescriptor {
+    package static func claim(_ path: String, target: String) throws(DownloadError) -> FileDescriptor {
         for _ in 0..<16 {
             let descriptor: FileDescriptor
             do {
@@ -62,7 +63,7 @@ enum TargetLock {
     }
 
     /// Deletes the partial state at `paths` unless another download holds it.
-    static func discardUnlessInUse(_ paths: DownloadPaths) {
+    package static func discardUnlessInUse(_ paths: DownloadPaths) {
         let raw = open(paths.part, O_RDWR | O_CLOEXEC)
         guard raw >= 0 else {
             SegmentMapFile.remove(at: paths.map)
@@ -75,7 +76,7 @@ enum TargetLock {
 
     /// Whether another download holds the lock on `path` right now. Takes nothing: a lock
     /// obtained for the test is released at once.
-    static func isHeld(_ path: String) -> Bool {
+    package static func isHeld(_ path: String) -> Bool {
         let raw = open(path, O_RDONLY | O_CLOEXEC)
         guard raw >= 0 else { return false }
         defer { _ = close(raw) }
@@ -83,7 +84,7 @@ enum TargetLock {
     }
 
     /// The process holding a lock on the file open at `descriptor`, from `/proc/locks`.
-    static func holder(of descriptor: FileDescriptor) -> (pid: Int32, name: String?)? {
+    package static func holder(of descriptor: FileDescriptor) -> (pid: Int32, name: String?)? {
         var info = CStat()
         guard fstat(descriptor.rawValue, &info) == 0, let table = readSmallFile("/proc/locks") else { return nil }
         let device = UInt64(info.st_dev)
@@ -106,7 +107,7 @@ enum TargetLock {
     }
 
     /// The error for a target another download is writing.
-    static func inUse(_ target: String, by holder: (pid: Int32, name: String?)?) -> DownloadError {
+    package static func inUse(_ target: String, by holder: (pid: Int32, name: String?)?) -> DownloadError {
         let who: String
         if let holder, holder.pid == getpid() {
             who = "another download in this process"

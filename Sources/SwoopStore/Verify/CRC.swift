@@ -1,4 +1,5 @@
 import CSwoopSystem
+import SwoopCore
 
 /// A cyclic redundancy check of the reflected kind object stores publish (initial value and final
 /// XOR all ones), with its combine operation: the CRC of A followed by B from the CRCs of A and
@@ -9,11 +10,11 @@ import CSwoopSystem
 /// project offers CRC-32C or the CRC-64s with a combine. Table-driven (slicing by 8); the combine
 /// multiplies by x^(8n) modulo the polynomial, with the powers x^(2^k) precomputed. The standard
 /// check values ("123456789") are in the unit tests.
-struct CRC: Sendable {
+package struct CRC: Sendable {
     /// Bits in the value: 32 or 64.
-    let width: Int
+    package let width: Int
     /// The generator polynomial, bit-reflected.
-    let polynomial: UInt64
+    package let polynomial: UInt64
     /// Eight 256-entry tables, one after the other (slicing by 8).
     private let tables: [UInt64]
     /// x^(2^k) modulo the polynomial, k = 0 ..< 67 (enough for lengths up to 2^63 bytes).
@@ -22,11 +23,11 @@ struct CRC: Sendable {
     /// product of two reflected values comes out one bit short, so one power less than 192 and 128).
     private let foldConstants: (UInt64, UInt64)?
 
-    static let crc32 = CRC(width: 32, polynomial: 0xEDB8_8320)
-    static let crc32c = CRC(width: 32, polynomial: 0x82F6_3B78)
+    package static let crc32 = CRC(width: 32, polynomial: 0xEDB8_8320)
+    package static let crc32c = CRC(width: 32, polynomial: 0x82F6_3B78)
     /// CRC-64/XZ, which Alibaba OSS calls crc64ecma.
-    static let crc64xz = CRC(width: 64, polynomial: 0xC96C_5795_D787_0F42)
-    static let crc64nvme = CRC(width: 64, polynomial: 0x9A6C_9329_AC4B_C9B5)
+    package static let crc64xz = CRC(width: 64, polynomial: 0xC96C_5795_D787_0F42)
+    package static let crc64nvme = CRC(width: 64, polynomial: 0x9A6C_9329_AC4B_C9B5)
 
     private init(width: Int, polynomial: UInt64) {
         self.width = width
@@ -71,7 +72,7 @@ struct CRC: Sendable {
     /// Large buffers go as four interleaved lanes combined at the end: one lane's steps depend on
     /// each other (a table load, then the next), four independent ones keep the CPU busy
     /// (about 2.5x the speed of one).
-    func update(_ crc: UInt64, _ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    package func update(_ crc: UInt64, _ bytes: UnsafeRawBufferPointer) -> UInt64 {
         if let (first, second) = foldConstants, bytes.count >= 256, let base = bytes.baseAddress {
             // The carry-less fold: the bulk to 16 bytes, which the tables finish, then the rest.
             let bulk = bytes.count & ~15
@@ -84,7 +85,7 @@ struct CRC: Sendable {
     }
 
     /// ``update(_:_:)`` by the tables alone (the fold's reference in the tests).
-    func tableUpdate(_ crc: UInt64, _ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    package func tableUpdate(_ crc: UInt64, _ bytes: UnsafeRawBufferPointer) -> UInt64 {
         let lane = bytes.count / 4 & ~7
         guard lane >= 4096 else { return ~step(~crc & mask, bytes) & mask }
         var states: (UInt64, UInt64, UInt64, UInt64) = (~crc & mask, mask, mask, mask)
@@ -136,7 +137,7 @@ struct CRC: Sendable {
     }
 
     /// The CRC of A followed by B, from A's CRC, B's CRC and B's length in bytes.
-    func combine(_ first: UInt64, _ second: UInt64, secondLength: Int64) -> UInt64 {
+    package func combine(_ first: UInt64, _ second: UInt64, secondLength: Int64) -> UInt64 {
         precondition(secondLength >= 0)
         var shift = UInt64(1) << (width - 1)  // x^0
         var n = UInt64(secondLength)
@@ -165,7 +166,7 @@ struct CRC: Sendable {
 
 extension Checksum.Algorithm {
     /// The CRC engine of a CRC algorithm (``isCRC``); `nil` for the hashes.
-    var crc: CRC? {
+    package var crc: CRC? {
         switch self {
         case .crc32: .crc32
         case .crc32c: .crc32c

@@ -1,3 +1,5 @@
+import SwoopCore
+
 /// Group commit for files finished without a segment map (small files that arrived in one
 /// response, streams): while one batch is being made durable and renamed into place, the files
 /// that finish meanwhile wait, and go together as the next batch, so many files share one sync
@@ -8,20 +10,20 @@
 /// large download's checkpoint on the ``DiskQueue``.
 ///
 /// `@unchecked Sendable`: `waiting` and `busy` are touched only on the transfer thread.
-final class PublishQueue: @unchecked Sendable {
+package final class PublishQueue: @unchecked Sendable {
     private let disk: DiskQueue
     private var waiting: [(item: Finalizer.Item, then: (DownloadError?) -> Void)] = []
     private var busy = false
     /// Files per batch at most.
-    static let batchLimit = 256
+    package static let batchLimit = 256
 
-    init(disk: DiskQueue) {
+    package init(disk: DiskQueue) {
         self.disk = disk
     }
 
     /// Publishes `item` with the next batch, then calls `then` on the transfer thread with its
     /// failure, if any.
-    func publish(_ item: Finalizer.Item, then: @escaping (DownloadError?) -> Void) {
+    package func publish(_ item: Finalizer.Item, then: @escaping (DownloadError?) -> Void) {
         waiting.append((item, then))
         if !busy { publishWaiting() }
     }

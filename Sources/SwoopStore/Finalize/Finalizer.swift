@@ -1,4 +1,5 @@
 import CSwoopSystem
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -12,11 +13,11 @@ import Musl
 ///
 /// A target appears only once its bytes (and its ``CompletedObject`` record) are durable, so a
 /// crash at any moment leaves every target absent or complete.
-enum Finalizer {
+package enum Finalizer {
     /// One finished download to publish.
-    struct Item: Sendable {
+    package struct Item: Sendable {
         /// Where its bytes are.
-        enum Body: Sendable {
+        package enum Body: Sendable {
             /// In `FILE.part`, open here.
             case written(FileDescriptor)
             /// In memory (a small object): the part file is created when it is published, off
@@ -24,14 +25,14 @@ enum Finalizer {
             case held([UInt8])
         }
 
-        var body: Body
-        var paths: DownloadPaths
+        package var body: Body
+        package var paths: DownloadPaths
         /// The object's size: the file is cut to it (a stream of unknown size ends where it ends).
-        var size: Int64
-        var record: CompletedObject
-        var overwrite: Bool
+        package var size: Int64
+        package var record: CompletedObject
+        package var overwrite: Bool
         /// Whether a segment map may exist for it (a checkpointed or resumed download).
-        var removesMap: Bool
+        package var removesMap: Bool
 
         /// The file holding the bytes: the part file written, or for bytes held in memory a new
         /// file, unnamed (`O_TMPFILE`, linked into place once durable) where the file system
@@ -67,19 +68,19 @@ enum Finalizer {
 
     /// A finished file, open for publishing.
     fileprivate struct Opened {
-        let descriptor: FileDescriptor
+        package let descriptor: FileDescriptor
         /// It has no name yet (O_TMPFILE): publishing links it; closing it first frees it.
-        let unnamed: Bool
+        package let unnamed: Bool
 
         /// Gives up on it: closes it, and deletes it if it has a name.
-        func discard(_ paths: DownloadPaths) {
+        package func discard(_ paths: DownloadPaths) {
             try? descriptor.close()
             if !unnamed { removeFile(paths.part) }
         }
 
         /// Puts it at the target without replacing anything (unless `overwrite`), and drops its
         /// segment map, then closes it: a part file is renamed while its lock is held.
-        func publish(_ item: Item) throws(DownloadError) {
+        package func publish(_ item: Item) throws(DownloadError) {
             defer { try? descriptor.close() }
             guard unnamed else {
                 try Finalizer.publish(item.paths.part, as: item.paths.target, overwrite: item.overwrite)
@@ -100,7 +101,7 @@ enum Finalizer {
 
     /// Publishes one file: check, `fsync`, rename (or link), drop the map, `fsync` the directory.
     /// `alreadyDurable`: ``makeDurable(_:paths:size:record:)`` did the first two for this part file.
-    static func finalize(_ item: Item, alreadyDurable: Bool = false) throws(DownloadError) {
+    package static func finalize(_ item: Item, alreadyDurable: Bool = false) throws(DownloadError) {
         let file = try item.open()
         // On a failure, a file made here from bytes held in memory goes; a part file stays.
         func abandon() {
@@ -126,7 +127,7 @@ enum Finalizer {
     /// them durable together (`syncfs` per directory's file system, or `fsync` each where that
     /// fails, so a failure is pinned on its file), puts each into place, then `fsync`s every
     /// directory touched, once. Returns each item's failure, in order; one fails only its file.
-    static func finalize(batch items: [Item]) -> [DownloadError?] {
+    package static func finalize(batch items: [Item]) -> [DownloadError?] {
         if items.count == 1 {
             do throws(DownloadError) { try finalize(items[0]) } catch { return [error] }
             return [nil]
@@ -183,7 +184,7 @@ enum Finalizer {
 
     /// The first half of ``finalize(_:alreadyDurable:)`` for a part file, done while its digests
     /// are still being checked: cut to size, record, `fsync`. The descriptor stays open.
-    static func makeDurable(_ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject) throws(DownloadError) {
+    package static func makeDurable(_ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject) throws(DownloadError) {
         let item = Item(body: .written(descriptor), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
         try prepare(item, descriptor)
         do { try descriptor.sync() } catch {
@@ -209,7 +210,7 @@ enum Finalizer {
 
     /// Renames `source` to `target`; without `overwrite` an existing target is an error, checked
     /// atomically where the file system allows.
-    static func publish(_ source: String, as target: String, overwrite: Bool) throws(DownloadError) {
+    package static func publish(_ source: String, as target: String, overwrite: Bool) throws(DownloadError) {
         let appeared = DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
         func renameFailed(_ error: Errno) -> DownloadError {
             if error == .noSuchFileOrDirectory, (try? fileInfo(source)) == nil {

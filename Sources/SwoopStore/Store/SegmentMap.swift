@@ -1,4 +1,5 @@
 import Crypto
+import SwoopCore
 
 /// `FILE.swoop`: which chunks of `FILE.part` are durably on disk, and which object they belong to.
 ///
@@ -15,34 +16,46 @@ import Crypto
 ///
 /// The URL is stored without credentials, query or fragment. Nothing else about the request
 /// (headers, tokens) is stored.
-struct SegmentMap: Equatable, Sendable {
-    static let magic: [UInt8] = Array("SWOOPMAP".utf8)
-    static let currentVersion: UInt16 = 1
+package struct SegmentMap: Equatable, Sendable {
+    package static let magic: [UInt8] = Array("SWOOPMAP".utf8)
+    package static let currentVersion: UInt16 = 1
 
-    var objectSize: Int64
-    var chunkSize: Int64
-    var etag: String?
-    var lastModified: String?
+    package var objectSize: Int64
+    package var chunkSize: Int64
+    package var etag: String?
+    package var lastModified: String?
     /// The source URL, redacted.
-    var url: String
-    var chunks: ChunkSet
+    package var url: String
+    package var chunks: ChunkSet
     /// The CRCs of stretches already checked (a download verified by a CRC), so a resumed run
     /// does not read them again.
-    var crcRuns: CRCRuns?
+    package var crcRuns: CRCRuns?
 
-    var layout: ChunkLayout { ChunkLayout(objectSize: objectSize, chunkSize: chunkSize) }
+    package init(
+        objectSize: Int64, chunkSize: Int64, etag: String? = nil, lastModified: String? = nil, url: String, chunks: ChunkSet, crcRuns: CRCRuns? = nil
+    ) {
+        self.objectSize = objectSize
+        self.chunkSize = chunkSize
+        self.etag = etag
+        self.lastModified = lastModified
+        self.url = url
+        self.chunks = chunks
+        self.crcRuns = crcRuns
+    }
+
+    package var layout: ChunkLayout { ChunkLayout(objectSize: objectSize, chunkSize: chunkSize) }
 
     /// Bytes of the object already complete.
-    var completedBytes: Int64 {
+    package var completedBytes: Int64 {
         objectSize - missingRanges.reduce(0) { $0 + $1.count }
     }
 
-    var missingRanges: [ByteRange] {
+    package var missingRanges: [ByteRange] {
         chunks.missingRuns.map { layout.byteRange(ofChunks: $0) }
     }
 
     /// The complete stretches of the object, in order.
-    var completeRanges: [ByteRange] {
+    package var completeRanges: [ByteRange] {
         var ranges: [ByteRange] = []
         var cursor: Int64 = 0
         for missing in missingRanges {
@@ -54,9 +67,9 @@ struct SegmentMap: Equatable, Sendable {
     }
 
     /// The object the map's bytes belong to.
-    var identity: ObjectIdentity { ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified) }
+    package var identity: ObjectIdentity { ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified) }
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + url.utf8.count + chunks.count / 8)
         out += Self.magic
@@ -84,7 +97,7 @@ struct SegmentMap: Equatable, Sendable {
     }
 
     /// Decodes and checks a map; every way it can be wrong is a distinct error.
-    static func decode(_ bytes: [UInt8]) throws(SegmentMapError) -> SegmentMap {
+    package static func decode(_ bytes: [UInt8]) throws(SegmentMapError) -> SegmentMap {
         guard bytes.count >= magic.count + 4 + 32 else { throw .truncated }
         guard Array(bytes.prefix(magic.count)) == magic else { throw .notASegmentMap }
         var reader = ByteReader(bytes: bytes, offset: magic.count)
@@ -138,14 +151,14 @@ struct SegmentMap: Equatable, Sendable {
 }
 
 /// Why a segment map was not trusted.
-enum SegmentMapError: Error, Equatable, CustomStringConvertible {
+package enum SegmentMapError: Error, Equatable, CustomStringConvertible {
     case truncated
     case notASegmentMap
     case unsupportedVersion(UInt16)
     case checksumMismatch
     case malformed(String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .truncated: "it is truncated"
         case .notASegmentMap: "it is not a Swoop segment map"
@@ -157,17 +170,17 @@ enum SegmentMapError: Error, Equatable, CustomStringConvertible {
 }
 
 private struct ByteReader {
-    let bytes: [UInt8]
-    var offset: Int
-    var end: Int
+    package let bytes: [UInt8]
+    package var offset: Int
+    package var end: Int
 
-    init(bytes: [UInt8], offset: Int) {
+    package init(bytes: [UInt8], offset: Int) {
         self.bytes = bytes
         self.offset = offset
         self.end = bytes.count
     }
 
-    mutating func read<T: FixedWidthInteger>() throws(SegmentMapError) -> T {
+    package mutating func read<T: FixedWidthInteger>() throws(SegmentMapError) -> T {
         let size = MemoryLayout<T>.size
         guard end - offset >= size else { throw .truncated }
         var value: T = 0
@@ -178,13 +191,13 @@ private struct ByteReader {
         return value
     }
 
-    mutating func readBytes(_ count: Int) throws(SegmentMapError) -> ArraySlice<UInt8> {
+    package mutating func readBytes(_ count: Int) throws(SegmentMapError) -> ArraySlice<UInt8> {
         guard count >= 0, end - offset >= count else { throw .truncated }
         defer { offset += count }
         return bytes[offset..<(offset + count)]
     }
 
-    mutating func readString() throws(SegmentMapError) -> String {
+    package mutating func readString() throws(SegmentMapError) -> String {
         let length: UInt16 = try read()
         let raw = try readBytes(Int(length))
         guard let string = String(validating: raw, as: UTF8.self) else { throw .malformed("invalid UTF-8") }
@@ -212,7 +225,7 @@ extension [UInt8] {
 extension SegmentScheduler {
     /// The plan for an object of `objectSize` bytes: everything, or what `map` says is missing
     /// when resuming (on the map's chunk layout).
-    convenience init(objectSize: Int64, resuming map: SegmentMap?, minimumSegmentSize: Int64) {
+    package convenience init(objectSize: Int64, resuming map: SegmentMap?, minimumSegmentSize: Int64) {
         self.init(
             layout: map?.layout ?? ChunkLayout(objectSize: objectSize),
             missing: map?.missingRanges ?? [ByteRange(0, objectSize)], minimumSegmentSize: minimumSegmentSize)

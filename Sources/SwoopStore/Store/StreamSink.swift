@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCore
 import Synchronization
 
 /// The bytes of a streamed download between the transfer thread and the reader: a ring of
@@ -10,27 +10,27 @@ import Synchronization
 /// Shared: the transfer thread writes (``StreamSink``), the reader's task reads
 /// (``DownloadBytes``). The region `[consumed, delivered)` belongs to the reader until it takes
 /// it; everything else to the writer; the mutex orders the hand-over.
-final class StreamBuffer: @unchecked Sendable {
-    let capacity: Int
+package final class StreamBuffer: @unchecked Sendable {
+    package let capacity: Int
     private let storage: UnsafeMutableRawBufferPointer
 
     private struct State {
         /// Bytes the reader has taken.
-        var consumed: Int64 = 0
+        package var consumed: Int64 = 0
         /// Bytes handed to the reader (the contiguous prefix written).
-        var delivered: Int64 = 0
+        package var delivered: Int64 = 0
         /// The object's size, once every byte is written.
-        var end: Int64?
+        package var end: Int64?
         /// The download stopped without finishing (its task has the error).
-        var closed = false
-        var waiter: CheckedContinuation<Void, Never>?
+        package var closed = false
+        package var waiter: CheckedContinuation<Void, Never>?
     }
 
     private let state = Mutex(State())
     /// Told (on any thread) how far the reader has taken the bytes.
-    let onConsumed = Mutex<(@Sendable (Int64) -> Void)?>(nil)
+    package let onConsumed = Mutex<(@Sendable (Int64) -> Void)?>(nil)
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1 << 16, capacity)
         // Reserved, not touched: pages become resident as the window fills.
         storage = UnsafeMutableRawBufferPointer.allocate(byteCount: self.capacity, alignment: 64)
@@ -43,7 +43,7 @@ final class StreamBuffer: @unchecked Sendable {
     // MARK: Writer (transfer thread)
 
     /// Copies `bytes` to their place in the ring. The caller keeps `offset` within the window.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
         pieces(from: offset, count: bytes.count) { ring, done in
             UnsafeMutableRawBufferPointer(rebasing: storage[ring])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[done..<(done + ring.count)]))
@@ -65,19 +65,19 @@ final class StreamBuffer: @unchecked Sendable {
 
     /// Hands `body` the ring's bytes at `range` (one or two pieces, where the ring wraps). Only
     /// for bytes written and not yet taken by the reader: the writer is the only one to change them.
-    func withBytes(_ range: ByteRange, _ body: (UnsafeRawBufferPointer) -> Void) {
+    package func withBytes(_ range: ByteRange, _ body: (UnsafeRawBufferPointer) -> Void) {
         pieces(from: range.lowerBound, count: Int(range.count)) { ring, _ in
             body(UnsafeRawBufferPointer(rebasing: storage[ring]))
         }
     }
 
     /// The prefix up to `offset` is written: the reader may take it.
-    func deliver(upTo offset: Int64) {
+    package func deliver(upTo offset: Int64) {
         wake { $0.delivered = max($0.delivered, offset) }
     }
 
     /// Every byte of an object of `size` bytes is written.
-    func finish(size: Int64) {
+    package func finish(size: Int64) {
         wake {
             $0.delivered = max($0.delivered, size)
             $0.end = size
@@ -85,7 +85,7 @@ final class StreamBuffer: @unchecked Sendable {
     }
 
     /// The download stopped without finishing.
-    func close() {
+    package func close() {
         wake { $0.closed = true }
     }
 
@@ -101,7 +101,7 @@ final class StreamBuffer: @unchecked Sendable {
     // MARK: Reader
 
     /// What the reader finds next.
-    enum Next {
+    package enum Next {
         case bytes([UInt8])
         /// Every byte was read.
         case end
@@ -110,7 +110,7 @@ final class StreamBuffer: @unchecked Sendable {
     }
 
     /// The next bytes in order (at most `maximum`), waiting for them to arrive.
-    func read(maximum: Int) async -> Next {
+    package func read(maximum: Int) async -> Next {
         while true {
             enum Look { case ready(Int64, Int), end, stopped, wait }
             let look = state.withLock { state -> Look in
@@ -160,25 +160,25 @@ final class StreamBuffer: @unchecked Sendable {
 ///
 /// `@unchecked Sendable`: the reader's progress reaches it only through `loop.execute`; it is
 /// touched on the transfer thread only.
-final class StreamSink: BodySink, @unchecked Sendable {
-    let buffer: StreamBuffer
-    private let loop: TransferLoop
+package final class StreamSink: BodySink, @unchecked Sendable {
+    package let buffer: StreamBuffer
+    private let loop: any LoopExecutor
     /// Written ranges beyond the delivered prefix, sorted and merged.
     private var pending: [ByteRange] = []
     private var delivered: Int64 = 0
     /// How far the reader has taken the bytes, as last heard on this thread.
-    private(set) var consumed: Int64 = 0
+    package private(set) var consumed: Int64 = 0
     /// The reader made room: the transfer may fetch further.
     private var onRoom: ((Int64) -> Void)?
     /// Digests the stream is checked against, and their hashers over the bytes delivered so far.
     private var checks: [DigestCheck] = []
     private var hashers: [DigestHasher] = []
 
-    func observeRoom(_ handler: @escaping (Int64) -> Void) {
+    package func observeRoom(_ handler: @escaping (Int64) -> Void) {
         onRoom = handler
     }
 
-    init(buffer: StreamBuffer, loop: TransferLoop) {
+    package init(buffer: StreamBuffer, loop: any LoopExecutor) {
         self.buffer = buffer
         self.loop = loop
         buffer.onConsumed.withLock {
@@ -192,20 +192,20 @@ final class StreamSink: BodySink, @unchecked Sendable {
         }
     }
 
-    var keepsPartialState: Bool { false }
-    var window: Int64? { Int64(buffer.capacity) }
+    package var keepsPartialState: Bool { false }
+    package var window: Int64? { Int64(buffer.capacity) }
 
-    func claim() {}
-    func discardPartialState() {}
-    func releaseClaim() {}
-    func open(size: Int64?, resuming: Bool) {}
+    package func claim() {}
+    package func discardPartialState() {}
+    package func releaseClaim() {}
+    package func open(size: Int64?, resuming: Bool) {}
 
     /// Whether `count` bytes at `offset` fit in the window now.
-    func hasRoom(for count: Int, at offset: Int64) -> Bool {
+    package func hasRoom(for count: Int, at offset: Int64) -> Bool {
         offset + Int64(count) <= consumed + Int64(buffer.capacity)
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) {
         guard offset >= delivered, hasRoom(for: bytes.count, at: offset) else {
             throw DownloadError(.invalidResponse, "internal: bytes at \(offset) fall outside the stream's window")
         }
@@ -245,18 +245,18 @@ final class StreamSink: BodySink, @unchecked Sendable {
         }
     }
 
-    func read(_ range: ByteRange) -> [UInt8]? { nil }
+    package func read(_ range: ByteRange) -> [UInt8]? { nil }
 
-    func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
+    package func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
 
-    func verifyInOrder(_ checks: [DigestCheck]) {
+    package func verifyInOrder(_ checks: [DigestCheck]) {
         self.checks = checks
         hashers = checks.map { DigestHasher($0.expected.algorithm) }
     }
 
     /// The last bytes are out: a digest that does not match fails the download (the reader has
     /// every byte, and they are wrong); otherwise the reader sees the end.
-    func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
+    package func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
         for (check, hasher) in zip(checks, hashers) where hasher.finalize() != check.expected {
             then(check.mismatch(hasher.finalize(), target: "standard output", consequence: "every byte was written out, and they are wrong: discard them"))
             return
@@ -265,7 +265,7 @@ final class StreamSink: BodySink, @unchecked Sendable {
         then(nil)
     }
 
-    func close(discarding: Bool, then: @escaping () -> Void) {
+    package func close(discarding: Bool, then: @escaping () -> Void) {
         buffer.close()
         loop.afterCallbacks(then)
     }

@@ -1,23 +1,25 @@
+import SwoopCore
+
 /// The CRC of each stretch of an object checked so far: runs of bytes, disjoint and in order,
 /// each with its CRC. Adjacent runs merge by ``CRC/combine(_:_:secondLength:)``, so a finished
 /// object is one run whose CRC is the object's. Kept in the segment map, so a resumed download
 /// does not read again what it already checked. Pure.
-struct CRCRuns: Equatable, Sendable {
-    struct Run: Equatable, Sendable {
-        var range: ByteRange
-        var crc: UInt64
+package struct CRCRuns: Equatable, Sendable {
+    package struct Run: Equatable, Sendable {
+        package var range: ByteRange
+        package var crc: UInt64
     }
 
-    let algorithm: Checksum.Algorithm
-    private(set) var runs: [Run] = []
+    package let algorithm: Checksum.Algorithm
+    package private(set) var runs: [Run] = []
 
-    init(algorithm: Checksum.Algorithm) {
+    package init(algorithm: Checksum.Algorithm) {
         precondition(algorithm.isCRC, "\(algorithm) is not a CRC")
         self.algorithm = algorithm
     }
 
     /// Runs as decoded from a map: `nil` unless they are in order, disjoint and not adjacent.
-    init?(algorithm: Checksum.Algorithm, runs: [Run]) {
+    package init?(algorithm: Checksum.Algorithm, runs: [Run]) {
         guard algorithm.isCRC else { return nil }
         for (index, run) in runs.enumerated() where run.range.isEmpty || (index > 0 && runs[index - 1].range.upperBound >= run.range.lowerBound) {
             return nil
@@ -27,7 +29,7 @@ struct CRCRuns: Equatable, Sendable {
     }
 
     /// The parts of `range` no run covers yet.
-    func gaps(in range: ByteRange) -> [ByteRange] {
+    package func gaps(in range: ByteRange) -> [ByteRange] {
         var gaps: [ByteRange] = []
         var cursor = range.lowerBound
         for run in runs where run.range.upperBound > cursor && run.range.lowerBound < range.upperBound {
@@ -39,7 +41,7 @@ struct CRCRuns: Equatable, Sendable {
     }
 
     /// Adds the CRC of `range`, which no run covers, merging it with its neighbours.
-    mutating func insert(_ range: ByteRange, crc value: UInt64) {
+    package mutating func insert(_ range: ByteRange, crc value: UInt64) {
         guard !range.isEmpty, let crc = algorithm.crc else { return }
         let index = runs.firstIndex { $0.range.lowerBound >= range.upperBound } ?? runs.endIndex
         if index > 0 { precondition(runs[index - 1].range.upperBound <= range.lowerBound, "\(range) overlaps \(runs[index - 1].range)") }
@@ -58,14 +60,14 @@ struct CRCRuns: Equatable, Sendable {
     }
 
     /// The object's CRC, once one run covers all `size` bytes (0 bytes: the CRC of nothing).
-    func whole(size: Int64) -> UInt64? {
+    package func whole(size: Int64) -> UInt64? {
         if size == 0 { return 0 }
         guard runs.count == 1, runs[0].range == ByteRange(0, size) else { return nil }
         return runs[0].crc
     }
 
     /// Only the runs made of chunks `chunks` says are complete (a map's own record, on resume).
-    func keeping(complete chunks: ChunkSet, layout: ChunkLayout) -> CRCRuns {
+    package func keeping(complete chunks: ChunkSet, layout: ChunkLayout) -> CRCRuns {
         var kept = CRCRuns(algorithm: algorithm)
         kept.runs = runs.filter { run in
             let aligned = run.range.lowerBound == layout.alignDown(run.range.lowerBound)

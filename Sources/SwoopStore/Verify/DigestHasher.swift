@@ -1,7 +1,8 @@
 import Crypto
+import SwoopCore
 
 /// Computes one algorithm's digest over bytes fed in order.
-struct DigestHasher {
+package struct DigestHasher {
     private enum State {
         case crc(CRC, UInt64)
         case md5(Insecure.MD5)
@@ -11,10 +12,10 @@ struct DigestHasher {
         case sha512(SHA512)
     }
 
-    let algorithm: Checksum.Algorithm
+    package let algorithm: Checksum.Algorithm
     private var state: State
 
-    init(_ algorithm: Checksum.Algorithm) {
+    package init(_ algorithm: Checksum.Algorithm) {
         self.algorithm = algorithm
         switch algorithm {
         case .md5: state = .md5(Insecure.MD5())
@@ -26,7 +27,7 @@ struct DigestHasher {
         }
     }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         switch state {
         case .crc(let crc, let value): state = .crc(crc, crc.update(value, bytes))
         case .md5(var hash): hash.update(bufferPointer: bytes); state = .md5(hash)
@@ -37,11 +38,11 @@ struct DigestHasher {
         }
     }
 
-    mutating func update(_ bytes: [UInt8]) {
+    package mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
     }
 
-    func finalize() -> Checksum {
+    package func finalize() -> Checksum {
         switch state {
         case .crc(_, let value): Checksum(algorithm: algorithm, crc: value)
         case .md5(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!

@@ -1,3 +1,4 @@
+import SwoopCore
 import SystemPackage
 
 #if canImport(Glibc)
@@ -9,14 +10,14 @@ import Musl
 /// `FILE.part`: the object's bytes, written at their absolute offsets as they arrive.
 ///
 /// Used on the transfer thread only. Writes go straight from curl's buffer to `pwrite`.
-final class PartFile {
-    let path: String
-    let descriptor: FileDescriptor
+package final class PartFile {
+    package let path: String
+    package let descriptor: FileDescriptor
     private var isClosed = false
 
     /// The descriptor while the file is open here; `nil` once it is closed or handed over for
     /// closing (work queued for later must not touch a descriptor number that may be reused).
-    var openDescriptor: FileDescriptor? { isClosed ? nil : descriptor }
+    package var openDescriptor: FileDescriptor? { isClosed ? nil : descriptor }
 
     private init(path: String, descriptor: FileDescriptor) {
         self.path = path
@@ -30,20 +31,20 @@ final class PartFile {
     /// Opens (creating if needed) the part file and takes the target's lock (``TargetLock``):
     /// held until the descriptor is closed. Nothing in the file is changed.
     /// The file is created with mode 0666 minus the process umask.
-    static func claim(_ paths: DownloadPaths) throws(DownloadError) -> PartFile {
+    package static func claim(_ paths: DownloadPaths) throws(DownloadError) -> PartFile {
         PartFile(path: paths.part, descriptor: try TargetLock.claim(paths.part, target: paths.target))
     }
 
     /// Discards what the file held (under the lock: the file keeps its name, so nobody else can
     /// take the target over meanwhile).
-    func truncate() throws(DownloadError) {
+    package func truncate() throws(DownloadError) {
         do { try systemCall { ftruncate(descriptor.rawValue, 0) } } catch {
             throw .localIO("cannot truncate", path: path, errno: error.rawValue)
         }
     }
 
     /// Reserves space for the whole object.
-    func preallocate(_ length: Int64) throws(DownloadError) {
+    package func preallocate(_ length: Int64) throws(DownloadError) {
         do { try descriptor.preallocate(length: length) } catch {
             throw .localIO("cannot reserve \(length) bytes for", path: path, errno: error.rawValue)
         }
@@ -54,7 +55,7 @@ final class PartFile {
     /// across modules: on this path, run for every piece of every response, it cost about 25 ms of
     /// CPU per GiB in generic-metadata lookups.)
     @inline(__always)
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
         var written = 0
         while written < bytes.count {
             let count: Int
@@ -70,13 +71,13 @@ final class PartFile {
 
     /// Hands the descriptor to whoever will close it (the finalizer, the disk queue), exactly
     /// once: later calls return `nil`, and this object no longer closes it.
-    func takeDescriptorForClosing() -> FileDescriptor? {
+    package func takeDescriptorForClosing() -> FileDescriptor? {
         guard !isClosed else { return nil }
         isClosed = true
         return descriptor
     }
 
-    func close() {
+    package func close() {
         guard !isClosed else { return }
         isClosed = true
         try? descriptor.close()

@@ -1,4 +1,5 @@
 import Logging
+import SwoopCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -7,7 +8,7 @@ import Musl
 
 /// What is on disk for a download target before a run, read one way for the run itself and for
 /// ``Downloader/status(of:url:)``, so that "can resume" there means the next run resumes.
-enum PartialState {
+package enum PartialState {
     /// Nothing usable and nothing to clear: the download starts fresh.
     case absent
     /// A file is at the target path. `record` is what Swoop stored about it when it completed it,
@@ -27,7 +28,7 @@ enum PartialState {
 
     /// Whether this is a partial download (another run's, or a running one's): reading it for
     /// real, or changing it, needs the target's lock.
-    var isPartial: Bool {
+    package var isPartial: Bool {
         switch self {
         case .resumable, .stale, .orphanedPart, .unreadable: true
         case .absent, .complete, .directory: false
@@ -40,7 +41,7 @@ enum PartialState {
     ///   - url: The URL the next run fetches, redacted; `nil` assumes the one the map records.
     ///     A map for another URL is trusted only with a strong ETag, which the probe then checks.
     ///   - overwritesTarget: Whether an existing target is to be replaced; then it is ignored.
-    static func inspect(_ paths: DownloadPaths, url: String?, overwritesTarget: Bool = false) -> PartialState {
+    package static func inspect(_ paths: DownloadPaths, url: String?, overwritesTarget: Bool = false) -> PartialState {
         if let info = try? fileInfo(paths.target) {
             if info.st_mode & S_IFMT == S_IFDIR { return .directory }
             if !overwritesTarget {
@@ -74,12 +75,16 @@ enum PartialState {
 }
 
 /// The paths one download uses: the target, `TARGET.part` and `TARGET.swoop`.
-struct DownloadPaths: Sendable, Equatable {
-    let target: String
-    var part: String { target + ".part" }
-    var map: String { target + ".swoop" }
+package struct DownloadPaths: Sendable, Equatable {
+    package let target: String
+
+    package init(target: String) {
+        self.target = target
+    }
+    package var part: String { target + ".part" }
+    package var map: String { target + ".swoop" }
     /// The directory the target goes into.
-    var directory: String {
+    package var directory: String {
         let parent = FilePath(target).removingLastComponent().string
         return parent.isEmpty ? "." : parent
     }
@@ -88,7 +93,7 @@ struct DownloadPaths: Sendable, Equatable {
     /// its missing parents when `creatingMissing`): the file could not be written otherwise. A
     /// directory seen in the last second is not checked again (a list of thousands of files into
     /// one directory asks once); if it vanished since, creating the part file fails.
-    func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
+    package func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
         let now = ContinuousClock.now
         if DownloadPaths.recentDirectory.withLock({ $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false }) {
             return
@@ -116,7 +121,7 @@ struct DownloadPaths: Sendable, Equatable {
     private static let recentDirectory = Mutex<(path: String, at: ContinuousClock.Instant)?>(nil)
 
     /// Deletes the part file and the segment map.
-    func discardPartialState() {
+    package func discardPartialState() {
         removeFile(part)
         SegmentMapFile.remove(at: map)
     }
@@ -130,9 +135,25 @@ extension PartialState {
     /// then what ``inspect(_:url:overwritesTarget:)`` finds. Any thread: it changes nothing of the
     /// target's (a partial state is read again under the target's lock before it is trusted or
     /// changed).
-    static func read(_ paths: DownloadPaths, url: RemoteURL, configuration: Downloader.Configuration) throws(DownloadError) -> PartialState {
-        try paths.prepareDirectory(creatingMissing: configuration.createsMissingDirectories)
-        return inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+    package static func read(_ paths: DownloadPaths, url: RemoteURL, rules: Rules) throws(DownloadError) -> PartialState {
+        try paths.prepareDirectory(creatingMissing: rules.createsMissingDirectories)
+        return inspect(paths, url: url.redacted, overwritesTarget: rules.overwritesTarget)
+    }
+
+    /// What a download may do with what it finds (``Downloader/Configuration``'s settings).
+    package struct Rules: Sendable {
+        /// Create the target's missing directories.
+        package var createsMissingDirectories: Bool
+        /// Replace a file at the target that is not this download's.
+        package var overwritesTarget: Bool
+        /// Continue a partial download of the same object.
+        package var resumes: Bool
+
+        package init(createsMissingDirectories: Bool, overwritesTarget: Bool, resumes: Bool) {
+            self.createsMissingDirectories = createsMissingDirectories
+            self.overwritesTarget = overwritesTarget
+            self.resumes = resumes
+        }
     }
 
     /// What the disk holds for a download to `paths` from `url`, as the basis of its probe: a
@@ -140,18 +161,18 @@ extension PartialState {
     /// state is cleared, under the target's lock). An existing file that is not this download's
     /// is an error unless overwriting is allowed; a missing directory is created if allowed.
     ///
-    /// `reading` is ``read(_:url:configuration:)`` done before, off the transfer thread (for a
-    /// new file, the whole of this work is those few lookups); `nil` reads now.
-    static func basis(
-        for paths: DownloadPaths, url: RemoteURL, sink: BodySink, configuration: Downloader.Configuration, logger: Logger,
+    /// `reading` is ``read(_:url:rules:)`` done before, off the transfer thread (for a new file,
+    /// the whole of this work is those few lookups); `nil` reads now.
+    package static func basis(
+        for paths: DownloadPaths, url: RemoteURL, sink: BodySink, rules: Rules, logger: Logger,
         reading: Result<PartialState, DownloadError>? = nil
     ) throws(DownloadError) -> LocalState {
-        var state = try (reading ?? Result { () throws(DownloadError) in try read(paths, url: url, configuration: configuration) }).get()
+        var state = try (reading ?? Result { () throws(DownloadError) in try read(paths, url: url, rules: rules) }).get()
         if state.isPartial {
             // Another run's partial download: take the target before trusting or changing it,
             // then read it again (its holder may have changed or finished it meanwhile).
             try sink.claim()
-            state = inspect(paths, url: url.redacted, overwritesTarget: configuration.overwritesExistingFile)
+            state = inspect(paths, url: url.redacted, overwritesTarget: rules.overwritesTarget)
         }
         switch state {
         case .directory:
@@ -170,9 +191,9 @@ extension PartialState {
         case .orphanedPart(let reason):
             // Small files and streams keep no map: an interrupted one leaves this, expectedly.
             logger.info("\(reason); starting over")
-        case .stale(let reason, _) where configuration.resumes:
+        case .stale(let reason, _) where rules.resumes:
             logger.warning("\(reason); starting over")
-        case .resumable(let map) where configuration.resumes:
+        case .resumable(let map) where rules.resumes:
             return .resuming(map)
         case .stale, .resumable:
             logger.info("starting over (resuming is turned off): discarding \(paths.part)")
@@ -183,7 +204,7 @@ extension PartialState {
 }
 
 /// What the disk holds for a download when it starts (``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
-enum LocalState {
+package enum LocalState {
     /// Nothing: the object is fetched from the start.
     case fresh
     /// A file Swoop completed, with its record.
@@ -192,7 +213,7 @@ enum LocalState {
     case resuming(SegmentMap)
 
     /// What the probe needs of it.
-    var probeBasis: ProbeBasis {
+    package var probeBasis: ProbeBasis {
         switch self {
         case .fresh: .fresh
         case .completed(let record): .completed(LocalObject(identity: record.identity))
