@@ -40,7 +40,7 @@ final class DownloadControl: @unchecked Sendable {
     /// stopped one left; `discarded` runs in the latter case once the files are gone.
     func cancel(discarded: @escaping @Sendable () -> Void) {
         let accepted = loop.execute { [self] in
-            if let session, session.phase != .stopped {
+            if let session, !session.isStopped {
                 // Still running: it deletes its state as it stops.
                 session.cancel()
                 return

@@ -1,0 +1,22 @@
+import SwoopStore
+
+extension DownloadError {
+    /// This error as it is true when a stop keeps nothing: a fix that says "resume" becomes "start
+    /// again", with why nothing could be kept (`store`: the download's, if it had one).
+    func nothingKept(store: DownloadStore?) -> DownloadError {
+        let remedy: DownloadError.Remedy
+        switch self.remedy {
+        case .resume?: remedy = .startAgain
+        case .freeSpaceAndResume?: remedy = .freeSpace
+        default: return self
+        }
+        let why = if let store {
+            store.plan == nil
+                ? " (the server does not support ranges, so a download from it cannot resume)"
+                : " (a file that arrives in one response keeps no partial state)"
+        } else {
+            ""
+        }
+        return DownloadError(kind, reason + why, remedy: remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
+    }
+}

@@ -1,0 +1,53 @@
+import SwoopStore
+
+/// Progress: the heartbeat's work and what a progress report says.
+extension DownloadSession {
+    /// Each progress interval: report, checkpoint if due, and end a download stuck with nothing
+    /// in flight (see ``QuietWatch``), keeping what it has.
+    func tick() {
+        guard !isStopped else { return }
+        progress.report(progressSnapshot())
+        if case .transferring(let transfer) = stage { transfer.store.checkpointIfDue() }
+        let idle: IdleWait? = switch stage {
+        case .probing(let prober): prober.idle
+        case .transferring(let transfer): transfer.run.idle
+        default: nil
+        }
+        let others = context.loop.budget.active > 0
+        guard let failure = progress.watch(idle: idle, bytes: context.counters.bytesReceived, othersActive: others) else {
+            return
+        }
+        logger.error("no request in flight and no progress; stopping", metadata: ["waiting for": "\(idle?.description ?? "")"])
+        stop(with: .failure(failure))
+    }
+
+    var bytesDone: Int64 {
+        if let store = stage.store { return store.bytesDone }
+        if case .finalizing(let finishing) = stage { return finishing.size }
+        return 0
+    }
+
+    /// Each source's bytes and state, for a download from several URLs.
+    var sourceReports: [DownloadResult.Source] {
+        guard !mirrors.isEmpty else { return [] }
+        return stage.run?.sources.reports
+            ?? ([url] + mirrors).map { DownloadResult.Source(url: $0.redacted, bytes: 0, isChecking: true) }
+    }
+
+    func progressSnapshot() -> DownloadProgress {
+        DownloadProgress(
+            bytesDone: bytesDone, totalBytes: stage.object?.size, bytesPerSecond: progress.bytesPerSecond,
+            activeConnections: stage.run?.activeConnections ?? 0, elapsed: .now - context.startedAt,
+            sources: sourceReports, waiting: waiting)
+    }
+
+    /// What the download waits for, if anything: a server being retried, or a broken stream's next try.
+    var waiting: DownloadProgress.Wait? {
+        switch stage {
+        case .probing(let prober): prober.waiting
+        case .transferring(let transfer): transfer.run.waiting
+        case .starting: restarts.streamWait
+        case .finalizing, .stopped: nil
+        }
+    }
+}

@@ -1,0 +1,408 @@
+import Logging
+import SwoopStore
+import SwoopTransfer
+
+/// One download as a sequence of stages: start → probe → transfer → finalize → stop.
+///
+/// Each stage is its own type: the ``Prober`` (with the pure ``ProbeDecision``), the
+/// ``TransferRun`` (with the pure ``TransferPolicy`` and ``FailurePolicy``), the
+/// ``DownloadStore`` over a ``BodySink``, the ``ObjectVerifier``. The session holds them in its
+/// ``Stage``, whose cases carry what each stage owns; it hears only how a stage ends and decides
+/// which comes next. Body bytes go from connections to the store and never pass through here.
+/// Transfer thread only.
+final class DownloadSession: ProberDelegate, TransferRunDelegate {
+    let context: SessionContext
+    var logger: Logger { context.logger }
+    /// The first source (a resumed download's, when its map names one of the mirrors).
+    private(set) var url: RemoteURL
+    /// The other sources of the same file.
+    private(set) var mirrors: [RemoteURL]
+    private(set) var stage = SessionStage.starting
+    /// What the disk held at the start (or `.fresh` after starting over).
+    private var basis = LocalState.fresh
+    /// Fresh URLs when the URL in use is refused; one for the whole download (restarts too).
+    private lazy var refresher = context.request.urlProvider.map {
+        URLRefresher(provider: $0, url: url, configuration: context.configuration, loop: context.loop, logger: logger)
+    }
+    /// How often it started over: once for an object that changed, within `maxTries` for a
+    /// single stream that broke off.
+    private(set) var restarts = Restarts()
+    /// Delete the partial state when stopping (a cancel, or an object that changed).
+    private var discardOnStop = false
+    let progress: ProgressReporter
+    /// Called once when no more bytes will be fetched (the download finalizes or stops).
+    private var onTransferEnd: (() -> Void)?
+    private var completion: ((Result<DownloadResult, DownloadError>) -> Void)?
+    /// The session keeps itself alive until it has reported.
+    private var keepAlive: DownloadSession?
+
+    init(
+        loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
+        mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink, logger: Logger,
+        progress: (@Sendable (DownloadProgress) -> Void)?,
+        transferEnded: (() -> Void)? = nil,
+        completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
+    ) {
+        var logger = logger
+        logger[metadataKey: "url"] = "\(url.redacted)"
+        context = SessionContext(
+            loop: loop, configuration: configuration, request: request, paths: paths, sink: sink, logger: logger)
+        self.url = url
+        self.mirrors = mirrors
+        self.progress = ProgressReporter(context, handler: progress)
+        self.onTransferEnd = transferEnded
+        self.completion = completion
+    }
+
+    var isStopped: Bool {
+        if case .stopped = stage { return true }
+        return false
+    }
+
+    // MARK: Start
+
+    /// Starts the download. `reading`: the disk as the launcher read it, off the transfer thread
+    /// (``PartialState/read(_:url:rules:)``); `nil` reads it here.
+    func start(reading: Result<PartialState, DownloadError>? = nil) {
+        context.loop.assertOnLoopThread()
+        keepAlive = self
+        if context.sink.keepsPartialState {
+            do {
+                basis = try inspectLocalState(reading: reading)
+            } catch {
+                stop(with: .failure(error))
+                return
+            }
+        }
+        progress.start(bytes: { [context] in context.counters.bytesReceived }) { [weak self] in self?.tick() }
+        probe()
+    }
+
+    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:rules:logger:reading:)``).
+    /// A map belongs to one source (its validators are that source's): that source goes first.
+    private func inspectLocalState(reading: Result<PartialState, DownloadError>?) throws(DownloadError) -> LocalState {
+        let basis = try PartialState.basis(
+            for: context.paths, url: url, sink: context.sink, rules: PartialState.Rules(context.configuration),
+            logger: logger, reading: reading)
+        if case .resuming(let map) = basis, map.url != url.redacted,
+           let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
+            swap(&url, &mirrors[index])
+        }
+        return basis
+    }
+
+    // MARK: Probe
+
+    private func probe() {
+        let prober = Prober(
+            url: url, basis: basis.probeBasis, target: context.paths.target,
+            headers: RequestHeaders(context.request.headers, originalURL: url), configuration: context.configuration,
+            loop: context.loop, counters: context.counters, logger: logger, refresher: refresher,
+            expectedSize: context.request.expectedSize)
+        prober.delegate = self
+        stage = .probing(prober)
+        prober.start()
+    }
+
+    private func isCurrent(_ prober: Prober) -> Bool {
+        if case .probing(let current) = stage { return current === prober }
+        return false
+    }
+
+    private var resumedMap: SegmentMap? {
+        if case .resuming(let map) = basis { return map }
+        return nil
+    }
+
+    func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError) {
+        guard isCurrent(prober) else { throw DownloadError(.cancelled, "the download stopped") }
+        let found: RemoteObject
+        let store: DownloadStore
+        switch step {
+        case .ranged(let object, let firstRange):
+            found = object
+            store = try TransferSetup.ranged(object, firstRange: firstRange, resuming: resumedMap, url: url, context)
+        case .stream(let object, let discardsPartial):
+            if discardsPartial {
+                logger.warning("the server no longer answers range requests; starting over in a single stream")
+                try context.sink.discardPartialState()
+                basis = .fresh
+            }
+            found = object
+            store = try TransferSetup.stream(object, context)
+        default:
+            return
+        }
+        store.onCheckpointFailure = { [weak self] in self?.stop(with: .failure($0)) }
+        let verifier = TransferSetup.verifier(for: found, store: store, resuming: resumedMap, context)
+        let run = TransferRun(
+            object: found, store: store, headers: prober.headers, configuration: context.configuration,
+            loop: context.loop, counters: context.counters, logger: logger, mirrors: mirrors,
+            requestHeaders: context.request.headers, target: context.paths.target, refresher: refresher)
+        run.delegate = self
+        if case .ranged(_, let firstRange) = step {
+            try run.start(from: connection, firstRange: firstRange)
+            // A map from the start, so a crash at any moment leaves something to resume from.
+            if resumedMap == nil && store.keepsPartialState { store.checkpoint() }
+        } else {
+            run.startStream(from: connection)
+        }
+        stage = .transferring(SessionStage.Transfer(run: run, store: store, object: found, verifier: verifier))
+        if let coding = found.contentCoding, coding != "identity" {
+            logger.info("the server stores the object with Content-Encoding \(coding); keeping its bytes as stored")
+        }
+    }
+
+    func prober(_ prober: Prober, didEndWith step: ProbeDecision.Step) {
+        guard isCurrent(prober) else { return }
+        switch step {
+        case .alreadyComplete:
+            logger.info("already complete", metadata: ["path": "\(context.paths.target)"])
+            var size: Int64 = 0
+            if case .completed(let record) = basis { size = record.size }
+            stop(with: .success(result(size: size, object: nil, store: nil, alreadyComplete: true)))
+        case .finishResumed(let found):
+            let verifier = TransferSetup.verifier(for: found, store: nil, resuming: resumedMap, context)
+            finishWithoutTransfer(found, size: found.size ?? 0, resuming: true, verifier: verifier)
+        case .empty(let found):
+            let verifier = TransferSetup.verifier(for: found, store: nil, resuming: nil, context)
+            finishWithoutTransfer(found, size: 0, resuming: false, verifier: verifier)
+        case .restart(let reason):
+            restartFromScratch(reason)
+        case .fail(let error):
+            stop(with: .failure(error))
+        case .redirect, .ranged, .stream, .confirm:
+            break  // the prober acts on these itself
+        }
+    }
+
+    // MARK: Transfer
+
+    private func current(_ run: TransferRun) -> SessionStage.Transfer? {
+        if case .transferring(let transfer) = stage, transfer.run === run { return transfer }
+        return nil
+    }
+
+    func transferDidComplete(_ run: TransferRun) {
+        guard let transfer = current(run) else { return }
+        let size = transfer.object.size ?? transfer.store.streamPosition
+        if let expected = context.request.expectedSize, size != expected {
+            // A stream of unannounced length (the probe checked any announced one): not the object.
+            discardOnStop = true
+            let message = "\(url.redacted) is \(size) bytes, not the \(expected) expected"
+            return stop(with: .failure(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize)))
+        }
+        finalize(SessionStage.Finishing(
+            run: run, store: transfer.store, object: transfer.object, verifier: transfer.verifier, size: size))
+    }
+
+    func transfer(_ run: TransferRun, foundObjectChanged reason: String) {
+        guard current(run) != nil else { return }
+        restartFromScratch(reason)
+    }
+
+    func transfer(_ run: TransferRun, didFailWith error: DownloadError) {
+        guard current(run) != nil else { return }
+        stop(with: .failure(error))
+    }
+
+    func transfer(_ run: TransferRun, streamBrokeOff error: DownloadError) {
+        guard current(run) != nil else { return }
+        let noRanges = "; the server does not support ranges, so the download cannot resume"
+        // Bytes an in-order sink handed out cannot be taken back: it cannot start over.
+        let policy = FailurePolicy(context.configuration)
+        guard context.sink.window == nil, let delay = restarts.streamBroke(error, policy: policy, url: url) else {
+            let tries = restarts.streamTries > 1 ? " (tried \(restarts.streamTries) times)" : ""
+            let remedy: DownloadError.Remedy? = context.sink.window == nil ? .startAgain : nil
+            return stop(with: .failure(error.adding(noRanges + tries, remedy: remedy)))
+        }
+        let next = "\(restarts.streamTries + 1) of \(context.configuration.retry.maxTries)"
+        logger.warning("\(error.reason)\(noRanges); starting over from the first byte in \(delay) (try \(next))")
+        context.counters.retries += 1
+        startOver { [self] in
+            restarts.streamTimer = context.loop.schedule(after: delay) { [weak self] in
+                guard let self, case .starting = stage else { return }
+                probe()
+            }
+        }
+    }
+
+    /// Starts over from byte 0 once: the object changed, or the partial state did not match it.
+    private func restartFromScratch(_ reason: String) {
+        guard context.configuration.onObjectChange == .restart, !restarts.restartedAfterChange else {
+            discardOnStop = true
+            let message = "\(reason); not mixing versions, the partial download was discarded"
+            return stop(with: .failure(DownloadError(.objectChanged, message)))
+        }
+        restarts.restartedAfterChange = true
+        logger.warning("\(reason); starting over from the beginning")
+        startOver { [self] in probe() }
+    }
+
+    /// Goes back to the start: the stage's work stops, what the sink holds is discarded, and
+    /// `next` runs on the transfer thread once the sink has closed.
+    private func startOver(then next: @escaping () -> Void) {
+        stopWork(of: stage)
+        basis = .fresh
+        stage = .starting
+        context.sink.close(discarding: true) { [self] in
+            guard case .starting = stage else { return }
+            next()
+        }
+    }
+
+    // MARK: Finalize
+
+    private func finishWithoutTransfer(_ found: RemoteObject, size: Int64, resuming: Bool, verifier: ObjectVerifier?) {
+        do {
+            try context.sink.open(size: size, resuming: resuming)
+        } catch {
+            stop(with: .failure(error))
+            return
+        }
+        finalize(SessionStage.Finishing(run: nil, store: nil, object: found, verifier: verifier, size: size))
+    }
+
+    /// Every byte is in the sink: check its digests, then let it deliver the object (make it
+    /// durable, rename). A mismatch deletes the part file: its bytes are wrong.
+    private func finalize(_ finishing: SessionStage.Finishing) {
+        stage = .finalizing(finishing)
+        finishing.run?.stop()
+        transferEnded()
+        let size = finishing.size
+        let record = CompletedObject(size: size, etag: finishing.object.etag, lastModified: finishing.object.lastModified)
+        guard let verifier = finishing.verifier else {
+            return publish(finishing, record: record, verified: [])
+        }
+        finishing.store?.handOverCompletedStretches()
+        let inMemory = size <= PartFileSink.holdLimit ? context.sink.read(ByteRange(0, size)) : nil
+        // The bytes go to disk while the verifier checks what it has not yet: the final flush
+        // and the last of the hashing overlap; only the rename waits for the verdict.
+        if inMemory == nil { context.sink.makeDurable(size: size, record: record) }
+        verifier.finish(size: size, inMemory: inMemory) { [self] outcome in
+            guard case .finalizing = stage else { return }
+            switch outcome {
+            case .success(let verified):
+                if !verified.isEmpty {
+                    logger.info("verified", metadata: ["digests": "\(verified.map(\.description).joined(separator: ", "))"])
+                }
+                publish(finishing, record: record, verified: verified)
+            case .failure(let error):
+                discardOnStop = true
+                stop(with: .failure(error))
+            }
+        }
+    }
+
+    private func publish(_ finishing: SessionStage.Finishing, record: CompletedObject, verified: [VerifiedDigest]) {
+        context.sink.finish(size: finishing.size, record: record) { [self] failure in
+            if let failure { return stop(with: .failure(failure)) }
+            let outcome = result(
+                size: finishing.size, object: finishing.object, store: finishing.store, alreadyComplete: false,
+                verified: verified)
+            stop(with: .success(outcome))
+        }
+    }
+
+    private func result(
+        size: Int64, object: RemoteObject?, store: DownloadStore?, alreadyComplete: Bool, verified: [VerifiedDigest] = []
+    ) -> DownloadResult {
+        var etag = object?.strongETag
+        if etag == nil, case .completed(let record) = basis { etag = record.etag }
+        let counters = context.counters
+        let resumed = alreadyComplete ? size : store?.bytesResumed ?? (store == nil && resumedMap != nil ? size : 0)
+        return DownloadResult(
+            path: context.paths.target, bytes: size, bytesReceived: counters.bytesReceived, bytesResumed: resumed,
+            duration: .now - context.startedAt, connectionsUsed: counters.peakConnections, requests: counters.requests,
+            retries: counters.retries, etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports,
+            verified: verified)
+    }
+
+    // MARK: Stop
+
+    /// Pauses: stops every transfer, checkpoints, and reports ``DownloadError/Kind/interrupted``.
+    func pause() {
+        switch stage {
+        case .starting, .probing, .transferring:
+            let kept = stage.store?.keepsPartialState == true
+                ? "; \(bytesDone) bytes are kept in \(context.paths.part)" : ""
+            stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
+        case .finalizing, .stopped:
+            break
+        }
+    }
+
+    /// Cancels: stops every transfer and deletes the partial state.
+    func cancel() {
+        switch stage {
+        case .starting, .probing, .transferring:
+            discardOnStop = true
+            stop(with: .failure(DownloadError(.cancelled, "download cancelled; partial data deleted")))
+        case .finalizing, .stopped:
+            break
+        }
+    }
+
+    /// Ends the session once: stops the stages, keeps (one last checkpoint) or discards the
+    /// partial state, and reports.
+    func stop(with result: Result<DownloadResult, DownloadError>) {
+        let ending = stage
+        if case .stopped = ending { return }
+        let store = ending.store
+        // Without a segment map (a small file, a stream) nothing can resume: keep nothing.
+        if case .failure = result, let store, !store.keepsPartialState { discardOnStop = true }
+        var result = result
+        if case .failure(let error) = result, !keepsResumableState(store) {
+            result = .failure(error.nothingKept(store: store))
+        }
+        if case .success = result { progress.report(progressSnapshot()) }
+        stage = .stopped
+        progress.stop()
+        restarts.streamTimer?.cancel()
+        stopWork(of: ending)
+        refresher?.stop()
+        transferEnded()
+        let report = { [self] in
+            context.sink.close(discarding: discardOnStop) { [self] in
+                let completion = self.completion
+                self.completion = nil
+                completion?(result)
+                keepAlive = nil
+            }
+        }
+        if case .failure = result, case .transferring = ending, !discardOnStop, let store {
+            // Keep what arrived: one last checkpoint before reporting.
+            store.checkpoint(then: report)
+        } else {
+            report()
+        }
+    }
+
+    /// Stops what `stage` has running: the probe, the transfer, the verifier.
+    private func stopWork(of stage: SessionStage) {
+        switch stage {
+        case .probing(let prober): prober.stop()
+        case .transferring(let transfer):
+            transfer.run.stop()
+            transfer.verifier?.cancel()
+        case .finalizing(let finishing):
+            finishing.run?.stop()
+            finishing.verifier?.cancel()
+        case .starting, .stopped: break
+        }
+    }
+
+    /// Whether a stop now leaves partial state a later run resumes from: a segment map being
+    /// kept, or one from an earlier run that this run has not replaced.
+    private func keepsResumableState(_ store: DownloadStore?) -> Bool {
+        guard !discardOnStop else { return false }
+        if let store { return store.keepsPartialState }
+        return resumedMap != nil
+    }
+
+    private func transferEnded() {
+        let hook = onTransferEnd
+        onTransferEnd = nil
+        hook?()
+    }
+}

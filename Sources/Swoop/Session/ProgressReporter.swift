@@ -1,0 +1,50 @@
+import Logging
+import SwoopTransfer
+
+/// A download's heartbeat: every ``Downloader/Configuration/progressInterval`` it measures the
+/// rate, lets the session report progress and take a checkpoint that is due, and keeps the
+/// watchdog (``QuietWatch``). Transfer thread only.
+final class ProgressReporter {
+    private let loop: TransferLoop
+    private let interval: Duration
+    private let handler: (@Sendable (DownloadProgress) -> Void)?
+    private var timer: LoopTimer?
+    private var meter = ThroughputMeter()
+    private var quiet: QuietWatch
+
+    init(_ context: SessionContext, handler: (@Sendable (DownloadProgress) -> Void)?) {
+        loop = context.loop
+        interval = context.configuration.progressInterval
+        self.handler = handler
+        quiet = QuietWatch(context.configuration)
+    }
+
+    /// The recent receive rate.
+    var bytesPerSecond: Double { meter.bytesPerSecond }
+
+    /// Calls `tick` every interval until ``stop()``, after recording `bytes()` for the rate.
+    func start(bytes: @escaping () -> Int64, tick: @escaping () -> Void) {
+        timer = loop.schedule(after: interval) { [weak self] in
+            guard let self else { return }
+            meter.record(totalBytes: bytes(), at: .now)
+            tick()
+            if timer != nil { start(bytes: bytes, tick: tick) }
+        }
+    }
+
+    func stop() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// Hands `snapshot` to the caller's handler.
+    func report(_ snapshot: DownloadProgress) {
+        handler?(snapshot)
+    }
+
+    /// One look of the watchdog: the failure to stop with once the download has waited too long
+    /// with nothing in flight (see ``QuietWatch/look(idle:bytes:othersActive:now:)``).
+    func watch(idle: IdleWait?, bytes: Int64, othersActive: Bool) -> DownloadError? {
+        quiet.look(idle: idle, bytes: bytes, othersActive: othersActive, now: .now)
+    }
+}

@@ -1,0 +1,58 @@
+import SwoopStore
+
+/// What a download needs once the probe's head has arrived, before its transfer starts: the
+/// store its bytes go to (for ranges, the plan of what is missing and the segment map), and the
+/// verifier of the digests it is checked against.
+enum TransferSetup {
+    /// The probe's 206 arrived: opens the sink and plans the missing bytes of `found`, resuming
+    /// `map` if there is one. `url` is the source the map names.
+    static func ranged(
+        _ found: RemoteObject, firstRange: ByteRange, resuming map: SegmentMap?, url: RemoteURL, _ context: SessionContext
+    ) throws(DownloadError) -> DownloadStore {
+        let configuration = context.configuration
+        let size = found.size ?? firstRange.upperBound
+        try context.sink.open(size: size, resuming: map != nil)
+        let plan = SegmentScheduler(objectSize: size, resuming: map, minimumSegmentSize: configuration.minimumSegmentSize)
+        // An object that arrives whole in this first response needs no segment map: a crash
+        // loses at most this one response, and the file is published with others in a group.
+        let arrivesWhole = map == nil && firstRange == ByteRange(0, size)
+        let template = arrivesWhole ? nil : SegmentMap(
+            objectSize: size, chunkSize: plan.layout.chunkSize, etag: found.etag, lastModified: found.lastModified,
+            url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
+        let store = DownloadStore(
+            sink: context.sink, plan: plan, bytesResumed: map?.completedBytes ?? 0, checkpoint: template,
+            checkpointInterval: configuration.checkpointInterval, counters: context.counters,
+            startedAt: context.startedAt)
+        if let map { context.logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"]) }
+        if configuration.verifiesPublishedDigests, let digest = found.digests.preferredForResponse {
+            store.checksEachResponse = true
+            context.logger.info("the server sends a digest of each response (\(digest.header)); checking each before it counts")
+        }
+        return store
+    }
+
+    /// The probe's 200 arrived: the server ignores ranges, so this one response is the download.
+    static func stream(_ found: RemoteObject, _ context: SessionContext) throws(DownloadError) -> DownloadStore {
+        try context.sink.open(size: found.size, resuming: false)
+        return DownloadStore(streamingTo: context.sink, counters: context.counters)
+    }
+
+    /// Checks `found` against the expected checksum and the server's digest as it arrives: an
+    /// ``ObjectVerifier`` for a file (following `store`, or the bytes `map` already holds), the
+    /// sink itself for an in-order sink (a pipe), nothing for a measurement.
+    static func verifier(
+        for found: RemoteObject, store: DownloadStore?, resuming map: SegmentMap?, _ context: SessionContext
+    ) -> ObjectVerifier? {
+        let sink = context.sink
+        guard sink.keepsPartialState || sink.window != nil else { return nil }
+        let checks = DigestCheck.checks(
+            expected: context.request.expectedChecksum, published: found.digests,
+            verifyingPublished: context.configuration.verifiesPublishedDigests, logger: context.logger)
+        guard !checks.isEmpty else { return nil }
+        guard sink.keepsPartialState else {
+            sink.verifyInOrder(checks)
+            return nil
+        }
+        return ObjectVerifier.start(checks, for: found, paths: context.paths, store: store, resumed: map, loop: context.loop)
+    }
+}
