@@ -15,6 +15,11 @@ protocol ConnectionDelegate: AnyObject {
 
 extension ConnectionDelegate {
     func connectionWasAnswered(_ connection: Connection) {}
+
+    /// A delegate that sends no probes (the transfer's segments) never gets a probe's head.
+    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
+        .abort
+    }
 }
 
 /// One connection slot of a download: runs one exchange at a time (the probe, a segment request

@@ -1,0 +1,102 @@
+import SwoopStore
+import SwoopTransfer
+
+/// What an ended request means: an expired URL refreshed, a changed object, the failure
+/// policy's verdict (retry the range, wait for its source, another source, or fail), a single
+/// stream that broke off.
+extension TransferRun {
+    /// A segment request failed: the URL expired, the object changed, or the failure policy
+    /// decides between retrying the range, waiting for its source, another source, or failing.
+    func requestFailed(
+        _ segment: Segment, requested: ByteRange, error: DownloadError, retryAfter: Int?, on connection: Connection,
+        from source: Source?
+    ) {
+        guard let plan = store.plan else { return }
+        if let refresher, source === sources.primary, let sent = connection.url,
+           URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange) {
+            // The URL expired: the range waits for a fresh one, which every refused request shares.
+            source?.health.abandonTrial()  // an answer, though not a usable one: no outage
+            plan.release(segment, failed: false)
+            sources.checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) { [weak self] error in
+                guard let self, !stopped else { return }
+                if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
+            }
+            dispatchWork()
+            return
+        }
+        if error.kind == .objectChanged {
+            source?.health.abandonTrial()
+            // The first source's change restarts the download; a mirror's only loses the mirror
+            // (while another source is left).
+            guard let source, source !== sources.primary, sources.usable.contains(where: { $0 !== source }) else {
+                delegate?.transfer(self, foundObjectChanged: error.message)
+                return
+            }
+            sources.drop(source, "its object changed (\(error.reason))")
+            plan.release(segment, failed: false)
+            dispatchWork()
+            return
+        }
+        let verdict = source.map {
+            sources.failed($0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: settings.failures)
+        } ?? .retryRange
+        switch verdict {
+        case .limited, .rest, .down:
+            // Another source takes the range over, or it waits for its source; it is not to blame.
+            if verdict != .limited { counters.retries += 1 }
+            plan.release(segment, failed: false)
+        case .giveUp(let reason):
+            if let source, sources.usable.contains(where: { $0 !== source }) {
+                sources.drop(source, reason)
+                plan.release(segment, failed: false)
+                break
+            }
+            plan.release(segment, failed: false)
+            delegate?.transfer(self, didFailWith: givingUp(error, reason: reason))
+            return
+        case .retryRange:
+            let delay = settings.failures.backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
+            plan.release(segment, failed: true, retryAt: .now + delay)
+            if segment.failuresWithoutProgress >= settings.configuration.retry.maxTries {
+                // The segment map keeps everything else; downloading again resumes.
+                var detail = " (gave up after \(settings.configuration.retry.maxTries) tries)"
+                if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
+                delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
+                return
+            }
+            counters.retries += 1
+            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
+        }
+        store.checkpointIfDue()
+        dispatchWork()
+    }
+
+    /// The download's failure when the only source is given up: a permanent failure as it is, an
+    /// outage with how long it lasted; either way what the other sources could not do.
+    private func givingUp(_ error: DownloadError, reason: String) -> DownloadError {
+        let others = sources.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
+        guard error.isTransient else { return error.adding(others) }
+        return DownloadError(
+            error.kind, reason + others, remedy: .resume,
+            httpStatus: error.httpStatus, curlCode: error.curlCode)
+    }
+
+    /// The single stream ended.
+    func streamEnded(_ outcome: Connection.Outcome) {
+        switch outcome {
+        case .completed:
+            if let size = object.size, store.streamPosition != size {
+                let message = "the server closed the connection after \(store.streamPosition) of \(size) bytes"
+                delegate?.transfer(self, streamBrokeOff: .invalidResponse(message))
+                return
+            }
+            delegate?.transferDidComplete(self)
+        case .failed(let error, _) where error.isTransient:
+            delegate?.transfer(self, streamBrokeOff: error)
+        case .failed(let error, _):
+            delegate?.transfer(self, didFailWith: error)
+        case .stopped, .cancelled:
+            break
+        }
+    }
+}
