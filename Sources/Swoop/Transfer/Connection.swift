@@ -95,7 +95,7 @@ final class Connection: ExchangeDelegate {
     /// The host whose connection permit this slot holds while its exchange runs.
     private var permitHost: String?
 
-    init(id: Int, loop: TransferLoop, delegate: any ConnectionDelegate) {
+    init(id: Int, loop: TransferLoop, delegate: (any ConnectionDelegate)?) {
         self.id = id
         self.loop = loop
         self.delegate = delegate

@@ -1,0 +1,146 @@
+import Logging
+import SwoopTransfer
+
+/// Hears what a ``ProbeExchange``'s responses decided.
+protocol ProbeExchangeDelegate: AnyObject {
+    /// A head decided `step` (not a redirect, which the exchange follows itself): what becomes of
+    /// its body. The delegate may take the connection over here (``ProbeExchange/connection``).
+    func probeExchange(_ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
+                       body: BodyDisposition) -> BodyDisposition
+    /// The exchange of `step` ended with `outcome`; `step` is `nil` when no head arrived.
+    func probeExchange(_ exchange: ProbeExchange, ended step: ProbeDecision.Step?, outcome: Connection.Outcome)
+}
+
+/// One URL's first request, as the download's probe, a mirror's check and a name lookup all send
+/// it: a connection permit, the request, the head judged by ``ProbeDecision``, redirects followed
+/// (with credentials kept to their origin), and failed requests tried again on the
+/// ``FailurePolicy``'s backoff. What a head means for the download is its delegate's to act on.
+/// Transfer thread only.
+final class ProbeExchange: ConnectionDelegate {
+    /// What to ask for: the range and precondition of the next request, and the job its bytes do.
+    struct Asking {
+        var range: () -> (range: RequestedRange, precondition: (name: String, value: String)?)
+        var job: (RequestedRange) -> Connection.Job
+    }
+
+    private let loop: TransferLoop
+    private let options: TransferOptions
+    private let policy: FailurePolicy
+    private let asking: Asking
+    /// Counts each request sent (the download's counters), when given.
+    private let onSend: (() -> Void)?
+    let connection: Connection
+    /// The decision's inputs: the URL so far, redirects so far, what is on disk.
+    var decision: ProbeDecision
+    /// The headers to send, and whether a redirect left the original origin.
+    private(set) var headers: RequestHeaders
+    /// What the last head decided and its `Retry-After`, acted on when its exchange ends.
+    private var pending: (step: ProbeDecision.Step, retryAfter: Int?)?
+    private var retry = Retrying()
+    private(set) var stopped = false
+    weak var delegate: (any ProbeExchangeDelegate)?
+
+    /// Failed tries, the timer of the next, and since when it has been failing.
+    private struct Retrying {
+        var tries = 0
+        var timer: LoopTimer?
+        var failing: (error: DownloadError, since: ContinuousClock.Instant, nextTry: ContinuousClock.Instant)?
+    }
+
+    init(
+        decision: ProbeDecision, headers: RequestHeaders, options: TransferOptions, policy: FailurePolicy,
+        connectionID: Int, loop: TransferLoop, asking: Asking, onSend: (() -> Void)? = nil
+    ) {
+        self.decision = decision
+        self.headers = headers
+        self.options = options
+        self.policy = policy
+        self.loop = loop
+        self.asking = asking
+        self.onSend = onSend
+        self.connection = Connection(id: connectionID, loop: loop, delegate: nil)
+        connection.delegate = self
+    }
+
+    /// Sends the request to the current URL (once a connection permit is free).
+    func start() {
+        guard !stopped else { return }
+        let (range, precondition) = asking.range()
+        let url = decision.url
+        guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
+        pending = nil
+        let request = headers.request(for: url, precondition: precondition, range: range, options: options)
+        connection.begin(asking.job(range), url: url, request: request)
+        onSend?()
+    }
+
+    /// Stops: cancels a retry and, unless `keepingExchange` (it went on to the transfer), the request.
+    func stop(keepingExchange: Bool = false) {
+        stopped = true
+        retry.timer?.cancel()
+        loop.budget.cancelWait(self)
+        if !keepingExchange { connection.cancel() }
+    }
+
+    /// Whether a request is in flight.
+    var isBusy: Bool { connection.isBusy }
+
+    /// What the exchange waits for while no request is in flight (`nil`: one is).
+    var idle: IdleWait? {
+        guard !connection.isBusy else { return nil }
+        if let timer = retry.timer, !timer.isCancelled { return .retry }
+        if loop.budget.isWaiting(self) { return .permit }
+        return .nothing
+    }
+
+    /// The server waited for between tries (for progress).
+    var waiting: DownloadProgress.Wait? {
+        guard let failing = retry.failing else { return nil }
+        let now = ContinuousClock.now
+        let waitsForTimer = retry.timer.map { !$0.isCancelled } ?? false
+        return DownloadProgress.Wait(
+            server: "\(decision.url.host):\(decision.url.port)", cause: failing.error.shortCause,
+            duration: now - failing.since, nextTry: waitsForTimer ? max(.zero, failing.nextTry - now) : nil, limit: nil)
+    }
+
+    /// Tries the request again after the policy's backoff, or returns the failure to give up
+    /// with (``FailurePolicy/retryDelay(after:_:retryAfter:)``).
+    func retryOrGiveUp(_ error: DownloadError, retryAfter: Int?) -> DownloadError? {
+        retry.tries += 1
+        let tries = retry.tries
+        guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
+            return tries > 1 ? error.adding(" (after \(tries) tries)") : error
+        }
+        retry.failing = (error, retry.failing?.since ?? .now, .now + delay)
+        retry.timer = loop.schedule(after: delay) { [weak self] in self?.start() }
+        return nil
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
+        let (step, body) = decision.decide(head, requested: requested)
+        pending = (step, head.retryAfterSeconds)
+        if case .redirect = step { return body }
+        return delegate?.probeExchange(self, decided: step, head: head, body: body) ?? .abort
+    }
+
+    func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
+        guard !stopped else { return }
+        let decided = pending
+        pending = nil
+        if case .cancelled = outcome { return }  // only a stop cancels a probe
+        if case .redirect(let next)? = decided?.step {
+            // A redirect whose body broke off is a failed try; a whole one is followed.
+            if case .failed = outcome { return delegate?.probeExchange(self, ended: nil, outcome: outcome) ?? () }
+            headers.follow(to: next)
+            decision.followed(to: next)
+            return start()
+        }
+        delegate?.probeExchange(self, ended: decided?.step, outcome: decided.map { decided in
+            // A head's own failure (a 5xx, a bad head) is the exchange's failure, with its Retry-After.
+            if case .fail(let error) = decided.step { return .failed(error, retryAfter: decided.retryAfter) }
+            return outcome
+        } ?? outcome)
+    }
+}
