@@ -63,28 +63,31 @@ final class Connection: ExchangeDelegate {
     private var object: RemoteObject?
     /// The URL of the current (or last) request.
     private(set) var url: RemoteURL?
-    /// Set by the head or body handlers when the exchange must fail.
-    private var failure: DownloadError?
-    /// A response head arrived for the current (or last) exchange: a failure came after the
-    /// server answered (see ``FailureScope``).
-    private(set) var wasAnswered = false
-    private var retryAfter: Int?
+    /// What the current (or last) exchange brought: reset as each one begins.
+    private var current = ExchangeState()
+    /// Throughput and first-byte time, sampled by the transfer and at each request's end.
+    private var meter = ConnectionMeter()
 
-    // Throughput of this connection, sampled by the transfer and at each request's end.
-    private var bytesDelivered: Int64 = 0
-    private var sampledBytes: Int64 = 0
-    private var sampledAt: ContinuousClock.Instant?
-    private var requestBytes: Int64 = 0
+    /// What one exchange brought besides its body's bytes.
+    private struct ExchangeState {
+        /// Set by the head or body handlers when the exchange must fail.
+        var failure: DownloadError?
+        /// A response head arrived: a failure came after the server answered (``FailureScope``).
+        var wasAnswered = false
+        var retryAfter: Int?
+        /// A sample job's bytes (see ``Job/sample(_:)``).
+        var sampled: [UInt8] = []
+        /// The response's own digest (`Content-Digest`) and the hash of its bytes so far:
+        /// checked at its end before its bytes count (see ``DownloadStore/checksEachResponse``).
+        var responseCheck: (expected: PublishedDigest, hasher: DigestHasher)?
+    }
+
+    /// A response head arrived for the current (or last) exchange (see ``FailureScope``).
+    var wasAnswered: Bool { current.wasAnswered }
     /// Bytes per second, smoothed; 0 until measured.
-    private(set) var recentRate: Double = 0
+    var recentRate: Double { meter.rate }
     /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.
-    private(set) var timeToFirstByte: Double = 0
-
-    /// A sample job's bytes (see ``Job/sample(_:)``).
-    private var sampled: [UInt8] = []
-    /// The current response's own digest (`Content-Digest`) and the hash of its bytes so far:
-    /// checked at its end before its bytes count (see ``DownloadStore/checksEachResponse``).
-    private var responseCheck: (expected: PublishedDigest, hasher: DigestHasher)?
+    var timeToFirstByte: Double { meter.timeToFirstByte }
 
     /// Whether this slot has sent a request yet.
     private var hasSentRequest = false
@@ -113,12 +116,12 @@ final class Connection: ExchangeDelegate {
     }
 
     /// Bytes the current (or just finished) request delivered.
-    var bytesThisRequest: Int64 { requestBytes }
+    var bytesThisRequest: Int64 { meter.requestBytes }
 
     /// Hands over the bytes a sample job collected.
     func takeSample() -> [UInt8] {
-        defer { sampled = [] }
-        return sampled
+        defer { current.sampled = [] }
+        return current.sampled
     }
 
     /// The segment the current exchange fills.
@@ -158,23 +161,16 @@ final class Connection: ExchangeDelegate {
     func begin(_ job: Job, url: RemoteURL, request: ExchangeRequest) {
         precondition(exchange == nil, "connection \(id) is busy")
         var request = request
-        if (!hasSentRequest && id > 0) || wantsFreshConnection {
-            request.freshConnection = true
-            if wantsFreshConnection { recentRate = 0 }  // a new connection, a new path: measure anew
-        }
+        if (!hasSentRequest && id > 0) || wantsFreshConnection { request.freshConnection = true }
+        // A replacement is a new connection on a new path: measured anew.
+        meter.beginRequest(freshConnection: wantsFreshConnection)
         wantsFreshConnection = false
         hasSentRequest = true
         self.job = job
         self.url = url
-        failure = nil
-        wasAnswered = false
-        retryAfter = nil
-        sampled = []
-        responseCheck = nil
+        current = ExchangeState()
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
-        sampledAt = nil
-        requestBytes = 0
         loop.start(exchange)
     }
 
@@ -189,9 +185,9 @@ final class Connection: ExchangeDelegate {
 
     /// Checks this response's bytes against `digest` before they count, if the store wants it.
     private func expectDigest(_ digest: PublishedDigest?, for segment: Segment) {
-        responseCheck = nil
+        current.responseCheck = nil
         guard let digest, let store, store.checksEachResponse, let plan = store.plan, segment.partner == nil else { return }
-        responseCheck = (digest, DigestHasher(digest.checksum.algorithm))
+        current.responseCheck = (digest, DigestHasher(digest.checksum.algorithm))
         plan.hold(segment)
     }
 
@@ -214,14 +210,7 @@ final class Connection: ExchangeDelegate {
 
     /// Updates ``recentRate`` from the bytes delivered since the last sample.
     func sampleRate(at now: ContinuousClock.Instant) {
-        defer {
-            sampledAt = now
-            sampledBytes = bytesDelivered
-        }
-        guard let exchange, let firstByte = exchange.firstByteAt, let previous = sampledAt else { return }
-        let elapsed = (now - max(previous, firstByte)).seconds
-        guard elapsed > 0.01 else { return }
-        blend(rate: Double(bytesDelivered - sampledBytes) / elapsed)
+        meter.sample(at: now, firstByteAt: exchange?.firstByteAt)
     }
 
     /// What the transfer policy needs to know about this connection.
@@ -232,26 +221,17 @@ final class Connection: ExchangeDelegate {
             segment: segment.map { SegmentSample(frontier: $0.frontier, end: $0.end, isHedged: $0.partner != nil) })
     }
 
-    private func blend(rate: Double) {
-        recentRate = recentRate == 0 ? rate : 0.5 * recentRate + 0.5 * rate
-    }
-
     /// Folds a finished request's throughput and first-byte time into the estimates.
     private func measure(_ exchange: HTTPExchange) {
         guard let started = exchange.startedAt, let first = exchange.firstByteAt else { return }
-        let ttfb = (first - started).seconds
-        timeToFirstByte = timeToFirstByte == 0 ? ttfb : 0.7 * timeToFirstByte + 0.3 * ttfb
-        let elapsed = (ContinuousClock.now - first).seconds
-        if elapsed > 0.002 && requestBytes >= 256 << 10 {
-            blend(rate: Double(requestBytes) / elapsed)
-        }
+        meter.finishRequest(startedAt: started, firstByteAt: first, now: .now)
     }
 
     // MARK: ExchangeDelegate
 
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
-        retryAfter = head.retryAfterSeconds
-        wasAnswered = true
+        current.retryAfter = head.retryAfterSeconds
+        current.wasAnswered = true
         switch job {
         case .probe(let requested), .sample(let requested):
             return delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
@@ -265,7 +245,7 @@ final class Connection: ExchangeDelegate {
                 delegate?.connectionWasAnswered(self)
                 return .deliver
             } catch {
-                failure = error
+                current.failure = error
                 return .abort
             }
         case .stream, nil:
@@ -278,21 +258,20 @@ final class Connection: ExchangeDelegate {
         if case .stream = job, let store, !store.hasRoom(for: body.count) {
             return .pause
         }
-        bytesDelivered += Int64(body.count)
-        requestBytes += Int64(body.count)
+        meter.deliver(body.count)
         if case .sample(let requested) = job {
-            guard case .bounded(let range) = requested, Int64(sampled.count + body.count) <= range.count else {
-                failure = .invalidResponse("the server sent more bytes than asked for (\(url?.redacted ?? ""))")
+            guard case .bounded(let range) = requested, Int64(current.sampled.count + body.count) <= range.count else {
+                current.failure = .invalidResponse("the server sent more bytes than asked for (\(url?.redacted ?? ""))")
                 return .stop
             }
-            sampled.append(contentsOf: body)
+            current.sampled.append(contentsOf: body)
             return .take
         }
         guard let store else { return .stop }
         let verdict: DownloadStore.WriteVerdict
         switch job {
         case .segment(let segment, let request):
-            if responseCheck != nil { responseCheck!.hasher.update(body) }
+            if current.responseCheck != nil { current.responseCheck!.hasher.update(body) }
             verdict = store.write(body, for: segment, requestEnd: request.upperBound)
         case .stream:
             verdict = store.writeStream(body)
@@ -305,7 +284,7 @@ final class Connection: ExchangeDelegate {
         case .enough:
             return .stop
         case .failed(let error):
-            failure = error
+            current.failure = error
             return .stop
         }
     }
@@ -317,7 +296,7 @@ final class Connection: ExchangeDelegate {
         releasePermit()
         measure(exchange)
         var outcome = report(outcome, of: job)
-        if case .segment(let segment, let requested) = job, let check = responseCheck {
+        if case .segment(let segment, let requested) = job, let check = current.responseCheck {
             outcome = settle(check, of: segment, requested: requested, outcome: outcome)
         }
         delegate?.connection(self, didFinish: job, with: outcome)
@@ -326,7 +305,7 @@ final class Connection: ExchangeDelegate {
     /// A checked response ended: its bytes count if it arrived whole and matches its digest;
     /// otherwise they are fetched again (a mismatch is a bad response, retried).
     private func settle(_ check: (expected: PublishedDigest, hasher: DigestHasher), of segment: Segment, requested: ByteRange, outcome: Outcome) -> Outcome {
-        responseCheck = nil
+        current.responseCheck = nil
         guard let plan = store?.plan else { return outcome }
         guard case .completed = outcome else {
             plan.rewind(segment)
@@ -338,7 +317,7 @@ final class Connection: ExchangeDelegate {
             let location = object?.url.redacted ?? url?.redacted ?? ""
             let message = "the response for bytes \(requested) does not match its \(check.expected.header): it says \(check.expected.written(check.expected.checksum)), "
                 + "its bytes give \(check.expected.written(computed)); fetching them again (\(location))"
-            return .failed(.invalidResponse(message), retryAfter: retryAfter)
+            return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
         }
         plan.confirm(segment)
         return outcome
@@ -347,7 +326,7 @@ final class Connection: ExchangeDelegate {
     /// The one outcome of an exchange: the transfer's end, judged against what the job asked for.
     private func report(_ outcome: ExchangeOutcome, of job: Job) -> Outcome {
         if case .cancelled = outcome { return .cancelled }
-        if let failure { return .failed(failure, retryAfter: retryAfter) }
+        if let failure = current.failure { return .failed(failure, retryAfter: current.retryAfter) }
         let location = object?.url.redacted ?? url?.redacted ?? ""
         switch outcome {
         case .cancelled:
@@ -359,15 +338,15 @@ final class Connection: ExchangeDelegate {
             case .probe, .sample: true
             default: false
             }
-            return .failed(.transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: retryAfter)
+            return .failed(.transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: current.retryAfter)
         case .completed:
-            if case .sample(.bounded(let range)) = job, Int64(sampled.count) != range.count {
-                return .failed(.invalidResponse("the server sent \(sampled.count) of the \(range.count) bytes asked for (\(location))"), retryAfter: retryAfter)
+            if case .sample(.bounded(let range)) = job, Int64(current.sampled.count) != range.count {
+                return .failed(.invalidResponse("the server sent \(current.sampled.count) of the \(range.count) bytes asked for (\(location))"), retryAfter: current.retryAfter)
             }
             if case .segment(let segment, let requested) = job,
                !segment.isDone, segment.position < min(requested.upperBound, segment.end) {
                 let message = "the server closed the response after \(segment.position - requested.lowerBound) of \(requested.count) bytes (\(location))"
-                return .failed(.invalidResponse(message), retryAfter: retryAfter)
+                return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }
             return .completed
         }
