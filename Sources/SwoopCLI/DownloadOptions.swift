@@ -2,192 +2,30 @@ import ArgumentParser
 import Logging
 import Swoop
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Options shared by commands that download.
 struct DownloadOptions: ParsableArguments {
-    @Option(name: [.short, .long], help: "Connections per download (1-1024). Default: adaptive, up to --max-connections.")
-    var connections: Int?
-
-    @Option(name: .long, help: "The most connections the adaptive mode may open (1-1024).")
-    var maxConnections: Int = 64
-
-    @Option(name: [.customShort("H"), .long], help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
-    var header: [String] = []
-
-    @Option(name: .long, help: "Seconds allowed to connect.")
-    var connectTimeout: Double = 30
-
-    @Option(name: .long, help: "Seconds without data (or below --min-speed) before a connection is replaced.")
-    var stallTimeout: Double = 30
-
-    @Option(name: .long, help: ArgumentHelp("A connection slower than this for --stall-timeout is replaced (e.g. 100k, 1m).", valueName: "rate"))
-    var minSpeed: ByteCount = ByteCount(bytes: 1)
-
-    @Option(name: .long, help: ArgumentHelp("Receive at most RATE bytes per second, all connections together (with -i, the whole run), e.g. 500k, 20m.", valueName: "rate"))
-    var limitRate: ByteCount?
-
-    @Option(name: .long, help: "Tries per request or byte range without progress, while its server answers.")
-    var maxTries: Int = 8
-
-    @Option(name: .long, help: ArgumentHelp(
-        "Seconds a server that stops answering mid-download is waited for (one connection at a time, "
-            + "at most every 5 s) before giving up; the partial download is kept.",
-        valueName: "seconds"))
-    var maxOutage: Double = 120
-
-    @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
-    var insecure = false
-
-    @Option(name: .long, help: ArgumentHelp(
-        "CA certificate(s) to verify servers against: a PEM file, for a private CA. "
-            + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
-        valueName: "FILE"))
-    var cacert: String?
-
-    @Option(name: .long, help: ArgumentHelp(
-        "CA directory to verify servers against (PEM files named by hash: openssl rehash DIR). "
-            + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
-        valueName: "DIR"))
-    var capath: String?
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var access: AccessOptions
 
     @Flag(name: .long, help: "Do not check files against the digests servers publish (Repr-Digest, Content-Digest, x-goog-hash, x-amz-checksum-*, x-oss-hash-crc64ecma).")
     var noVerify = false
 
-    @Flag(name: .long, help: "Keep connections that are far slower than the others instead of replacing them.")
-    var keepSlowConnections = false
-
     @Flag(name: [.short, .long], help: "Log more (repeat for debug output).")
     var verbose: Int
 
-    @Option(name: .long, help: ArgumentHelp("Send requests through this proxy: http://, https://, socks4://, socks5:// or socks5h://, with user:password@ if it wants them; '' for none. Default: the http_proxy, https_proxy and all_proxy environment variables.", valueName: "URL"))
-    var proxy: String?
+    /// TLS verification is off (`-k`).
+    var insecure: Bool { access.insecure }
 
-    @Option(name: .customLong("noproxy"), help: ArgumentHelp("Comma-separated hosts reached without the proxy (* for all); replaces no_proxy from the environment.", valueName: "list"))
-    var noProxy: String?
-
-    @Flag(name: .long, help: "Send the login ~/.netrc has for a URL's host (to that host only, never after a redirect elsewhere).")
-    var netrc = false
-
-    @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Like --netrc, with this file.", valueName: "FILE"))
-    var netrcFile: String?
-
-    @Option(name: [.customShort("b"), .long], help: ArgumentHelp("Send the cookies in FILE (curl's cookie-jar format) to the hosts they name; 'name=value' sends that cookie to the URL's host.", valueName: "FILE"))
-    var cookie: String?
-
-    @Option(name: .customLong("cookie-jar"), help: ArgumentHelp("Save all cookies (from -b and those servers set) to FILE when done.", valueName: "FILE"))
-    var cookieJar: String?
-
-    func validate() throws {
-        if let connections, !(1...1024).contains(connections) {
-            throw ValidationError("--connections must be between 1 and 1024 (got \(connections))")
-        }
-        guard (1...1024).contains(maxConnections) else {
-            throw ValidationError("--max-connections must be between 1 and 1024 (got \(maxConnections))")
-        }
-        guard connectTimeout > 0, connectTimeout.isFinite else { throw ValidationError("--connect-timeout must be a positive number of seconds") }
-        guard stallTimeout > 0, stallTimeout.isFinite else { throw ValidationError("--stall-timeout must be a positive number of seconds") }
-        guard maxTries >= 1 else { throw ValidationError("--max-tries must be at least 1 (got \(maxTries))") }
-        guard maxOutage >= 0, maxOutage.isFinite else {
-            throw ValidationError("--max-outage must be 0 or more seconds")
-        }
-        if let limitRate, limitRate.bytes <= 0 {
-            throw ValidationError("--limit-rate must be more than 0 bytes per second, e.g. 500k or 20m")
-        }
-        _ = try parsedHeaders()
-        try validateAccess()
-    }
-
-    private func validateAccess() throws {
-        if let proxy, !proxy.isEmpty {
-            let scheme = proxy.firstRange(of: "://").map { proxy[..<$0.lowerBound].lowercased() } ?? "http"
-            guard ["http", "https", "socks4", "socks4a", "socks5", "socks5h"].contains(scheme) else {
-                throw ValidationError("--proxy: unsupported scheme '\(scheme)://'; use http://, https://, socks4://, socks4a://, socks5:// or socks5h://")
-            }
-        }
-        if netrc && netrcFile != nil { throw ValidationError("give --netrc (~/.netrc) or --netrc-file FILE, not both") }
-        if let netrcFile { try Self.requireReadable(netrcFile, "--netrc-file") }
-        try validateCertificateAuthorities()
-        if let cookieFile { try Self.requireReadable(cookieFile, "-b/--cookie") }
-        if let cookieJar, cookieJar.isEmpty { throw ValidationError("--cookie-jar needs a file name") }
-    }
-
-    /// `--cacert` a readable file, `--capath` readable directories (`:` separates several).
-    private func validateCertificateAuthorities() throws {
-        if let cacert {
-            try Self.requireReadable(cacert, "--cacert")
-            if Self.isDirectory(cacert) {
-                throw ValidationError(
-                    "--cacert: '\(cacert)' is a directory; give a PEM file, or the directory with --capath")
-            }
-        }
-        for directory in capath.map({ $0.split(separator: ":", omittingEmptySubsequences: false) }) ?? [] {
-            let directory = String(directory)
-            if access(directory, F_OK) == 0 && !Self.isDirectory(directory) {
-                throw ValidationError("--capath: '\(directory)' is not a directory; give a PEM file with --cacert")
-            }
-            if access(directory, R_OK | X_OK) != 0 {
-                throw ValidationError("--capath: cannot read '\(directory)': \(String(cString: strerror(errno)))")
-            }
-        }
-    }
-
-    private static func isDirectory(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-    }
-
-    private static func requireReadable(_ path: String, _ flag: String) throws {
-        if access(path, R_OK) != 0 {
-            throw ValidationError("\(flag): cannot read '\(path)': \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// `-b`: a file of cookies, unless it is `name=value` and no such file exists (as in curl).
-    private var cookieFile: String? {
-        guard let cookie, !(cookie.contains("=") && access(cookie, F_OK) != 0) else { return nil }
-        return cookie
-    }
-
-    /// `--header` values split into name and value; a bad one is a usage error naming it.
+    /// `--header` values (and a `-b name=value` cookie) split into name and value.
     func parsedHeaders() throws -> [(name: String, value: String)] {
-        let cookieHeader = cookie.flatMap { cookieFile == nil ? "Cookie: \($0)" : nil }
-        return try (header + (cookieHeader.map { [$0] } ?? [])).map { line in
-            guard let colon = line.firstIndex(of: ":") else {
-                throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
-            }
-            let name = line[..<colon].trimmed
-            let value = line[line.index(after: colon)...].trimmed
-            guard !name.isEmpty, !name.contains(where: { $0.isWhitespace }) else {
-                throw ValidationError("invalid --header '\(line)': the name before ':' is empty or has spaces")
-            }
-            return (name, value)
-        }
+        try access.parsedHeaders()
     }
 
     func configuration() -> Downloader.Configuration {
         var configuration = Downloader.Configuration()
-        configuration.connections = connections.map { .fixed($0) } ?? .adaptive(maximum: maxConnections)
-        configuration.timeout.connect = .milliseconds(Int64(connectTimeout * 1000))
-        configuration.timeout.stall = .milliseconds(Int64(stallTimeout * 1000))
-        configuration.retry.maxTries = maxTries
-        configuration.retry.maxOutage = .milliseconds(Int64(maxOutage * 1000))
-        configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
-        configuration.verifiesTLSCertificates = !insecure
-        if cacert != nil || capath != nil {
-            configuration.certificateAuthorities = .custom(file: cacert, directory: capath)
-        }
-        configuration.replacesSlowConnections = !keepSlowConnections
+        connection.apply(to: &configuration)
+        access.apply(to: &configuration)
         configuration.verifiesPublishedDigests = !noVerify
-        configuration.maximumBytesPerSecond = limitRate?.bytes
-        if let proxy { configuration.proxy = proxy.isEmpty ? .direct : .url(proxy) }
-        configuration.noProxy = noProxy.map { $0.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty } }
-        configuration.netrc = netrcFile.map { .file($0) } ?? (netrc ? .defaultFile : .off)
-        configuration.cookies = .init(file: cookieFile, jar: cookieJar)
         return configuration
     }
 
