@@ -27,7 +27,8 @@ extension Downloader {
         for request: DownloadRequest, window: Int = 64 << 20, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) throws(DownloadError) -> DownloadBytes {
         guard window >= DownloadBytes.minimumWindow else {
-            throw .invalidRequest("the stream window must be at least \(DownloadBytes.minimumWindow >> 20) MiB (got \(window) bytes)")
+            throw .invalidRequest(
+                "the stream window must be at least \(DownloadBytes.minimumWindow >> 20) MiB (got \(window) bytes)")
         }
         var configuration = self.configuration
         configuration.onObjectChange = .fail

@@ -38,7 +38,10 @@ public struct DownloadRequest: Sendable {
     /// its query, so a signature is never written. `nil` (the default): no refresh.
     public var urlProvider: (@Sendable (_ current: String) async throws -> String)?
 
-    public init(url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil, expectedSize: Int64? = nil) {
+    public init(
+        url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil,
+        expectedSize: Int64? = nil
+    ) {
         self.url = url
         self.headers = headers
         self.expectedChecksum = expectedChecksum
@@ -46,8 +49,12 @@ public struct DownloadRequest: Sendable {
     }
 
     /// A request for one file from several sources: the first URL and its ``mirrors``.
-    public init(urls: [String], headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil, expectedSize: Int64? = nil) {
-        self.init(url: urls.first ?? "", headers: headers, expectedChecksum: expectedChecksum, expectedSize: expectedSize)
+    public init(
+        urls: [String], headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil,
+        expectedSize: Int64? = nil
+    ) {
+        self.init(
+            url: urls.first ?? "", headers: headers, expectedChecksum: expectedChecksum, expectedSize: expectedSize)
         self.mirrors = Array(urls.dropFirst())
     }
 

@@ -44,7 +44,10 @@ public final class DownloadTask: Sendable {
     /// Progress handlers: the first caller's, then those of callers who joined this download.
     private let progressHandlers = Mutex<[@Sendable (DownloadProgress) -> Void]>([])
 
-    init(launch: @escaping @Sendable (DownloadTask, Int) -> DownloadControl, onFinish: @escaping @Sendable () -> Void = {}) {
+    init(
+        launch: @escaping @Sendable (DownloadTask, Int) -> DownloadControl,
+        onFinish: @escaping @Sendable () -> Void = {}
+    ) {
         self.launch = launch
         self.onFinish = onFinish
     }
@@ -202,7 +205,8 @@ public final class DownloadTask: Sendable {
     }
 
     private func finish(_ outcome: Result<DownloadResult, DownloadError>) {
-        let (waiters, final, first) = inner.withLock { inner -> ([Waiter], Result<DownloadResult, DownloadError>, Bool) in
+        let (waiters, final, first) = inner.withLock {
+            inner -> ([Waiter], Result<DownloadResult, DownloadError>, Bool) in
             let first = inner.outcome == nil
             if inner.outcome == nil {
                 inner.outcome = outcome

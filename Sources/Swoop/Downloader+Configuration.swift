@@ -95,7 +95,10 @@ extension Downloader {
         /// Throws ``DownloadError/Kind/invalidRequest`` for a setting no download can run with.
         func validate() throws(DownloadError) {
             if let rate = maximumBytesPerSecond, rate <= 0 {
-                throw .invalidRequest("Configuration.maximumBytesPerSecond must be more than 0 bytes per second, or nil for no cap (got \(rate))")
+                throw .invalidRequest(
+                    "Configuration.maximumBytesPerSecond must be more than 0 bytes per second, or nil for no cap (got "
+                        + "\(rate))"
+                )
             }
             try validateNetworkAccess()
             try validateCertificateAuthorities()

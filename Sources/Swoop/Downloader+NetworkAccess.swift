@@ -62,8 +62,13 @@ extension Downloader.Configuration {
         if case .url(let proxy) = proxy {
             _ = try ProxyURL(proxy)
         }
-        if let noProxy, let bad = noProxy.first(where: { $0.contains(where: { $0 == "," || $0.isWhitespace }) || $0.isEmpty }) {
-            throw .invalidRequest("invalid Configuration.noProxy entry '\(RemoteURL.printable(bad))': give one host name or address per entry")
+        if let noProxy,
+            let bad = noProxy.first(where: { $0.contains(where: { $0 == "," || $0.isWhitespace }) || $0.isEmpty })
+        {
+            throw .invalidRequest(
+                "invalid Configuration.noProxy entry '\(RemoteURL.printable(bad))': give one host name or address per "
+                    + "entry"
+            )
         }
         if case .file(let path) = netrc {
             try Self.requireReadable(path, "Configuration.netrc")
@@ -106,11 +111,18 @@ struct ProxyURL: Sendable, Equatable {
         let hostPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
         let shown = "\(scheme)://\(hostPort)"
         guard Self.schemes.contains(scheme) else {
-            throw .invalidRequest("unsupported proxy scheme '\(RemoteURL.printable(scheme))' in \(RemoteURL.printable(shown)): use http://, https://, socks4://, socks4a://, socks5:// or socks5h://")
+            throw .invalidRequest(
+                "unsupported proxy scheme '\(RemoteURL.printable(scheme))' in \(RemoteURL.printable(shown)): use "
+                    + "http://, https://, socks4://, socks4a://, socks5:// or socks5h://"
+            )
         }
         guard !hostPort.isEmpty, !hostPort.hasPrefix(":"),
-              trimmed.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
-            throw .invalidRequest("invalid proxy \(RemoteURL.printable(shown)): it needs a host, e.g. http://proxy.example.com:3128, with no spaces or control characters")
+            trimmed.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
+        else {
+            throw .invalidRequest(
+                "invalid proxy \(RemoteURL.printable(shown)): it needs a host, e.g. http://proxy.example.com:3128, "
+                    + "with no spaces or control characters"
+            )
         }
         self.string = trimmed
         self.redacted = shown

@@ -66,9 +66,13 @@ extension Downloader {
         return Self.summarize(points, connections: connections, completed: completed)
     }
 
-    static func summarize(_ points: [(time: Duration, bytes: Int64)], connections: Int, completed: Bool) -> ThroughputMeasurement {
+    static func summarize(
+        _ points: [(time: Duration, bytes: Int64)], connections: Int, completed: Bool
+    ) -> ThroughputMeasurement {
         guard let last = points.last else {
-            return ThroughputMeasurement(connections: connections, bytes: 0, duration: .zero, bytesPerSecond: 0, timeline: [], completed: completed)
+            return ThroughputMeasurement(
+                connections: connections, bytes: 0, duration: .zero, bytesPerSecond: 0, timeline: [],
+                completed: completed)
         }
         var timeline: [ThroughputMeasurement.TimelinePoint] = []
         for (previous, point) in zip(points, points.dropFirst()) where point.time > previous.time {

@@ -11,16 +11,18 @@ extension TransferOptions {
             let share = cap / Int64(max(1, configuration.connectionPool.maximumConnections))
             lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
         }
-        let proxy: ProxySetting = switch configuration.proxy {
-        case .fromEnvironment: .fromEnvironment
-        case .direct: .direct
-        case .url(let url): .url(url)
-        }
-        let netrc: NetrcSetting = switch configuration.netrc {
-        case .off: .off
-        case .defaultFile: .defaultFile
-        case .file(let path): .file(path)
-        }
+        let proxy: ProxySetting =
+            switch configuration.proxy {
+            case .fromEnvironment: .fromEnvironment
+            case .direct: .direct
+            case .url(let url): .url(url)
+            }
+        let netrc: NetrcSetting =
+            switch configuration.netrc {
+            case .off: .off
+            case .defaultFile: .defaultFile
+            case .file(let path): .file(path)
+            }
         self.init(
             connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
             lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.verifiesTLSCertificates,

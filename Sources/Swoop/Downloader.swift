@@ -44,9 +44,10 @@ public final class Downloader: Sendable {
         let budget = ConnectionBudget(
             total: configuration.connectionPool.maximumConnections,
             perHost: configuration.connectionPool.maximumConnectionsPerHost)
-        guard let loop = TransferLoop(
-            budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond,
-            cookieFile: configuration.cookies.file, cookieJar: configuration.cookies.jar)
+        guard
+            let loop = TransferLoop(
+                budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond,
+                cookieFile: configuration.cookies.file, cookieJar: configuration.cookies.jar)
         else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
         }
@@ -120,7 +121,9 @@ public final class Downloader: Sendable {
         var mirrors: [RemoteURL] = []
         for mirror in request.mirrors {
             let parsed = try RemoteURL(mirror)
-            if parsed.absoluteString != url.absoluteString && !mirrors.contains(where: { $0.absoluteString == parsed.absoluteString }) {
+            if parsed.absoluteString != url.absoluteString
+                && !mirrors.contains(where: { $0.absoluteString == parsed.absoluteString })
+            {
                 mirrors.append(parsed)
             }
         }
@@ -136,7 +139,9 @@ public final class Downloader: Sendable {
             }
             let task = DownloadTask(
                 launch: { [self, mirrors] task, run in
-                    launch(request, url: url, mirrors: mirrors, paths: paths, configuration: configuration, sink: sink, task: task, run: run)
+                    launch(
+                        request, url: url, mirrors: mirrors, paths: paths, configuration: configuration, sink: sink,
+                        task: task, run: run)
                 },
                 onFinish: { [self] in
                     coalesced.withLock { running in
@@ -158,7 +163,9 @@ public final class Downloader: Sendable {
                 // Joined another caller's download: hear its end through its result.
                 Task {
                     let outcome: Result<DownloadResult, DownloadError>
-                    do throws(DownloadError) { outcome = .success(try await task.result()) } catch { outcome = .failure(error) }
+                    do throws(DownloadError) { outcome = .success(try await task.result()) } catch {
+                        outcome = .failure(error)
+                    }
                     observer.transferEnded()
                     observer.runEnded(outcome)
                 }
@@ -175,14 +182,18 @@ public final class Downloader: Sendable {
 
     /// Starts one run of a download on the transfer thread.
     private func launch(
-        _ request: DownloadRequest, url: RemoteURL, mirrors: [RemoteURL], paths: DownloadPaths, configuration: Configuration,
+        _ request: DownloadRequest, url: RemoteURL, mirrors: [RemoteURL], paths: DownloadPaths,
+        configuration: Configuration,
         sink kind: SinkKind, task: DownloadTask, run: Int
     ) -> DownloadControl {
         // The first look at the disk happens here, on the caller's thread, not on the transfer
         // thread: for a new file it is all the disk work before the transfer (a few lookups, which
         // a list of thousands of small files made a tenth of that thread's work).
-        let reading = kind.isPartFile
-            ? Result { () throws(DownloadError) in try PartialState.read(paths, url: url, rules: PartialState.Rules(configuration)) } : nil
+        let reading =
+            kind.isPartFile
+            ? Result { () throws(DownloadError) in
+                try PartialState.read(paths, url: url, rules: PartialState.Rules(configuration))
+            } : nil
         let control = DownloadControl(loop: loop, disk: disk, paths: paths)
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }
@@ -192,18 +203,20 @@ public final class Downloader: Sendable {
             task.runEnded(outcome, run: run)
         }
         let accepted = loop.execute { [loop, disk, publisher, logger] in
-            let sink: BodySink = switch kind {
-            case .partFile:
-                PartFileSink(
-                    paths: paths, disk: disk, publisher: publisher,
-                    overwritesTarget: configuration.overwritesExistingFile)
-            case .discard:
-                DiscardSink(loop: loop)
-            case .stream(let buffer):
-                StreamSink(buffer: buffer, loop: loop)
-            }
+            let sink: BodySink =
+                switch kind {
+                case .partFile:
+                    PartFileSink(
+                        paths: paths, disk: disk, publisher: publisher,
+                        overwritesTarget: configuration.overwritesExistingFile)
+                case .discard:
+                    DiscardSink(loop: loop)
+                case .stream(let buffer):
+                    StreamSink(buffer: buffer, loop: loop)
+                }
             let session = DownloadSession(
-                loop: loop, configuration: configuration, request: request, url: url, mirrors: mirrors, paths: paths, sink: sink,
+                loop: loop, configuration: configuration, request: request, url: url, mirrors: mirrors, paths: paths,
+                sink: sink,
                 logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
                 completion: finished)
             control.attach(session)
@@ -252,7 +265,8 @@ public final class Downloader: Sendable {
     public func suggestedFileName(for request: DownloadRequest) async throws(DownloadError) -> String {
         let url = try RemoteURL(request.url)
         try Self.validate(request.headers)
-        let lookup = FileNameLookup(url: url, headers: request.headers, configuration: configuration, loop: loop, logger: logger)
+        let lookup = FileNameLookup(
+            url: url, headers: request.headers, configuration: configuration, loop: loop, logger: logger)
         let id = ObjectIdentifier(lookup)
         lookups.withLock { $0[id] = lookup }
         defer { _ = lookups.withLock { $0.removeValue(forKey: id) } }
@@ -275,7 +289,10 @@ public final class Downloader: Sendable {
     static func validate(_ headers: [(name: String, value: String)]) throws(DownloadError) {
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
-                throw .invalidRequest("invalid header name '\(RemoteURL.printable(name))': use 'Name: value' with a name of letters, digits and -")
+                throw .invalidRequest(
+                    "invalid header name '\(RemoteURL.printable(name))': use 'Name: value' with a name of letters, "
+                        + "digits and -"
+                )
             }
             if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
                 throw .invalidRequest("invalid value for header '\(name)': it contains a line break or NUL")
@@ -289,12 +306,15 @@ public final class Downloader: Sendable {
     /// A byte of an HTTP token (RFC 9110 `tchar`).
     private static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
         default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
         }
     }
 
     private static let reservedHeaders: Set<String> = [
-        "range", "if-match", "if-unmodified-since", "accept-encoding", "host", "content-length", "transfer-encoding", "connection",
+        "range", "if-match", "if-unmodified-since", "accept-encoding", "host", "content-length", "transfer-encoding",
+        "connection",
     ]
 }

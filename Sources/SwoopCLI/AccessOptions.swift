@@ -11,40 +11,65 @@ import Musl
 /// What is sent and whom to trust: `--header`, TLS (`--insecure`, `--cacert`, `--capath`),
 /// `--proxy`, `.netrc`, cookies.
 struct AccessOptions: ParsableArguments {
-    @Option(name: [.customShort("H"), .long], help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
+    @Option(
+        name: [.customShort("H"), .long],
+        help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
     var header: [String] = []
 
     @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
     var insecure = false
 
-    @Option(name: .long, help: ArgumentHelp(
-        "CA certificate(s) to verify servers against: a PEM file, for a private CA. "
-            + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
-        valueName: "FILE"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "CA certificate(s) to verify servers against: a PEM file, for a private CA. "
+                + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
+            valueName: "FILE"))
     var cacert: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "CA directory to verify servers against (PEM files named by hash: openssl rehash DIR). "
-            + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
-        valueName: "DIR"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "CA directory to verify servers against (PEM files named by hash: openssl rehash DIR). "
+                + "Replaces CURL_CA_BUNDLE, SSL_CERT_FILE and SSL_CERT_DIR from the environment.",
+            valueName: "DIR"))
     var capath: String?
 
-    @Option(name: .long, help: ArgumentHelp("Send requests through this proxy: http://, https://, socks4://, socks5:// or socks5h://, with user:password@ if it wants them; '' for none. Default: the http_proxy, https_proxy and all_proxy environment variables.", valueName: "URL"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Send requests through this proxy: http://, https://, socks4://, socks5:// or socks5h://, with "
+                + "user:password@ if it wants them; '' for none. Default: the http_proxy, https_proxy and all_proxy "
+                + "environment variables.",
+            valueName: "URL"))
     var proxy: String?
 
-    @Option(name: .customLong("noproxy"), help: ArgumentHelp("Comma-separated hosts reached without the proxy (* for all); replaces no_proxy from the environment.", valueName: "list"))
+    @Option(
+        name: .customLong("noproxy"),
+        help: ArgumentHelp(
+            "Comma-separated hosts reached without the proxy (* for all); replaces no_proxy from the environment.",
+            valueName: "list"))
     var noProxy: String?
 
-    @Flag(name: .long, help: "Send the login ~/.netrc has for a URL's host (to that host only, never after a redirect elsewhere).")
+    @Flag(
+        name: .long,
+        help: "Send the login ~/.netrc has for a URL's host (to that host only, never after a redirect elsewhere).")
     var netrc = false
 
     @Option(name: .customLong("netrc-file"), help: ArgumentHelp("Like --netrc, with this file.", valueName: "FILE"))
     var netrcFile: String?
 
-    @Option(name: [.customShort("b"), .long], help: ArgumentHelp("Send the cookies in FILE (curl's cookie-jar format) to the hosts they name; 'name=value' sends that cookie to the URL's host.", valueName: "FILE"))
+    @Option(
+        name: [.customShort("b"), .long],
+        help: ArgumentHelp(
+            "Send the cookies in FILE (curl's cookie-jar format) to the hosts they name; 'name=value' sends that "
+                + "cookie to the URL's host.",
+            valueName: "FILE"))
     var cookie: String?
 
-    @Option(name: .customLong("cookie-jar"), help: ArgumentHelp("Save all cookies (from -b and those servers set) to FILE when done.", valueName: "FILE"))
+    @Option(
+        name: .customLong("cookie-jar"),
+        help: ArgumentHelp("Save all cookies (from -b and those servers set) to FILE when done.", valueName: "FILE"))
     var cookieJar: String?
 
     func validate() throws {
@@ -52,7 +77,10 @@ struct AccessOptions: ParsableArguments {
         if let proxy, !proxy.isEmpty {
             let scheme = proxy.firstRange(of: "://").map { proxy[..<$0.lowerBound].lowercased() } ?? "http"
             guard ["http", "https", "socks4", "socks4a", "socks5", "socks5h"].contains(scheme) else {
-                throw ValidationError("--proxy: unsupported scheme '\(scheme)://'; use http://, https://, socks4://, socks4a://, socks5:// or socks5h://")
+                throw ValidationError(
+                    "--proxy: unsupported scheme '\(scheme)://'; use http://, https://, socks4://, socks4a://, "
+                        + "socks5:// or socks5h://"
+                )
             }
         }
         if netrc && netrcFile != nil { throw ValidationError("give --netrc (~/.netrc) or --netrc-file FILE, not both") }

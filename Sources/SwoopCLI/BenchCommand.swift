@@ -22,10 +22,15 @@ struct Bench: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds per connection count.")
     var duration: Double = 5
 
-    @Option(name: .long, help: ArgumentHelp("Write an SVG chart of throughput against connections and over time.", valueName: "file.svg"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Write an SVG chart of throughput against connections and over time.", valueName: "file.svg")
+    )
     var chart: String?
 
-    @Option(name: [.customShort("H"), .long], help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
+    @Option(
+        name: [.customShort("H"), .long],
+        help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
     var header: [String] = []
 
     @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
@@ -38,14 +43,17 @@ struct Bench: AsyncParsableCommand {
         let parts = connections.split(separator: ",").map { $0.trimmed }
         let values = parts.compactMap { Int($0) }
         guard !values.isEmpty, values.count == parts.count, values.allSatisfy({ (1...1024).contains($0) }) else {
-            throw ValidationError("--connections must be a comma-separated list of counts from 1 to 1024 (got '\(connections)')")
+            throw ValidationError(
+                "--connections must be a comma-separated list of counts from 1 to 1024 (got '\(connections)')")
         }
         return Array(Set(values)).sorted()
     }
 
     func validate() throws {
         _ = try counts()
-        guard duration > 0, duration.isFinite else { throw ValidationError("--duration must be a positive number of seconds") }
+        guard duration > 0, duration.isFinite else {
+            throw ValidationError("--duration must be a positive number of seconds")
+        }
         for line in header where !line.contains(":") {
             throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
         }
@@ -64,12 +72,16 @@ struct Bench: AsyncParsableCommand {
         defer { interrupts.stop() }
         var results: [ThroughputMeasurement] = []
         if !json {
-            writeStderr("Measuring \(url) for \(Format.fixed(duration, digits: 1)) s per connection count (nothing is written to disk)\n")
+            writeStderr(
+                "Measuring \(url) for \(Format.fixed(duration, digits: 1)) s per connection count (nothing is written "
+                    + "to disk)\n"
+            )
             print("connections   throughput      vs best")
         }
         do {
             for count in try counts() {
-                let measurement = try await downloader.measureThroughput(request, connections: count, duration: .milliseconds(Int64(duration * 1000)))
+                let measurement = try await downloader.measureThroughput(
+                    request, connections: count, duration: .milliseconds(Int64(duration * 1000)))
                 results.append(measurement)
                 if !json {
                     let best = results.map(\.bytesPerSecond).max() ?? 1
@@ -85,11 +97,15 @@ struct Bench: AsyncParsableCommand {
         if json {
             printJSON(BenchSummary(url: url, results: results, recommended: recommended))
         } else if let recommended {
-            print("recommended: \(recommended.connections) connection\(recommended.connections == 1 ? "" : "s") (\(Format.rate(recommended.bytesPerSecond)))")
+            print(
+                "recommended: \(recommended.connections) connection\(recommended.connections == 1 ? "" : "s") "
+                    + "(\(Format.rate(recommended.bytesPerSecond)))"
+            )
         }
         if let chart {
             do {
-                try BenchChart.svg(results, url: url, recommended: recommended?.connections).write(toFile: chart, atomically: true, encoding: .utf8)
+                try BenchChart.svg(results, url: url, recommended: recommended?.connections).write(
+                    toFile: chart, atomically: true, encoding: .utf8)
                 if !json { writeStderr("chart written to \(chart)\n") }
             } catch {
                 throw CommandFailure(status: .localIO, message: "cannot write the chart to \(chart): \(error)")
@@ -132,7 +148,8 @@ struct BenchSummary: Encodable {
     init(url: String, results: [ThroughputMeasurement], recommended: ThroughputMeasurement?) {
         self.url = url
         self.results = results.map {
-            Row(connections: $0.connections, bytesPerSecond: $0.bytesPerSecond, bytes: $0.bytes,
+            Row(
+                connections: $0.connections, bytesPerSecond: $0.bytesPerSecond, bytes: $0.bytes,
                 seconds: Format.seconds($0.duration), completed: $0.completed,
                 timeline: $0.timeline.map { [$0.seconds, $0.bytesPerSecond] })
         }
@@ -146,11 +163,17 @@ enum BenchChart {
         let width = 900.0, panel = 260.0, left = 80.0, right = 30.0, top = 50.0, gap = 70.0
         let plotWidth = width - left - right
         let mib = 1_048_576.0
-        let peak = max(1, (results.flatMap { $0.timeline.map(\.bytesPerSecond) } + results.map(\.bytesPerSecond)).max() ?? 1) / mib
+        let peak =
+            max(1, (results.flatMap { $0.timeline.map(\.bytesPerSecond) } + results.map(\.bytesPerSecond)).max() ?? 1)
+            / mib
         let scale = niceCeiling(peak)
-        let colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+        let colors = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+            "#7f7f7f",
+        ]
         var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(top + 2 * panel + gap + 60))" font-family="sans-serif" font-size="12">
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" \
+            height="\(Int(top + 2 * panel + gap + 60))" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
             <text x="\(left)" y="24" font-size="16" font-weight="bold">swoop bench \(escape(url))</text>
 
@@ -160,43 +183,71 @@ enum BenchChart {
         let maxLog = log2(Double(max(2, counts.max() ?? 2)))
         func x1(_ count: Int) -> Double { left + (maxLog > 0 ? log2(Double(count)) / maxLog : 0) * plotWidth }
         func y(_ value: Double, base: Double) -> Double { base + panel - value / scale * panel }
-        out += axes(left: left, top: top, width: plotWidth, height: panel, yMax: scale, title: "throughput (MiB/s) vs connections")
+        out += axes(
+            left: left, top: top, width: plotWidth, height: panel, yMax: scale,
+            title: "throughput (MiB/s) vs connections")
         var points = ""
         for result in results {
             let px = x1(result.connections), py = y(result.bytesPerSecond / mib, base: top)
             points += "\(fmt(px)),\(fmt(py)) "
             let marker = result.connections == recommended ? "#d62728" : "#1f77b4"
             out += "<circle cx=\"\(fmt(px))\" cy=\"\(fmt(py))\" r=\"4\" fill=\"\(marker)\"/>\n"
-            out += "<text x=\"\(fmt(px))\" y=\"\(fmt(top + panel + 16))\" text-anchor=\"middle\">\(result.connections)</text>\n"
-            out += "<text x=\"\(fmt(px))\" y=\"\(fmt(py - 8))\" text-anchor=\"middle\" font-size=\"10\">\(Format.fixed(result.bytesPerSecond / mib, digits: 1))</text>\n"
+            out +=
+                "<text x=\"\(fmt(px))\" y=\"\(fmt(top + panel + 16))\" "
+                    + "text-anchor=\"middle\">\(result.connections)</text>\n"
+            out +=
+                "<text x=\"\(fmt(px))\" y=\"\(fmt(py - 8))\" text-anchor=\"middle\" "
+                    + "font-size=\"10\">\(Format.fixed(result.bytesPerSecond / mib, digits: 1))</text>\n"
         }
         out += "<polyline points=\"\(points)\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n"
         if let recommended {
-            out += "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(top - 8))\" text-anchor=\"end\" fill=\"#d62728\">recommended: \(recommended)</text>\n"
+            out +=
+                "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(top - 8))\" text-anchor=\"end\" "
+                    + "fill=\"#d62728\">recommended: \(recommended)</text>\n"
         }
         // Panel 2: throughput over time, one line per count.
         let top2 = top + panel + gap
         let longest = max(0.1, results.flatMap { $0.timeline.map(\.seconds) }.max() ?? 0.1)
-        out += axes(left: left, top: top2, width: plotWidth, height: panel, yMax: scale, title: "throughput (MiB/s) over time (s)")
-        out += "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(top2 + panel + 16))\" text-anchor=\"end\">\(Format.fixed(longest, digits: 1)) s</text>\n"
+        out += axes(
+            left: left, top: top2, width: plotWidth, height: panel, yMax: scale,
+            title: "throughput (MiB/s) over time (s)")
+        out +=
+            "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(top2 + panel + 16))\" "
+                + "text-anchor=\"end\">\(Format.fixed(longest, digits: 1)) s</text>\n"
         for (index, result) in results.enumerated() {
             let color = colors[index % colors.count]
-            let line = result.timeline.map { "\(fmt(left + $0.seconds / longest * plotWidth)),\(fmt(y($0.bytesPerSecond / mib, base: top2)))" }
-            out += "<polyline points=\"\(line.joined(separator: " "))\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\"/>\n"
-            out += "<text x=\"\(fmt(left + 10 + Double(index) * 80))\" y=\"\(fmt(top2 + panel + 40))\" fill=\"\(color)\">\(result.connections) conn</text>\n"
+            let line = result.timeline.map {
+                "\(fmt(left + $0.seconds / longest * plotWidth)),\(fmt(y($0.bytesPerSecond / mib, base: top2)))"
+            }
+            out +=
+                "<polyline points=\"\(line.joined(separator: " "))\" fill=\"none\" stroke=\"\(color)\" "
+                    + "stroke-width=\"1.5\"/>\n"
+            out +=
+                "<text x=\"\(fmt(left + 10 + Double(index) * 80))\" y=\"\(fmt(top2 + panel + 40))\" "
+                    + "fill=\"\(color)\">\(result.connections) conn</text>\n"
         }
         return out + "</svg>\n"
     }
 
-    private static func axes(left: Double, top: Double, width: Double, height: Double, yMax: Double, title: String) -> String {
+    private static func axes(
+        left: Double, top: Double, width: Double, height: Double, yMax: Double, title: String
+    ) -> String {
         var out = "<text x=\"\(fmt(left))\" y=\"\(fmt(top - 8))\" font-weight=\"bold\">\(title)</text>\n"
-        out += "<line x1=\"\(fmt(left))\" y1=\"\(fmt(top + height))\" x2=\"\(fmt(left + width))\" y2=\"\(fmt(top + height))\" stroke=\"black\"/>\n"
-        out += "<line x1=\"\(fmt(left))\" y1=\"\(fmt(top))\" x2=\"\(fmt(left))\" y2=\"\(fmt(top + height))\" stroke=\"black\"/>\n"
+        out +=
+            "<line x1=\"\(fmt(left))\" y1=\"\(fmt(top + height))\" x2=\"\(fmt(left + width))\" "
+                + "y2=\"\(fmt(top + height))\" stroke=\"black\"/>\n"
+        out +=
+            "<line x1=\"\(fmt(left))\" y1=\"\(fmt(top))\" x2=\"\(fmt(left))\" y2=\"\(fmt(top + height))\" "
+                + "stroke=\"black\"/>\n"
         for step in 0...4 {
             let value = yMax * Double(step) / 4
             let yy = top + height - height * Double(step) / 4
-            out += "<line x1=\"\(fmt(left))\" y1=\"\(fmt(yy))\" x2=\"\(fmt(left + width))\" y2=\"\(fmt(yy))\" stroke=\"#e5e5e5\"/>\n"
-            out += "<text x=\"\(fmt(left - 6))\" y=\"\(fmt(yy + 4))\" text-anchor=\"end\">\(Format.fixed(value, digits: value < 10 ? 1 : 0))</text>\n"
+            out +=
+                "<line x1=\"\(fmt(left))\" y1=\"\(fmt(yy))\" x2=\"\(fmt(left + width))\" y2=\"\(fmt(yy))\" "
+                    + "stroke=\"#e5e5e5\"/>\n"
+            out +=
+                "<text x=\"\(fmt(left - 6))\" y=\"\(fmt(yy + 4))\" "
+                    + "text-anchor=\"end\">\(Format.fixed(value, digits: value < 10 ? 1 : 0))</text>\n"
         }
         return out
     }

@@ -28,14 +28,17 @@ extension Get {
         if let warning = selection?.unbalancedWarning { printError("warning: \(inputFile): \(warning)") }
         let included = selection?.included ?? counts.entries
         let rejections = Rejections()
-        var items = ListItems(source: source, shard: selection, defaultHeaders: try transfer.parsedHeaders(), directory: directory, rejections: rejections)
+        var items = ListItems(
+            source: source, shard: selection, defaultHeaders: try transfer.parsedHeaders(), directory: directory,
+            rejections: rejections)
         items.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
 
         var configuration = downloaderConfiguration()
         configuration.progressInterval = .milliseconds(500)
         warnIfInsecure()
         let downloader = Downloader(configuration: configuration, logger: transfer.logger(quiet: quiet))
-        let board = BulkBoard(total: included, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
+        let board = BulkBoard(
+            total: included, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
         if !quiet && !json {
             let share = selection.map { " (\($0.description))" } ?? ""
             writeStderr("downloading \(included) files, \(jobs) at a time\(share)\n")
@@ -55,7 +58,9 @@ extension Get {
         interrupts.stop()
         await downloader.shutdown()
         board.clear()
-        guard let summary else { throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume") }
+        guard let summary else {
+            throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume")
+        }
         let rejected = rejections.all
         report(summary, rejected: rejected)
         if let first = firstFailure(summary, rejected: rejected) {
@@ -72,7 +77,9 @@ extension Get {
         if !quiet {
             var line = "\(summary.files + rejected.count) files: \(summary.succeeded) done"
             if summary.alreadyComplete > 0 { line += " (\(summary.alreadyComplete) already complete)" }
-            line += ", \(failed) failed; \(Format.bytes(summary.bytesReceived)) received in \(Format.fixed(Format.seconds(summary.duration), digits: 1)) s"
+            line +=
+                ", \(failed) failed; \(Format.bytes(summary.bytesReceived)) received in "
+                    + "\(Format.fixed(Format.seconds(summary.duration), digits: 1)) s"
             if summary.duration > .zero {
                 line += " (\(Format.rate(Double(summary.bytesReceived) / Format.seconds(summary.duration))))"
             }
@@ -90,7 +97,9 @@ extension Get {
     }
 
     /// The exit status of the first failed entry in list order, if any failed.
-    private func firstFailure(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) -> ExitStatus? {
+    private func firstFailure(
+        _ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]
+    ) -> ExitStatus? {
         if !rejected.isEmpty { return .usage }
         return summary.failures.first.map { ExitStatus($0.error) }
     }
@@ -125,8 +134,15 @@ struct ListSummary: Encodable {
         bytes = summary.bytes
         bytesReceived = summary.bytesReceived
         seconds = Format.seconds(summary.duration)
-        failures = rejected.map { Failure(url: $0.entry.url, line: $0.entry.line, error: $0.message, errorKind: "invalid request") }
-            + summary.failures.map { Failure(url: $0.url, destination: $0.destination, error: $0.error.commandLineMessage, errorKind: $0.error.kind.description) }
+        failures =
+            rejected.map {
+                Failure(url: $0.entry.url, line: $0.entry.line, error: $0.message, errorKind: "invalid request")
+            }
+            + summary.failures.map {
+                Failure(
+                    url: $0.url, destination: $0.destination, error: $0.error.commandLineMessage,
+                    errorKind: $0.error.kind.description)
+            }
     }
 }
 
@@ -188,7 +204,9 @@ final class BulkBoard: Sendable {
         let line: String? = state.withLock { state in
             let bytes = state.finishedBytes + state.bytesByFile.values.reduce(0, +)
             state.meter.append((now, bytes))
-            while let first = state.meter.first, now - first.0 > .seconds(3), state.meter.count > 2 { state.meter.removeFirst() }
+            while let first = state.meter.first, now - first.0 > .seconds(3), state.meter.count > 2 {
+                state.meter.removeFirst()
+            }
             let interval: Duration = style == .terminal ? .milliseconds(200) : .seconds(2)
             if let last = state.lastLine, now - last < interval { return nil }
             state.lastLine = now
@@ -267,7 +285,9 @@ struct ListItems: Sequence, Sendable {
         }
         var expected: Checksum?
         if let text = entry.checksum {
-            guard let parsed = Checksum(text) else { return .failure(ListEntryError("invalid checksum= '\(text)': \(Format.checksumSyntax)")) }
+            guard let parsed = Checksum(text) else {
+                return .failure(ListEntryError("invalid checksum= '\(text)': \(Format.checksumSyntax)"))
+            }
             expected = parsed
         }
         let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash
@@ -275,12 +295,15 @@ struct ListItems: Sequence, Sendable {
         if let out = entry.out {
             let parts = out.split(separator: "/", omittingEmptySubsequences: true)
             guard !out.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }),
-                  !out.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-            else { return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory")) }
+                !out.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else {
+                return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory"))
+            }
             // Subdirectories are created by the download (Configuration.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
-        var request = DownloadRequest(urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size)
+        var request = DownloadRequest(
+            urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size)
         request.urlProvider = urlProvider
         return .success(BulkItem(request, to: base + "/" + name))
     }

@@ -22,7 +22,9 @@ struct ByteCount: ExpressibleByArgument, Equatable {
         }
         if multiplier > 1 { digits = digits.dropLast() }
         if digits.hasSuffix("i") || digits.hasSuffix("b") { return nil }
-        guard let value = Double(digits), value >= 0, value.isFinite, value * Double(multiplier) < 9e18 else { return nil }
+        guard let value = Double(digits), value >= 0, value.isFinite, value * Double(multiplier) < 9e18 else {
+            return nil
+        }
         bytes = Int64(value * Double(multiplier))
     }
 

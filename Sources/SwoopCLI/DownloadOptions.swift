@@ -7,7 +7,12 @@ struct DownloadOptions: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var access: AccessOptions
 
-    @Flag(name: .long, help: "Do not check files against the digests servers publish (Repr-Digest, Content-Digest, x-goog-hash, x-amz-checksum-*, x-oss-hash-crc64ecma).")
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Do not check files against the digests servers publish (Repr-Digest, Content-Digest, x-goog-hash, "
+                + "x-amz-checksum-*, x-oss-hash-crc64ecma).")
+    )
     var noVerify = false
 
     @Flag(name: [.short, .long], help: "Log more (repeat for debug output).")
@@ -31,7 +36,8 @@ struct DownloadOptions: ParsableArguments {
 
     func logger(quiet: Bool) -> Logger {
         CLILogHandler.startClock()
-        let level: Logger.Level = quiet ? .error : (verbose >= 3 ? .trace : verbose == 2 ? .debug : verbose == 1 ? .info : .warning)
+        let level: Logger.Level =
+            quiet ? .error : (verbose >= 3 ? .trace : verbose == 2 ? .debug : verbose == 1 ? .info : .warning)
         return Logger(label: "swoop") { _ in CLILogHandler(logLevel: level) }
     }
 }

@@ -26,9 +26,14 @@ extension DownloadError.Remedy {
         case .sendCredentials: "pass them with --header 'Authorization: ...'"
         case .waitForOtherDownload: "wait for it to finish, or stop it and run this command again (it resumes)"
         case .createDirectory: "create the directory first"
-        case .correctExpectedSize: "correct or remove size= in the list (the file may have changed on the server since the list was made)"
-        case .checkURLProvider: "check --url-command (it must print a fresh URL of the same object); the partial download is kept and the same command resumes it"
-        case .checkProxy: "check --proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy environment variables"
+        case .correctExpectedSize:
+            "correct or remove size= in the list (the file may have changed on the server since the list was made)"
+        case .checkURLProvider:
+            "check --url-command (it must print a fresh URL of the same object); the partial download is kept and the "
+                + "same command resumes it"
+        case .checkProxy:
+            "check --proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy "
+                + "environment variables"
         default: description
         }
     }

@@ -53,14 +53,17 @@ extension StringProtocol {
     /// Without leading and trailing spaces and tabs.
     var trimmed: String {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
+            return ""
+        }
         return String(self[first...last])
     }
 }
 
 extension Format {
     /// What `--checksum` and `checksum=` take.
-    static let checksumSyntax = "expected ALG=HEX, ALG one of "
+    static let checksumSyntax =
+        "expected ALG=HEX, ALG one of "
         + Checksum.Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
         + " and HEX its digest (sha-256: 64 hex digits; a CRC: its value, e.g. crc32c=e3069283)"
 

@@ -21,31 +21,56 @@ struct Get: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The http or https URL to download (or use -i for a list). Several URLs are sources of the same file (mirrors), fetched from at once; the first names it.", valueName: "url"))
+    @Argument(
+        help: ArgumentHelp(
+            "The http or https URL to download (or use -i for a list). Several URLs are sources of the same file "
+                + "(mirrors), fetched from at once; the first names it.",
+            valueName: "url"))
     var urls: [String] = []
 
-    @Option(name: [.customShort("i"), .customLong("input-file")], help: ArgumentHelp("Download every URL in FILE (aria2's input-file format; - for stdin).", valueName: "FILE"))
+    @Option(
+        name: [.customShort("i"), .customLong("input-file")],
+        help: ArgumentHelp("Download every URL in FILE (aria2's input-file format; - for stdin).", valueName: "FILE"))
     var inputFile: String?
 
     @Option(name: [.short, .long], help: "With -i: files downloaded at once.")
     var jobs: Int = 8
 
-    @Option(name: .long, help: ArgumentHelp("With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL, or balanced by bytes when every line has size=.", valueName: "K/N"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL, or balanced by "
+                + "bytes when every line has size=.",
+            valueName: "K/N"))
     var shard: Shard?
 
-    @Option(name: .long, help: ArgumentHelp("Verify the file's digest as it arrives (sha-256, sha-512, sha-384, sha-1, md5, crc32c, crc32, crc64nvme, crc64xz); on a mismatch nothing is kept.", valueName: "ALG=HEX"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Verify the file's digest as it arrives (sha-256, sha-512, sha-384, sha-1, md5, crc32c, crc32, crc64nvme, "
+                + "crc64xz); on a mismatch nothing is kept.",
+            valueName: "ALG=HEX"))
     var checksum: String?
 
-    @Option(name: [.short, .long], help: "Write to this file (default: the URL's file name); - streams to standard output, in order.")
+    @Option(
+        name: [.short, .long],
+        help: "Write to this file (default: the URL's file name); - streams to standard output, in order.")
     var output: String?
 
-    @Option(name: .long, help: ArgumentHelp("With -o -: bytes fetched ahead of what was written out (at least 4M).", valueName: "SIZE"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With -o -: bytes fetched ahead of what was written out (at least 4M).", valueName: "SIZE"))
     var streamWindow: ByteCount = ByteCount(bytes: 64 << 20)
 
     @Option(name: [.short, .customLong("dir")], help: "Write into this directory (default: the current one).")
     var directory: String?
 
-    @Flag(name: [.customShort("J"), .customLong("remote-header-name")], help: "Name the file as the server's Content-Disposition header does (one extra request); without one, as the URL does.")
+    @Flag(
+        name: [.customShort("J"), .customLong("remote-header-name")],
+        help: ArgumentHelp(
+            "Name the file as the server's Content-Disposition header does (one extra request); without one, as the "
+                + "URL does.")
+    )
     var remoteHeaderName = false
 
     @OptionGroup var transfer: DownloadOptions
@@ -68,22 +93,36 @@ struct Get: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")
     var checkpointInterval: Double = 1
 
-    @Option(name: .long, help: ArgumentHelp("When the URL is refused (401, 403: a presigned URL expired), run CMD with the URL in SWOOP_URL and use the URL it prints (the same object), for every connection; with -i, for each line.", valueName: "CMD"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "When the URL is refused (401, 403: a presigned URL expired), run CMD with the URL in SWOOP_URL and use "
+                + "the URL it prints (the same object), for every connection; with -i, for each line.",
+            valueName: "CMD"))
     var urlCommand: String?
 
     func validate() throws {
         switch (urls.isEmpty, inputFile) {
         case (true, nil): throw ValidationError("give a URL to download, or -i FILE with a list of URLs")
-        case (false, _?): throw ValidationError("give either URLs or -i FILE, not both (a list line takes mirrors as tab-separated URLs)")
+        case (false, _?):
+            throw ValidationError(
+                "give either URLs or -i FILE, not both (a list line takes mirrors as tab-separated URLs)")
         default: break
         }
         if remoteHeaderName && output != nil {
-            throw ValidationError("-J names the file after the server's Content-Disposition header and -o names it yourself: give one of them (-d chooses the directory for either)")
+            throw ValidationError(
+                "-J names the file after the server's Content-Disposition header and -o names it yourself: give one of "
+                    + "them (-d chooses the directory for either)"
+            )
         }
         if inputFile != nil {
             if output != nil { throw ValidationError("-o names one file; with -i use out= lines in the list") }
-            if remoteHeaderName { throw ValidationError("-J is for one URL; with -i name files with out= lines in the list") }
-            if checksum != nil { throw ValidationError("--checksum is for one file; with -i use checksum= lines in the list") }
+            if remoteHeaderName {
+                throw ValidationError("-J is for one URL; with -i name files with out= lines in the list")
+            }
+            if checksum != nil {
+                throw ValidationError("--checksum is for one file; with -i use checksum= lines in the list")
+            }
         } else if shard != nil {
             throw ValidationError("--shard splits a list: use it with -i")
         }
@@ -93,7 +132,9 @@ struct Get: AsyncParsableCommand {
         }
         if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
         if output == "-" {
-            if directory != nil { throw ValidationError("-d chooses a directory for a file; -o - writes to standard output") }
+            if directory != nil {
+                throw ValidationError("-d chooses a directory for a file; -o - writes to standard output")
+            }
         }
         guard streamWindow.bytes >= Int64(DownloadBytes.minimumWindow) else {
             throw ValidationError("--stream-window must be at least 4M (got \(streamWindow.bytes) bytes)")
@@ -118,7 +159,10 @@ struct Get: AsyncParsableCommand {
 
     func warnIfInsecure() {
         if transfer.insecure {
-            printError("warning: --insecure: TLS certificates are not verified; anyone on the path can read and alter the download")
+            printError(
+                "warning: --insecure: TLS certificates are not verified; anyone on the path can read and alter the "
+                    + "download"
+            )
         }
     }
 
@@ -127,7 +171,8 @@ struct Get: AsyncParsableCommand {
         configuration.overwritesExistingFile = force
         configuration.resumes = !noResume
         configuration.onObjectChange = onChange
-        configuration.checkpointInterval = checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
+        configuration.checkpointInterval =
+            checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
         return configuration
     }
 
@@ -143,7 +188,8 @@ struct Get: AsyncParsableCommand {
             try await runStream(urls: urls, configuration: configuration, logger: logger)
             return
         }
-        var request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
+        var request = DownloadRequest(
+            urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
         request.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
         let fixedPath = targetPath(for: url)
         let folder = directory?.trimmedTrailingSlash ?? "."
@@ -189,10 +235,14 @@ struct Get: AsyncParsableCommand {
         }
         let seconds = Format.seconds(result.duration)
         var line = "saved \(result.path) (\(Format.bytes(result.bytes))) in \(Format.fixed(seconds, digits: 2)) s"
-        line += ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) connection\(result.connectionsUsed == 1 ? "" : "s")"
+        line +=
+            ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) "
+                + "connection\(result.connectionsUsed == 1 ? "" : "s")"
         if result.bytesResumed > 0 { line += ", \(Format.bytes(result.bytesResumed)) resumed" }
         if result.retries > 0 { line += ", \(result.retries) retr\(result.retries == 1 ? "y" : "ies")" }
-        for digest in result.verified { line += ", verified \(digest.checksum.algorithm.rawValue) (\(Format.source(of: digest)))" }
+        for digest in result.verified {
+            line += ", verified \(digest.checksum.algorithm.rawValue) (\(Format.source(of: digest)))"
+        }
         if !result.sources.isEmpty {
             let used = result.sources.filter { $0.droppedBecause == nil && $0.bytes > 0 }
             line += ", \(used.count) of \(result.sources.count) sources"
@@ -204,4 +254,3 @@ struct Get: AsyncParsableCommand {
         writeStderr(line + "\n")
     }
 }
-

@@ -20,7 +20,8 @@ import Musl
 /// ```
 ///
 /// A line that starts with a non-blank character holds a URL, or several separated by tabs:
-/// sources of the same file (aria2's convention; the first names the file). Indented `key=value` lines apply to the URL above them.
+/// sources of the same file (aria2's convention; the first names the file). Indented `key=value`
+/// lines apply to the URL above them.
 /// `size=` is Swoop's own (aria2 has none): the file's size in bytes, which balances shards by
 /// bytes and must match the server's.
 struct Manifest {
@@ -87,7 +88,12 @@ struct Manifest {
                 case "checksum": pending?.checksum = value
                 case "size":
                     guard let size = Int64(value.trimmed), size >= 0 else {
-                        throw ParseError(line: number, message: "size=\(value) is not a number of bytes: write the file's size in bytes, digits only (size=1048576)")
+                        throw ParseError(
+                            line: number,
+                            message:
+                                "size=\(value) is not a number of bytes: write the file's size in bytes, digits only "
+                                    + "(size=1048576)"
+                        )
                     }
                     pending?.size = size
                 default: ignored.append("line \(number): \(key)")
@@ -95,7 +101,9 @@ struct Manifest {
                 return nil
             }
             let urls = content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty }
-            defer { pending = Entry(url: urls.first ?? content.trimmed, line: number, mirrors: Array(urls.dropFirst())) }
+            defer {
+                pending = Entry(url: urls.first ?? content.trimmed, line: number, mirrors: Array(urls.dropFirst()))
+            }
             return pending
         }
 
@@ -126,7 +134,8 @@ struct ManifestSource: Sequence, Sendable {
             origin = .text(text)
         } else {
             guard let file = fopen(path, "r") else {
-                throw CommandFailure(status: .usage, message: "cannot read the list \(path): \(String(cString: strerror(errno)))")
+                throw CommandFailure(
+                    status: .usage, message: "cannot read the list \(path): \(String(cString: strerror(errno)))")
             }
             fclose(file)
             origin = .file(path)

@@ -77,7 +77,9 @@ final class ProgressRenderer: Sendable {
             // Sources in use out of those given, and how much each delivered: "2/3 src 60%+40%".
             let used = progress.sources.filter { $0.droppedBecause == nil && !$0.isChecking }
             let total = max(1, used.reduce(0) { $0 + $1.bytes })
-            parts.append("\(used.count)/\(progress.sources.count) src " + used.map { "\($0.bytes * 100 / total)%" }.joined(separator: "+"))
+            parts.append(
+                "\(used.count)/\(progress.sources.count) src "
+                    + used.map { "\($0.bytes * 100 / total)%" }.joined(separator: "+"))
         }
         return parts.joined(separator: "  ")
     }

@@ -9,7 +9,7 @@ struct Shard: ExpressibleByArgument, Equatable {
     init?(argument: String) {
         let parts = argument.split(separator: "/")
         guard parts.count == 2, let index = Int(parts[0].trimmed), let count = Int(parts[1].trimmed),
-              count >= 1, index >= 0, index < count
+            count >= 1, index >= 0, index < count
         else { return nil }
         self.index = index
         self.count = count
@@ -44,7 +44,9 @@ struct ShardSelection: Sendable {
     /// Why the split is by hash although some entries give a size, if that is the case.
     var unbalancedWarning: String? {
         guard sized > 0, sized < entries else { return nil }
-        return "size= is given for \(sized) of \(entries) entries, so --shard splits the list by URL hash; give every entry a size= to balance the shards by bytes"
+        return
+            "size= is given for \(sized) of \(entries) entries, so --shard splits the list by URL hash; give every "
+                + "entry a size= to balance the shards by bytes"
     }
 
     /// Gathers what the split needs while the list is checked: the sizes (until an entry without
@@ -75,11 +77,13 @@ struct ShardSelection: Sendable {
 
         func finish() -> ShardSelection {
             guard let sizes, sized == entries, entries > 0 else {
-                return ShardSelection(shard: shard, assignment: byHash, included: includedByHash, sized: sized, entries: entries)
+                return ShardSelection(
+                    shard: shard, assignment: byHash, included: includedByHash, sized: sized, entries: entries)
             }
             let assignment = ShardAssignment(count: shard.count, sizes: sizes)
             let included = assignment.load(ofWorker: shard.index)?.files ?? 0
-            return ShardSelection(shard: shard, assignment: assignment, included: included, sized: sized, entries: entries)
+            return ShardSelection(
+                shard: shard, assignment: assignment, included: included, sized: sized, entries: entries)
         }
     }
 }

@@ -11,7 +11,10 @@ struct Status: ParsableCommand {
     @Argument(help: "The download's target file (not the .part or .swoop).")
     var file: String
 
-    @Option(name: .long, help: ArgumentHelp("The URL the next download will fetch, if not the one the segment map records.", valueName: "URL"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The URL the next download will fetch, if not the one the segment map records.", valueName: "URL"))
     var url: String?
 
     @Flag(name: .long, help: "Print the status as one JSON object.")
@@ -43,7 +46,10 @@ struct Status: ParsableCommand {
             lines.append("\(status.path): complete (\(Format.bytes(status.bytesDone)))")
         case .partial:
             let percent = Format.fixed((status.fractionCompleted ?? 0) * 100, digits: 1)
-            lines.append("\(status.path): partial, \(percent)% (\(Format.bytes(status.bytesDone)) of \(Format.bytes(status.size ?? 0))), can resume: run the same swoop command again")
+            lines.append(
+                "\(status.path): partial, \(percent)% (\(Format.bytes(status.bytesDone)) of "
+                    + "\(Format.bytes(status.size ?? 0))), can resume: run the same swoop command again"
+            )
         case .untrusted(let reason):
             lines.append("\(status.path): cannot resume: \(reason); the next run starts over")
         }
@@ -66,11 +72,12 @@ struct Status: ParsableCommand {
         let cells = min(width, count)
         var complete = [Bool](repeating: false, count: count)
         for run in status.completedChunks { for chunk in run { complete[chunk] = true } }
-        return String((0..<cells).map { cell -> Character in
-            let range = (cell * count / cells)..<max(cell * count / cells + 1, (cell + 1) * count / cells)
-            let done = range.filter { complete[$0] }.count
-            return done == range.count ? "#" : done == 0 ? "." : "+"
-        })
+        return String(
+            (0..<cells).map { cell -> Character in
+                let range = (cell * count / cells)..<max(cell * count / cells + 1, (cell + 1) * count / cells)
+                let done = range.filter { complete[$0] }.count
+                return done == range.count ? "#" : done == 0 ? "." : "+"
+            })
     }
 }
 

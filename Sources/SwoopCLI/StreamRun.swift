@@ -57,7 +57,9 @@ extension Get {
             let state = error.kind == .checksumMismatch ? "" : " (the stream to standard output is incomplete)"
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage + state)
         case .failed:
-            throw CommandFailure(status: .interrupted, message: "interrupted; a stream to standard output cannot resume: run the command again to start over")
+            throw CommandFailure(
+                status: .interrupted,
+                message: "interrupted; a stream to standard output cannot resume: run the command again to start over")
         }
     }
 
@@ -77,4 +79,3 @@ extension Get {
         }
     }
 }
-

@@ -34,7 +34,9 @@ struct URLCommand: Sendable {
     /// Runs the command and reads its standard output; standard error passes through.
     private static func run(_ command: String, url: String) throws -> String {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw Failure(description: "--url-command: cannot make a pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&fds) == 0 else {
+            throw Failure(description: "--url-command: cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // the child gets only its dup2'ed copy
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -71,7 +73,9 @@ struct URLCommand: Sendable {
         let exit = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         guard exit == 0 else { throw Failure(description: "--url-command exited with status \(exit)") }
         let lines = String(decoding: output, as: UTF8.self).split(whereSeparator: \.isNewline).map { $0.trimmed }
-        guard let fresh = lines.first(where: { !$0.isEmpty }) else { throw Failure(description: "--url-command printed no URL") }
+        guard let fresh = lines.first(where: { !$0.isEmpty }) else {
+            throw Failure(description: "--url-command printed no URL")
+        }
         return fresh
     }
 }

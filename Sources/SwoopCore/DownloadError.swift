@@ -174,10 +174,17 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
                     + "in the environment); "
                     + "or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
-            case .waitForOtherDownload: "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
-            case .correctExpectedSize: "correct DownloadRequest.expectedSize or leave it unset (the object may have changed since its size was recorded)"
-            case .checkURLProvider: "check DownloadRequest.urlProvider; the partial download is kept, and starting the same download again resumes it"
-            case .checkProxy: "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy environment variables it defaults to"
+            case .waitForOtherDownload:
+                "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"
+            case .correctExpectedSize:
+                "correct DownloadRequest.expectedSize or leave it unset (the object may have changed since its size "
+                    + "was recorded)"
+            case .checkURLProvider:
+                "check DownloadRequest.urlProvider; the partial download is kept, and starting the same download again "
+                    + "resumes it"
+            case .checkProxy:
+                "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and "
+                    + "no_proxy environment variables it defaults to"
             }
         }
     }
@@ -217,7 +224,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
 
     /// The same failure with more said about it (appended to the reason); the remedy stays.
     package func adding(_ detail: String, remedy: Remedy? = nil) -> DownloadError {
-        DownloadError(kind, reason + detail, remedy: remedy ?? self.remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
+        DownloadError(
+            kind, reason + detail, remedy: remedy ?? self.remedy, httpStatus: httpStatus, curlCode: curlCode,
+            errno: errno)
     }
 
     /// The cause in a few words, for a progress line: "connection refused", "HTTP 503".
@@ -262,21 +271,27 @@ extension DownloadError {
         case 403: reason = "403 Forbidden: access denied; check credentials or whether a signed URL has expired"
         case 404: reason = "404 Not Found: no object at this URL; check the URL"
         case 405: reason = "405 Method Not Allowed: the server does not allow GET here"
-        case 407: reason = "407 Proxy Authentication Required: the proxy wants credentials (user:password@ in the proxy's URL)"
+        case 407:
+            reason =
+                "407 Proxy Authentication Required: the proxy wants credentials (user:password@ in the proxy's URL)"
         case 408: reason = "408 Request Timeout: the server gave up waiting; try again"
         case 410: reason = "410 Gone: the object was removed from the server"
         case 412: reason = "412 Precondition Failed: the object changed on the server"
         case 416: reason = "416 Range Not Satisfiable: the server has fewer bytes than expected"
-        case 429: reason = "429 Too Many Requests: the server is rate-limiting; try again later or with fewer connections"
+        case 429:
+            reason = "429 Too Many Requests: the server is rate-limiting; try again later or with fewer connections"
         case 500: reason = "500 Internal Server Error: the server failed; try again later"
         case 502: reason = "502 Bad Gateway: a proxy or CDN could not reach the origin; try again later"
         case 503: reason = "503 Service Unavailable: the server is overloaded or down; try again later"
         case 504: reason = "504 Gateway Timeout: a proxy or CDN timed out; try again later"
         default:
-            reason = status >= 500
+            reason =
+                status >= 500
                 ? "HTTP \(status): the server failed; try again later"
                 : "HTTP \(status): the server refused the request"
         }
-        return DownloadError(.httpStatus, "\(reason) (\(url))", remedy: status == 401 ? .sendCredentials : status == 407 ? .checkProxy : nil, httpStatus: status)
+        return DownloadError(
+            .httpStatus, "\(reason) (\(url))",
+            remedy: status == 401 ? .sendCredentials : status == 407 ? .checkProxy : nil, httpStatus: status)
     }
 }

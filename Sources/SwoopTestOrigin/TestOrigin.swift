@@ -71,7 +71,8 @@ public final class TestOrigin: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         let id = core.connectionID(of: channel)
                         try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                        try channel.pipeline.syncOperations.addHandler(OriginConnectionHandler(core: core, connectionID: id))
+                        try channel.pipeline.syncOperations.addHandler(
+                            OriginConnectionHandler(core: core, connectionID: id))
                     }
                 }
                 .bind(host: host, port: port)
@@ -80,7 +81,8 @@ public final class TestOrigin: Sendable {
             try? await group.shutdownGracefully()
             throw error
         }
-        return TestOrigin(host: host, port: listener.localAddress?.port ?? port, core: core, group: group, listener: listener)
+        return TestOrigin(
+            host: host, port: listener.localAddress?.port ?? port, core: core, group: group, listener: listener)
     }
 
     /// Closes the listener and every connection, then stops the event loops. Calling it again does nothing.
@@ -154,7 +156,9 @@ public final class TestOrigin: Sendable {
     public func revokeSignedURLs(answeringAfter delay: Duration? = nil) {
         core.updateFaults {
             $0.urlSigning?.revokedBefore = URLSigning.nowMilliseconds() + 1
-            $0.urlSigning?.refusalDelayMilliseconds = delay.map { $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000 }
+            $0.urlSigning?.refusalDelayMilliseconds = delay.map {
+                $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000
+            }
         }
     }
 

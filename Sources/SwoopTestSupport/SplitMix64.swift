@@ -78,7 +78,8 @@ package struct IntervalSet: Equatable, CustomStringConvertible {
     package func contains(_ range: Range<Int64>) -> Bool {
         guard !range.isEmpty else { return true }
         let index = firstIndex(endingAfter: range.lowerBound)
-        return index < ranges.count && ranges[index].lowerBound <= range.lowerBound && ranges[index].upperBound >= range.upperBound
+        return index < ranges.count && ranges[index].lowerBound <= range.lowerBound
+            && ranges[index].upperBound >= range.upperBound
     }
 
     /// How many offsets of `range` are in the set.

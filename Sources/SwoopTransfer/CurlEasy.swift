@@ -55,7 +55,9 @@ package final class CurlEasy {
 
     /// Strings are copied by curl.
     package func set(_ option: CURLoption, _ value: String) {
-        let code = value.withCString { swoop_easy_setopt_pointer(handle, option, UnsafeMutableRawPointer(mutating: $0)) }
+        let code = value.withCString {
+            swoop_easy_setopt_pointer(handle, option, UnsafeMutableRawPointer(mutating: $0))
+        }
         record(option, code)
     }
 

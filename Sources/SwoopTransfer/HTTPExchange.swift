@@ -309,7 +309,8 @@ package final class HTTPExchange {
         return TransferFailure(
             curlCode: Int(code.rawValue), message: message,
             isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT,
-            isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY,
+            isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST
+                || code == CURLE_COULDNT_RESOLVE_PROXY,
             isProxy: code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_PROXY || tunnelRefused)
     }
 }

@@ -35,9 +35,12 @@ package struct RequestHeaders: Sendable {
     /// A GET of `url` with these headers (see ``lines(for:precondition:)``), `range` and
     /// `options`; a `.netrc` login only where credentials may go.
     package func request(
-        for url: RemoteURL, precondition: (name: String, value: String)? = nil, range: RequestedRange?, options: TransferOptions
+        for url: RemoteURL, precondition: (name: String, value: String)? = nil, range: RequestedRange?,
+        options: TransferOptions
     ) -> ExchangeRequest {
-        var request = ExchangeRequest(url: url.absoluteString, headerLines: lines(for: url, precondition: precondition), range: range, options: options)
+        var request = ExchangeRequest(
+            url: url.absoluteString, headerLines: lines(for: url, precondition: precondition), range: range,
+            options: options)
         request.mayUseNetrc = mayCarryCredentials(to: url)
         return request
     }
@@ -63,17 +66,27 @@ extension DownloadError {
     /// a download is under way the same failure is.
     package static func transport(_ failure: TransferFailure, url: String, beforeAnyResponse: Bool) -> DownloadError {
         if failure.isProxy {
-            return DownloadError(beforeAnyResponse ? .unreachable : .network, "the proxy failed on the way to \(url): \(failure.message)", remedy: .checkProxy, curlCode: failure.curlCode)
+            return DownloadError(
+                beforeAnyResponse ? .unreachable : .network,
+                "the proxy failed on the way to \(url): \(failure.message)", remedy: .checkProxy,
+                curlCode: failure.curlCode)
         }
         if failure.isUnreachable && beforeAnyResponse {
-            return DownloadError(.unreachable, "cannot connect to \(url): \(failure.message); check the host name and port, and that the server is up", curlCode: failure.curlCode)
+            return DownloadError(
+                .unreachable,
+                "cannot connect to \(url): \(failure.message); check the host name and port, and that the server is up",
+                curlCode: failure.curlCode)
         }
         if failure.isTLS {
-            return DownloadError(.tls, "TLS failure talking to \(url): \(failure.message)", remedy: .checkCertificate, curlCode: failure.curlCode)
+            return DownloadError(
+                .tls, "TLS failure talking to \(url): \(failure.message)", remedy: .checkCertificate,
+                curlCode: failure.curlCode)
         }
         if failure.isTimeout {
-            return DownloadError(.network, "timed out talking to \(url): \(failure.message)", curlCode: failure.curlCode)
+            return DownloadError(
+                .network, "timed out talking to \(url): \(failure.message)", curlCode: failure.curlCode)
         }
-        return DownloadError(.network, "network error talking to \(url): \(failure.message)", curlCode: failure.curlCode)
+        return DownloadError(
+            .network, "network error talking to \(url): \(failure.message)", curlCode: failure.curlCode)
     }
 }

@@ -64,11 +64,13 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
         _ = swoop_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(64, budget.total * 2))
         let retained = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { argument in
-            let loop = Unmanaged<TransferLoop>.fromOpaque(argument!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, retained)
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                let loop = Unmanaged<TransferLoop>.fromOpaque(argument!).takeRetainedValue()
+                loop.run()
+                return nil
+            }, retained)
         guard result == 0 else {
             Unmanaged<TransferLoop>.fromOpaque(retained).release()
             curl_multi_cleanup(multi)

@@ -121,11 +121,14 @@ struct ChunkSetTests {
     // MARK: ChunkLayout
 
     static let chunkSizeCases: [(Int64, Int64)] = [
-        (4 * GiB, 64 << 10), (4 * GiB + 1, 128 << 10), (64 * GiB, MiB), (64 * GiB + 1, 2 * MiB), (128 * GiB, 2 * MiB), (128 * GiB + 1, 4 * MiB),
+        (4 * GiB, 64 << 10), (4 * GiB + 1, 128 << 10), (64 * GiB, MiB), (64 * GiB + 1, 2 * MiB), (128 * GiB, 2 * MiB),
+        (128 * GiB + 1, 4 * MiB),
         (1 << 50, 16 * GiB), (999_999_999_999_999_999, 16 << 40),
     ]
 
-    @Test("chunk size doubles from 64 KiB so there are at most 65 536 chunks: 1 MiB at 64 GiB, 2 MiB above", arguments: chunkSizeCases)
+    @Test(
+        "chunk size doubles from 64 KiB so there are at most 65 536 chunks: 1 MiB at 64 GiB, 2 MiB above",
+        arguments: chunkSizeCases)
     func chunkSizeDoubling(size: Int64, expected: Int64) {
         let layout = ChunkLayout(objectSize: size)
         #expect(layout.chunkSize == expected)

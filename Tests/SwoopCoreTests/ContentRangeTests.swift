@@ -15,7 +15,10 @@ struct ContentRangeTests {
         ("BYTES 1-2/3", .satisfied(ByteRange(1, 3), total: 3)),
         ("  bytes 1-2/3\t", .satisfied(ByteRange(1, 3), total: 3)),
         ("bytes 007-009/010", .satisfied(ByteRange(7, 10), total: 10)),
-        ("bytes 0-999999999999999998/999999999999999999", .satisfied(ByteRange(0, 999_999_999_999_999_999), total: 999_999_999_999_999_999)),
+        (
+            "bytes 0-999999999999999998/999999999999999999",
+            .satisfied(ByteRange(0, 999_999_999_999_999_999), total: 999_999_999_999_999_999)
+        ),
     ]
 
     @Test("valid forms", arguments: validCases)
@@ -23,20 +26,24 @@ struct ContentRangeTests {
         #expect(ContentRange(text) == expected)
     }
 
-    @Test("malformed or inconsistent values are refused", arguments: [
-        "", "bytes", "bytes ", "bytes 0-99", "bytes 0-99/", "bytes /100", "bytes 0-/100", "bytes -99/100",
-        "items 0-99/100", "byte 0-99/100", "bytes=0-99/100", "bytes\t0-99/100", "octets 0-1/2", "0-99/100",
-        "bytes -1-5/10", "bytes +1-5/10", "bytes 1-+5/10", "bytes 1-5/+10", "bytes 1--5/10", "bytes 1-5/-10",
-        "bytes 1 0-20/100", "bytes 10-2 0/100", "bytes 10-20/10 0", "bytes 1 - 5/10", "bytes 1-5 /10", "bytes 1-5/ 10",
-        "bytes 5-4/10", "bytes 10-10/10", "bytes 0-10/10", "bytes 0-0/0", "bytes 99-100/100",
-        "bytes 0-1234567890123456789/*", "bytes 1234567890123456789-1234567890123456789/*",
-        "bytes 0-1/1234567890123456789", "bytes */1234567890123456789", "bytes 0-1/99999999999999999999999",
-        "bytes 0000000000000000001-2/3",
-        "bytes */*", "bytes *", "bytes 0-99*100", "bytes 0-99|100",
-        "bytes 0-99/100x", "bytes 0-99/100 junk", "bytes 0-99/100,bytes 0-99/100", "bytes 0-99/100/100", "bytes 0-99-100/200",
-        "bytes 0x10-0x20/0x30", "bytes 1e2-2e2/3e2", "bytes 1.0-2.0/3.0",
-        "bytes ٠-٩/١٠", "bytes １-２/３", "bytes ¹-²/³",
-    ])
+    @Test(
+        "malformed or inconsistent values are refused",
+        arguments: [
+            "", "bytes", "bytes ", "bytes 0-99", "bytes 0-99/", "bytes /100", "bytes 0-/100", "bytes -99/100",
+            "items 0-99/100", "byte 0-99/100", "bytes=0-99/100", "bytes\t0-99/100", "octets 0-1/2", "0-99/100",
+            "bytes -1-5/10", "bytes +1-5/10", "bytes 1-+5/10", "bytes 1-5/+10", "bytes 1--5/10", "bytes 1-5/-10",
+            "bytes 1 0-20/100", "bytes 10-2 0/100", "bytes 10-20/10 0", "bytes 1 - 5/10", "bytes 1-5 /10",
+            "bytes 1-5/ 10",
+            "bytes 5-4/10", "bytes 10-10/10", "bytes 0-10/10", "bytes 0-0/0", "bytes 99-100/100",
+            "bytes 0-1234567890123456789/*", "bytes 1234567890123456789-1234567890123456789/*",
+            "bytes 0-1/1234567890123456789", "bytes */1234567890123456789", "bytes 0-1/99999999999999999999999",
+            "bytes 0000000000000000001-2/3",
+            "bytes */*", "bytes *", "bytes 0-99*100", "bytes 0-99|100",
+            "bytes 0-99/100x", "bytes 0-99/100 junk", "bytes 0-99/100,bytes 0-99/100", "bytes 0-99/100/100",
+            "bytes 0-99-100/200",
+            "bytes 0x10-0x20/0x30", "bytes 1e2-2e2/3e2", "bytes 1.0-2.0/3.0",
+            "bytes ٠-٩/١٠", "bytes １-２/３", "bytes ¹-²/³",
+        ])
     func invalid(_ text: String) {
         #expect(ContentRange(text) == nil)
     }
@@ -50,7 +57,9 @@ struct ContentRangeTests {
             let last = first + random.logUniform(0...(total - 1 - first))
             let knownTotal = random.chance(0.8)
             let text = "bytes \(first)-\(last)/\(knownTotal ? String(total) : "*")"
-            #expect(ContentRange(text) == .satisfied(ByteRange(first, last + 1), total: knownTotal ? total : nil), "\(text)")
+            #expect(
+                ContentRange(text) == .satisfied(ByteRange(first, last + 1), total: knownTotal ? total : nil), "\(text)"
+            )
             // One past the end is always refused when the total is known.
             #expect(ContentRange("bytes \(first)-\(total)/\(total)") == nil)
         }

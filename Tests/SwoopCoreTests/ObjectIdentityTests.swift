@@ -9,7 +9,8 @@ struct ObjectIdentityTests {
 
     @Test func preconditionPrefersAStrongETag() {
         #expect(ObjectIdentity(size: 1, etag: "\"a\"", lastModified: date).precondition! == ("If-Match", "\"a\""))
-        #expect(ObjectIdentity(size: 1, etag: "W/\"a\"", lastModified: date).precondition! == ("If-Unmodified-Since", date))
+        #expect(
+            ObjectIdentity(size: 1, etag: "W/\"a\"", lastModified: date).precondition! == ("If-Unmodified-Since", date))
         #expect(ObjectIdentity(size: 1, lastModified: date).precondition! == ("If-Unmodified-Since", date))
         #expect(ObjectIdentity(size: 1, etag: "W/\"a\"").precondition == nil)
         #expect(ObjectIdentity(size: 1).precondition == nil)
@@ -47,8 +48,12 @@ struct ObjectIdentityTests {
         }
         // A 416 carries only the size, and answered a request that carried If-Match.
         #expect(strong.compare(bare, observedIn: .unsatisfiedRange) == .same)
-        #expect(strong.compare(ObjectIdentity(size: 11), observedIn: .unsatisfiedRange) == .changed("its size 10 became 11 bytes"))
-        #expect(strong.compare(ObjectIdentity(size: 10, etag: "\"b\""), observedIn: .unsatisfiedRange) == .changed("ETag \"a\" became \"b\""))
+        #expect(
+            strong.compare(ObjectIdentity(size: 11), observedIn: .unsatisfiedRange)
+                == .changed("its size 10 became 11 bytes"))
+        #expect(
+            strong.compare(ObjectIdentity(size: 10, etag: "\"b\""), observedIn: .unsatisfiedRange)
+                == .changed("ETag \"a\" became \"b\""))
     }
 
     @Test func weakETagsMatchWeakly() {
@@ -63,16 +68,21 @@ struct ObjectIdentityTests {
         let dated = ObjectIdentity(size: 10, lastModified: date)
         #expect(dated.compare(ObjectIdentity(size: 10, lastModified: date)) == .same)
         #expect(dated.compare(ObjectIdentity(size: 10)) == .same)
-        #expect(dated.compare(ObjectIdentity(size: 10, lastModified: later)) == .changed("Last-Modified \(date) became \(later)"))
+        #expect(
+            dated.compare(ObjectIdentity(size: 10, lastModified: later))
+                == .changed("Last-Modified \(date) became \(later)"))
         let weak = ObjectIdentity(size: 10, etag: "W/\"a\"", lastModified: date)
-        #expect(weak.compare(ObjectIdentity(size: 10, etag: "W/\"a\"", lastModified: later)) == .changed("Last-Modified \(date) became \(later)"))
+        #expect(
+            weak.compare(ObjectIdentity(size: 10, etag: "W/\"a\"", lastModified: later))
+                == .changed("Last-Modified \(date) became \(later)"))
     }
 
     @Test func contentCodingsMustAgreeWhenBothAreKnown() {
         let gzip = ObjectIdentity(size: 10, etag: "\"a\"", contentCoding: "gzip")
         #expect(gzip.compare(ObjectIdentity(size: nil, etag: "\"a\"", contentCoding: "gzip")) == .same)
-        #expect(gzip.compare(ObjectIdentity(size: nil, etag: "\"a\"", contentCoding: "identity"))
-            == .changed("its Content-Encoding gzip became identity"))
+        #expect(
+            gzip.compare(ObjectIdentity(size: nil, etag: "\"a\"", contentCoding: "identity"))
+                == .changed("its Content-Encoding gzip became identity"))
         #expect(gzip.compare(ObjectIdentity(size: 10, etag: "\"a\"")) == .same, "a record keeps no coding")
     }
 

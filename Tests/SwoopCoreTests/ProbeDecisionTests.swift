@@ -22,7 +22,9 @@ struct ProbeDecisionTests {
     }
 
     /// A partial download of an object of `size` bytes, its first half on disk (or all of it).
-    private func map(size: Int64 = 4 << 20, etag: String? = "\"v1\"", lastModified: String? = nil, complete: Bool = false) -> LocalObject {
+    private func map(
+        size: Int64 = 4 << 20, etag: String? = "\"v1\"", lastModified: String? = nil, complete: Bool = false
+    ) -> LocalObject {
         let identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified)
         return LocalObject(identity: identity, missingRanges: complete ? [] : [ByteRange(size / 2, size)])
     }
@@ -41,8 +43,10 @@ struct ProbeDecisionTests {
         let done = ProbeDecision.request(for: .completed(record()), probeSize: 1 << 20)
         #expect(done.range == .from(1000) && done.precondition! == ("If-Match", "\"v1\""))
         let partial = ProbeDecision.request(for: .resuming(map(lastModified: date)), probeSize: 1 << 20)
-        #expect(partial.range == .bounded(ByteRange(2 << 20, 3 << 20)) && partial.precondition! == ("If-Match", "\"v1\""))
-        let dated = ProbeDecision.request(for: .resuming(map(etag: "W/\"v1\"", lastModified: date, complete: true)), probeSize: 1 << 20)
+        #expect(
+            partial.range == .bounded(ByteRange(2 << 20, 3 << 20)) && partial.precondition! == ("If-Match", "\"v1\""))
+        let dated = ProbeDecision.request(
+            for: .resuming(map(etag: "W/\"v1\"", lastModified: date, complete: true)), probeSize: 1 << 20)
         #expect(dated.range == .from(4 << 20) && dated.precondition! == ("If-Unmodified-Since", date))
         #expect(ProbeDecision.probeSize(minimumSegmentSize: 4 << 20) == 4 << 20)
         #expect(ProbeDecision.probeSize(minimumSegmentSize: 1) == 1 << 20)
@@ -51,7 +55,8 @@ struct ProbeDecisionTests {
     // MARK: Fresh downloads
 
     @Test func a206StartsARangedDownload() {
-        let (step, body) = decision().decide(head(206, [("Content-Range", "bytes 0-1048575/5000000"), ("ETag", "\"v1\"")]), requested: first)
+        let (step, body) = decision().decide(
+            head(206, [("Content-Range", "bytes 0-1048575/5000000"), ("ETag", "\"v1\"")]), requested: first)
         guard case .ranged(let object, let range) = step else { Issue.record("\(step)"); return }
         #expect(object.size == 5_000_000 && object.strongETag == "\"v1\"" && range == ByteRange(0, 1 << 20))
         #expect(body == .deliver)
@@ -64,13 +69,20 @@ struct ProbeDecisionTests {
     }
 
     @Test func anHTMLPageForAFileIsAnErrorPage() {
-        let (step, body) = decision().decide(head(200, [("Content-Type", "text/html"), ("Content-Length", "300")]), requested: first)
+        let (step, body) = decision().decide(
+            head(200, [("Content-Type", "text/html"), ("Content-Length", "300")]), requested: first)
         guard case .fail(let error) = step else { Issue.record("\(step)"); return }
         #expect(error.kind == .invalidResponse && error.isTransient && body == .abort)
         #expect(error.message.contains("HTML page"))
-        #expect(ProbeDecision.looksLikeErrorPage(head(200, [("Content-Type", "text/html")]), url: try! RemoteURL(testing: "https://h/a.tar.gz")))
-        #expect(!ProbeDecision.looksLikeErrorPage(head(200, [("Content-Type", "text/html")]), url: try! RemoteURL(testing: "https://h/index.php")))
-        #expect(!ProbeDecision.looksLikeErrorPage(head(200, [("Content-Type", "text/html")]), url: try! RemoteURL(testing: "https://h/download")))
+        #expect(
+            ProbeDecision.looksLikeErrorPage(
+                head(200, [("Content-Type", "text/html")]), url: try! RemoteURL(testing: "https://h/a.tar.gz")))
+        #expect(
+            !ProbeDecision.looksLikeErrorPage(
+                head(200, [("Content-Type", "text/html")]), url: try! RemoteURL(testing: "https://h/index.php")))
+        #expect(
+            !ProbeDecision.looksLikeErrorPage(
+                head(200, [("Content-Type", "text/html")]), url: try! RemoteURL(testing: "https://h/download")))
         #expect(!ProbeDecision.looksLikeErrorPage(head(200, [("Content-Type", "application/octet-stream")]), url: url))
     }
 
@@ -84,7 +96,8 @@ struct ProbeDecisionTests {
     }
 
     @Test func redirectsAreFollowedUpToTheLimit() {
-        let (step, body) = decision().decide(head(302, [("Location", "https://cdn.example.net/x.iso")]), requested: first)
+        let (step, body) = decision().decide(
+            head(302, [("Location", "https://cdn.example.net/x.iso")]), requested: first)
         guard case .redirect(let next) = step else { Issue.record("\(step)"); return }
         #expect(next.host == "cdn.example.net" && body == .discard)
         let (tooMany, _) = decision(redirects: 3).decide(head(302, [("Location", "/y")]), requested: first)
@@ -93,7 +106,9 @@ struct ProbeDecisionTests {
         // A location the parser refuses (another scheme: RemoteURLTests) fails the probe with its reason.
         let refusing = ProbeDecision(
             url: url, originalURL: url, basis: .fresh, maxRedirects: 3, target: "/data/big.iso",
-            resolve: { _, _ throws(DownloadError) in throw .invalidResponse("only http and https redirects are followed") })
+            resolve: { _, _ throws(DownloadError) in
+                throw .invalidResponse("only http and https redirects are followed")
+            })
         let (ftp, _) = refusing.decide(head(301, [("Location", "ftp://example.com/x")]), requested: first)
         guard case .fail(let refused) = ftp else { Issue.record("\(ftp)"); return }
         #expect(refused.message.contains("only http and https"))
@@ -109,7 +124,8 @@ struct ProbeDecisionTests {
     }
 
     @Test func aStoredContentCodingIsKeptAsIs() {
-        let (gzip, body) = decision().decide(head(206, [("Content-Range", "bytes 0-9/10"), ("Content-Encoding", "gzip")]), requested: first)
+        let (gzip, body) = decision().decide(
+            head(206, [("Content-Range", "bytes 0-9/10"), ("Content-Encoding", "gzip")]), requested: first)
         guard case .ranged(let object, _) = gzip else { Issue.record("\(gzip)"); return }
         #expect(object.contentCoding == "gzip" && body == .deliver)
     }
@@ -118,13 +134,18 @@ struct ProbeDecisionTests {
 
     @Test func a416ConfirmsACompletedFile() {
         let done = decision(.completed(record()))
-        #expect(isAlreadyComplete(done.decide(head(416, [("Content-Range", "bytes */1000")]), requested: .from(1000)).step))
-        #expect(isAlreadyComplete(done.decide(head(416, [("Content-Range", "bytes */1000"), ("ETag", "\"v1\"")]), requested: .from(1000)).step))
+        #expect(
+            isAlreadyComplete(done.decide(head(416, [("Content-Range", "bytes */1000")]), requested: .from(1000)).step))
+        #expect(
+            isAlreadyComplete(
+                done.decide(head(416, [("Content-Range", "bytes */1000"), ("ETag", "\"v1\"")]), requested: .from(1000))
+                    .step))
         let (grown, _) = done.decide(head(416, [("Content-Range", "bytes */999")]), requested: .from(1000))
         guard case .fail(let error) = grown else { Issue.record("\(grown)"); return }
         #expect(error.kind == .targetExists && error.remedy == .replaceTarget)
         #expect(!error.message.contains("--"), "the library names no CLI flags: \(error.message)")
-        let (retagged, _) = done.decide(head(416, [("Content-Range", "bytes */1000"), ("ETag", "\"v2\"")]), requested: .from(1000))
+        let (retagged, _) = done.decide(
+            head(416, [("Content-Range", "bytes */1000"), ("ETag", "\"v2\"")]), requested: .from(1000))
         guard case .fail = retagged else { Issue.record("\(retagged)"); return }
     }
 
@@ -205,8 +226,11 @@ struct ProbeDecisionTests {
             #expect(error.kind == .targetExists)
         }
         // A server ignoring ranges: the same size and ETag confirm it; anything else does not.
-        #expect(isAlreadyComplete(done.decide(head(200, [("Content-Length", "1000"), ("ETag", "\"v1\"")]), requested: .from(1000)).step))
-        let (chunked, _) = done.decide(head(200, [("Transfer-Encoding", "chunked"), ("ETag", "\"v1\"")]), requested: .from(1000))
+        #expect(
+            isAlreadyComplete(
+                done.decide(head(200, [("Content-Length", "1000"), ("ETag", "\"v1\"")]), requested: .from(1000)).step))
+        let (chunked, _) = done.decide(
+            head(200, [("Transfer-Encoding", "chunked"), ("ETag", "\"v1\"")]), requested: .from(1000))
         guard case .fail = chunked else { Issue.record("an unknown size confirms nothing: \(chunked)"); return }
     }
 
@@ -215,7 +239,8 @@ struct ProbeDecisionTests {
     @Test func aMatching206Resumes() {
         let resuming = decision(.resuming(map()))
         let requested = RequestedRange.bounded(ByteRange(2 << 20, 3 << 20))
-        let (step, _) = resuming.decide(head(206, [("Content-Range", "bytes 2097152-3145727/4194304"), ("ETag", "\"v1\"")]), requested: requested)
+        let (step, _) = resuming.decide(
+            head(206, [("Content-Range", "bytes 2097152-3145727/4194304"), ("ETag", "\"v1\"")]), requested: requested)
         guard case .ranged(_, let range) = step else { Issue.record("\(step)"); return }
         #expect(range == ByteRange(2 << 20, 3 << 20))
     }
@@ -235,7 +260,12 @@ struct ProbeDecisionTests {
         }
         let dated = decision(.resuming(map(etag: nil, lastModified: date)))
         let (changed, _) = dated.decide(
-            head(206, [("Content-Range", "bytes 2097152-3145727/4194304"), ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), requested: requested)
+            head(
+                206,
+                [
+                    ("Content-Range", "bytes 2097152-3145727/4194304"),
+                    ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT"),
+                ]), requested: requested)
         guard case .restart = changed else { Issue.record("\(changed)"); return }
     }
 
@@ -249,7 +279,8 @@ struct ProbeDecisionTests {
     }
 
     @Test func aServerThatStoppedServingRangesRestartsAsAStream() {
-        let (step, _) = decision(.resuming(map())).decide(head(200, [("Content-Length", "4194304")]), requested: .bounded(ByteRange(2 << 20, 3 << 20)))
+        let (step, _) = decision(.resuming(map())).decide(
+            head(200, [("Content-Length", "4194304")]), requested: .bounded(ByteRange(2 << 20, 3 << 20)))
         guard case .stream(_, let discards) = step else { Issue.record("\(step)"); return }
         #expect(discards)
     }

@@ -14,12 +14,14 @@ struct ResponseHeadParserTests {
 
     @Test func parsesAFinalResponse() throws {
         var parser = ResponseHeadParser()
-        let results = feed(&parser, [
-            "HTTP/1.1 206 Partial Content\r\n",
-            "Content-Range: bytes 0-99/1000\r\n",
-            "Content-Length: 100\r\n",
-            "\r\n",
-        ])
+        let results = feed(
+            &parser,
+            [
+                "HTTP/1.1 206 Partial Content\r\n",
+                "Content-Range: bytes 0-99/1000\r\n",
+                "Content-Length: 100\r\n",
+                "\r\n",
+            ])
         #expect(results.dropLast().allSatisfy { $0 == nil })
         let head = try #require(results.last ?? nil)
         #expect(head.status == 206)
@@ -31,17 +33,19 @@ struct ResponseHeadParserTests {
 
     @Test func skipsInterimResponses() throws {
         var parser = ResponseHeadParser()
-        let results = feed(&parser, [
-            "HTTP/1.1 100 Continue\r\n",
-            "X-Interim: yes\r\n",
-            "\r\n",
-            "HTTP/1.1 103 Early Hints\r\n",
-            "Link: </style.css>; rel=preload\r\n",
-            "\r\n",
-            "HTTP/1.1 200 OK\r\n",
-            "Content-Length: 5\r\n",
-            "\r\n",
-        ])
+        let results = feed(
+            &parser,
+            [
+                "HTTP/1.1 100 Continue\r\n",
+                "X-Interim: yes\r\n",
+                "\r\n",
+                "HTTP/1.1 103 Early Hints\r\n",
+                "Link: </style.css>; rel=preload\r\n",
+                "\r\n",
+                "HTTP/1.1 200 OK\r\n",
+                "Content-Length: 5\r\n",
+                "\r\n",
+            ])
         #expect(results.prefix(8).allSatisfy { $0 == nil })
         let head = try #require(results.last ?? nil)
         #expect(head.status == 200)
@@ -52,16 +56,18 @@ struct ResponseHeadParserTests {
 
     @Test func namesAreCaseInsensitiveAndValuesTrimmed() throws {
         var parser = ResponseHeadParser()
-        let results = feed(&parser, [
-            "HTTP/2 206\r\n",
-            "CONTENT-RANGE:bytes 0-0/1\r\n",
-            "eTaG:   \"abc\" \t\r\n",
-            "Content-Type :  application/octet-stream\r\n",
-            "X-Empty:\r\n",
-            "Location: http://example.com/a:b\r\n",
-            "not a header line\r\n",
-            "\r\n",
-        ])
+        let results = feed(
+            &parser,
+            [
+                "HTTP/2 206\r\n",
+                "CONTENT-RANGE:bytes 0-0/1\r\n",
+                "eTaG:   \"abc\" \t\r\n",
+                "Content-Type :  application/octet-stream\r\n",
+                "X-Empty:\r\n",
+                "Location: http://example.com/a:b\r\n",
+                "not a header line\r\n",
+                "\r\n",
+            ])
         let head = try #require(results.last ?? nil)
         #expect(head.status == 206)
         #expect(head.contentRange == "bytes 0-0/1")
@@ -83,19 +89,23 @@ struct ResponseHeadParserTests {
     @Test func aLaterResponseBlockResetsTheFields() throws {
         // curl hands over every response it sees on one transfer, e.g. a redirect then the target.
         var parser = ResponseHeadParser()
-        let first = feed(&parser, [
-            "HTTP/1.1 302 Found\r\n",
-            "Location: /elsewhere\r\n",
-            "ETag: \"old\"\r\n",
-            "\r\n",
-        ])
+        let first = feed(
+            &parser,
+            [
+                "HTTP/1.1 302 Found\r\n",
+                "Location: /elsewhere\r\n",
+                "ETag: \"old\"\r\n",
+                "\r\n",
+            ])
         #expect(first.last??.status == 302)
         #expect(first.last??.location == "/elsewhere")
-        let second = feed(&parser, [
-            "HTTP/1.1 200 OK\r\n",
-            "Content-Length: 10\r\n",
-            "\r\n",
-        ])
+        let second = feed(
+            &parser,
+            [
+                "HTTP/1.1 200 OK\r\n",
+                "Content-Length: 10\r\n",
+                "\r\n",
+            ])
         let head = try #require(second.last ?? nil)
         #expect(head.status == 200)
         #expect(head.location == nil)
@@ -121,10 +131,12 @@ struct ResponseHeadParserTests {
     }
 
     @Test func repeatedFieldsAndConflicts() {
-        let head = ResponseHead(status: 200, fields: [
-            (name: "Content-Length", value: "5"), (name: "content-length", value: "5"),
-            (name: "ETag", value: "\"a\""), (name: "ETAG", value: "\"b\""),
-        ])
+        let head = ResponseHead(
+            status: 200,
+            fields: [
+                (name: "Content-Length", value: "5"), (name: "content-length", value: "5"),
+                (name: "ETag", value: "\"a\""), (name: "ETAG", value: "\"b\""),
+            ])
         #expect(head.values("content-length") == ["5", "5"])
         #expect(head.contentLength == 5)
         #expect(!head.isConflicting("content-length"))
@@ -136,7 +148,9 @@ struct ResponseHeadParserTests {
     @Test func retryAfter() {
         #expect(ResponseHead(status: 503, fields: [(name: "Retry-After", value: "120")]).retryAfterSeconds == 120)
         #expect(ResponseHead(status: 503, fields: [(name: "Retry-After", value: "-1")]).retryAfterSeconds == nil)
-        #expect(ResponseHead(status: 503, fields: [(name: "Retry-After", value: "Fri, 31 Dec 1999 23:59:59 GMT")]).retryAfterSeconds == nil)
+        #expect(
+            ResponseHead(status: 503, fields: [(name: "Retry-After", value: "Fri, 31 Dec 1999 23:59:59 GMT")])
+                .retryAfterSeconds == nil)
         #expect(ResponseHead(status: 503).retryAfterSeconds == nil)
     }
 }

@@ -23,8 +23,12 @@ struct ResponseValidatorFuzzTests {
             let requested = ByteRange(first, first + random.logUniform(1...(size - first)))
             let head = HeadFuzzer.segmentHead(requested: requested, object: object, using: &random)
             let verdict = head.segmentVerdict(requested: requested, object: object)
-            let result = Result<Void, DownloadError>(catching: { () throws(DownloadError) in try ResponseValidator.segment(head.head, requested: requested, object: object) })
-            let context = "#\(iteration) requested \(requested) of \(size), object etag \(object.etag ?? "-") lm \(object.lastModified ?? "-"): \(head)"
+            let result = Result<Void, DownloadError>(catching: { () throws(DownloadError) in
+                try ResponseValidator.segment(head.head, requested: requested, object: object)
+            })
+            let context =
+                "#\(iteration) requested \(requested) of \(size), object etag \(object.etag ?? "-") lm "
+                    + "\(object.lastModified ?? "-"): \(head)"
             switch (result, verdict) {
             case (.success, .accept):
                 accepted += 1
@@ -54,7 +58,8 @@ struct ResponseValidatorFuzzTests {
         for iteration in 0..<2000 {
             let size = random.logUniform(0...(1 << 40))
             let requested: RequestedRange
-            let start = random.chance(0.85) ? random.logUniform(0...max(0, size - 1)) : random.logUniform(0...(size + 10))
+            let start =
+                random.chance(0.85) ? random.logUniform(0...max(0, size - 1)) : random.logUniform(0...(size + 10))
             if random.chance(0.7) {
                 requested = .bounded(ByteRange(start, start + random.logUniform(1...(1 << 24))))
             } else {
@@ -62,7 +67,9 @@ struct ResponseValidatorFuzzTests {
             }
             let head = HeadFuzzer.probeHead(requested: requested, size: size, using: &random)
             let expected = head.probeVerdict(requested: requested, url: url)
-            let result = Result<ResponseValidator.ProbeResult, DownloadError>(catching: { () throws(DownloadError) in try ResponseValidator.probe(head.head, requested: requested, url: url) })
+            let result = Result<ResponseValidator.ProbeResult, DownloadError>(catching: { () throws(DownloadError) in
+                try ResponseValidator.probe(head.head, requested: requested, url: url)
+            })
             let context = "#\(iteration) requested \(requested.headerValue) of \(size): \(head)"
 
             // Whatever the oracle says, a partial result must be the requested bytes of an object of
@@ -77,7 +84,9 @@ struct ResponseValidatorFuzzTests {
                     case .bounded(let asked): upper = min(asked.upperBound, total)
                     case .from: upper = total
                     }
-                    #expect(range.lowerBound == requested.lowerBound && range.upperBound == upper && !range.isEmpty, "\(context)")
+                    #expect(
+                        range.lowerBound == requested.lowerBound && range.upperBound == upper && !range.isEmpty,
+                        "\(context)")
                     #expect(object.acceptsRanges && object.url == url)
                 }
             }
@@ -168,10 +177,15 @@ struct FuzzedHead: CustomStringConvertible {
     /// The oracle for a segment response.
     func segmentVerdict(requested: ByteRange, object: RemoteObject) -> SegmentVerdict {
         guard status == 206 else { return .reject("status \(status)") }
-        for (name, values) in [("content-range", contentRanges.map(\.value)), ("content-length", contentLengths.map(\.value)), ("etag", etags), ("content-type", contentTypes)] where Self.conflicting(values) {
+        for (name, values) in [
+            ("content-range", contentRanges.map(\.value)), ("content-length", contentLengths.map(\.value)),
+            ("etag", etags), ("content-type", contentTypes),
+        ] where Self.conflicting(values) {
             return .reject("conflicting \(name)")
         }
-        guard case .range(let first, let last, let total)? = singleRange else { return .reject("no usable Content-Range") }
+        guard case .range(let first, let last, let total)? = singleRange else {
+            return .reject("no usable Content-Range")
+        }
         guard first == requested.lowerBound, last == requested.upperBound - 1 else { return .reject("other bytes") }
         guard total == object.size else { return .reject("other total") }
         let length = singleLength
@@ -182,8 +196,12 @@ struct FuzzedHead: CustomStringConvertible {
         if let expected = object.etag, !expected.hasPrefix("W/") {
             guard etag == expected else { return .reject("strong ETag \(etag ?? "missing")") }
         } else {
-            if let expected = object.etag, let etag, Self.opaque(etag) != Self.opaque(expected) { return .reject("weak ETag differs") }
-            if let expected = object.lastModified, let modified = lastModifieds.first, !Self.conflicting(lastModifieds), modified != expected {
+            if let expected = object.etag, let etag, Self.opaque(etag) != Self.opaque(expected) {
+                return .reject("weak ETag differs")
+            }
+            if let expected = object.lastModified, let modified = lastModifieds.first, !Self.conflicting(lastModifieds),
+                modified != expected
+            {
                 return .reject("Last-Modified differs")
             }
         }
@@ -219,7 +237,9 @@ struct FuzzedHead: CustomStringConvertible {
         switch status {
         case 206:
             guard singleValued else { return .refuse("conflicting fields") }
-            guard case .range(let first, let last, let total?)? = singleRange else { return .refuse("no Content-Range with a total") }
+            guard case .range(let first, let last, let total?)? = singleRange else {
+                return .refuse("no Content-Range with a total")
+            }
             guard first <= last, last < total else { return .refuse("inconsistent Content-Range") }
             let upper: Int64
             switch requested {
@@ -236,7 +256,9 @@ struct FuzzedHead: CustomStringConvertible {
             return .result(.partial(object, ByteRange(first, last + 1)))
         case 200:
             guard singleValued else { return .refuse("conflicting fields") }
-            let chunked = !Self.conflicting(transferEncodings) && transferEncodings.first?.lowercased().contains("chunked") == true
+            let chunked =
+                !Self.conflicting(transferEncodings)
+                && transferEncodings.first?.lowercased().contains("chunked") == true
             let length = singleLength
             let object = RemoteObject(
                 url: url, size: chunked ? nil : length.number, etag: etag, lastModified: lastModified,
@@ -250,7 +272,9 @@ struct FuzzedHead: CustomStringConvertible {
             guard case .unsatisfied(let total)? = singleRange else { return .refuse("416 without */total") }
             return .result(.unsatisfiable(total: total, etag: etag))
         case 301, 302, 303, 307, 308:
-            guard let location = locations.first, !Self.conflicting(locations), !location.isEmpty else { return .refuse("redirect without Location") }
+            guard let location = locations.first, !Self.conflicting(locations), !location.isEmpty else {
+                return .refuse("redirect without Location")
+            }
             return .result(.redirect(location: location))
         case 412:
             return .result(.preconditionFailed)
@@ -281,7 +305,8 @@ enum HeadFuzzer {
 
     /// A decimal, sometimes with leading zeros (still a plain decimal).
     static func decimal(_ value: Int64, using random: inout SplitMix64) -> String {
-        random.chance(0.05) ? String(repeating: "0", count: Int.random(in: 1...2, using: &random)) + String(value) : String(value)
+        random.chance(0.05)
+            ? String(repeating: "0", count: Int.random(in: 1...2, using: &random)) + String(value) : String(value)
     }
 
     static func unit(using random: inout SplitMix64) -> String {
@@ -289,10 +314,19 @@ enum HeadFuzzer {
     }
 
     /// A Content-Range value near `first-last/total`.
-    static func contentRange(first: Int64, last: Int64, total: Int64, using random: inout SplitMix64) -> (String, FuzzedHead.RangeMeaning) {
-        func format(_ f: Int64, _ l: Int64, _ t: Int64?, _ random: inout SplitMix64) -> (String, FuzzedHead.RangeMeaning) {
-            guard f >= 0, l >= 0, t.map({ $0 >= 0 }) ?? true else { return ("bytes \(f)-\(l)/\(t.map(String.init) ?? "*")", .malformed) }
-            let text = "\(unit(using: &random)) \(decimal(f, using: &random))-\(decimal(l, using: &random))/\(t.map { decimal($0, using: &random) } ?? "*")"
+    static func contentRange(
+        first: Int64, last: Int64, total: Int64, using random: inout SplitMix64
+    ) -> (String, FuzzedHead.RangeMeaning) {
+        func format(
+            _ f: Int64, _ l: Int64, _ t: Int64?, _ random: inout SplitMix64
+        ) -> (String, FuzzedHead.RangeMeaning) {
+            guard f >= 0, l >= 0, t.map({ $0 >= 0 }) ?? true else {
+                return ("bytes \(f)-\(l)/\(t.map(String.init) ?? "*")", .malformed)
+            }
+            let unitText = unit(using: &random)
+            let (firstText, lastText) = (decimal(f, using: &random), decimal(l, using: &random))
+            let totalText = t.map { decimal($0, using: &random) } ?? "*"
+            let text = "\(unitText) \(firstText)-\(lastText)/\(totalText)"
             return (text, .range(first: f, last: l, total: t))
         }
         let kind = random.weighted([(40, 0), (6, 1), (6, 2), (6, 3), (4, 4), (4, 5), (4, 6), (4, 7), (8, 8)])
@@ -362,7 +396,8 @@ enum HeadFuzzer {
         fields += head.contentTypes.map { ("Content-Type", $0) }
         fields += head.locations.map { ("Location", $0) }
         fields += head.transferEncodings.map { ("Transfer-Encoding", $0) }
-        fields += [("Server", "fuzz"), ("Accept-Ranges", "bytes"), ("Date", dates[1])].filter { _ in random.chance(0.5) }
+        fields += [("Server", "fuzz"), ("Accept-Ranges", "bytes"), ("Date", dates[1])].filter { _ in random.chance(0.5)
+        }
         fields.shuffle(using: &random)
         head.fields = fields.map { name, value in
             let cased = random.weighted([(6, name), (1, name.lowercased()), (1, name.uppercased())])
@@ -371,7 +406,9 @@ enum HeadFuzzer {
     }
 
     /// Repeats a field sometimes: the same value (harmless) or a different one (a conflict).
-    static func maybeDuplicate<T>(_ values: inout [T], alternative: (inout SplitMix64) -> T, using random: inout SplitMix64) {
+    static func maybeDuplicate<T>(
+        _ values: inout [T], alternative: (inout SplitMix64) -> T, using random: inout SplitMix64
+    ) {
         guard let first = values.first else { return }
         if random.chance(0.05) { values.append(first) }
         if random.chance(0.05) {
@@ -380,11 +417,14 @@ enum HeadFuzzer {
         }
     }
 
-    static func commonFields(_ head: inout FuzzedHead, etag objectETag: String?, lastModified: String?, using random: inout SplitMix64) {
+    static func commonFields(
+        _ head: inout FuzzedHead, etag objectETag: String?, lastModified: String?, using random: inout SplitMix64
+    ) {
         // ETag: the same, another, the weak or strong twin, or none.
         let strong = objectETag.map { $0.hasPrefix("W/") ? String($0.dropFirst(2)) : $0 } ?? "\"v1-abc\""
         let etag: String? = random.weighted([
-            (10, objectETag), (2, "\"v2-def\""), (1, "W/" + strong), (1, strong), (1, "w/" + strong), (2, nil), (1, "\"V1-ABC\""),
+            (10, objectETag), (2, "\"v2-def\""), (1, "W/" + strong), (1, strong), (1, "w/" + strong), (2, nil),
+            (1, "\"V1-ABC\""),
         ])
         if let etag { head.etags = [etag] }
         maybeDuplicate(&head.etags, alternative: { _ in "\"v3-xyz\"" }, using: &random)
@@ -394,10 +434,17 @@ enum HeadFuzzer {
         // Content-Encoding: mostly none.
         let codings = ["identity", "Identity", " identity ", "", "gzip", "br", "deflate", "gzip, identity", "x-gzip"]
         for _ in 0..<random.weighted([(14, 0), (4, 1), (1, 2)]) {
-            head.encodings.append(random.chance(0.5) ? codings[Int.random(in: 0...3, using: &random)] : codings.randomElement(using: &random)!)
+            head.encodings.append(
+                random.chance(0.5)
+                    ? codings[Int.random(in: 0...3, using: &random)] : codings.randomElement(using: &random)!)
         }
-        let types = ["application/octet-stream", "text/html; charset=utf-8", "multipart/byteranges; boundary=3d6b6a416f9b5", "Multipart/ByteRanges; boundary=x"]
-        if random.chance(0.6) { head.contentTypes = [random.chance(0.8) ? types[0] : types.randomElement(using: &random)!] }
+        let types = [
+            "application/octet-stream", "text/html; charset=utf-8", "multipart/byteranges; boundary=3d6b6a416f9b5",
+            "Multipart/ByteRanges; boundary=x",
+        ]
+        if random.chance(0.6) {
+            head.contentTypes = [random.chance(0.8) ? types[0] : types.randomElement(using: &random)!]
+        }
         if random.chance(0.03) { head.contentTypes.append(types.randomElement(using: &random)!) }
         head.contentTypes.shuffle(using: &random)
     }
@@ -406,14 +453,19 @@ enum HeadFuzzer {
         var head = FuzzedHead(status: status(using: &random))
         let size = object.size!
         if random.chance(0.95) {
-            head.contentRanges = [contentRange(first: requested.lowerBound, last: requested.upperBound - 1, total: size, using: &random)]
-            maybeDuplicate(&head.contentRanges, alternative: {
-                contentRange(first: requested.lowerBound, last: requested.upperBound - 1, total: size, using: &$0)
-            }, using: &random)
+            head.contentRanges = [
+                contentRange(first: requested.lowerBound, last: requested.upperBound - 1, total: size, using: &random)
+            ]
+            maybeDuplicate(
+                &head.contentRanges,
+                alternative: {
+                    contentRange(first: requested.lowerBound, last: requested.upperBound - 1, total: size, using: &$0)
+                }, using: &random)
         }
         if random.chance(0.8) {
             head.contentLengths = [contentLength(requested.count, using: &random)]
-            maybeDuplicate(&head.contentLengths, alternative: { contentLength(requested.count, using: &$0) }, using: &random)
+            maybeDuplicate(
+                &head.contentLengths, alternative: { contentLength(requested.count, using: &$0) }, using: &random)
         }
         commonFields(&head, etag: object.etag, lastModified: object.lastModified, using: &random)
         assemble(&head, using: &random)
@@ -430,23 +482,34 @@ enum HeadFuzzer {
         let first = requested.lowerBound
         let last = max(first, upper) - 1  // may be below first when nothing is there: then malformed
         if head.status == 416 && random.chance(0.7) {
-            head.contentRanges = [random.chance(0.8) ? ("bytes */\(size)", .unsatisfied(total: size)) : contentRange(first: first, last: last, total: size, using: &random)]
+            head.contentRanges = [
+                random.chance(0.8)
+                    ? ("bytes */\(size)", .unsatisfied(total: size))
+                    : contentRange(first: first, last: last, total: size, using: &random)
+            ]
         } else if random.chance(0.9) {
             head.contentRanges = [contentRange(first: first, last: last, total: size, using: &random)]
-            maybeDuplicate(&head.contentRanges, alternative: { contentRange(first: first, last: last, total: size, using: &$0) }, using: &random)
+            maybeDuplicate(
+                &head.contentRanges, alternative: { contentRange(first: first, last: last, total: size, using: &$0) },
+                using: &random)
         }
         if random.chance(0.8) {
             head.contentLengths = [contentLength(head.status == 200 ? size : upper - first, using: &random)]
-            maybeDuplicate(&head.contentLengths, alternative: { contentLength(upper - first, using: &$0) }, using: &random)
+            maybeDuplicate(
+                &head.contentLengths, alternative: { contentLength(upper - first, using: &$0) }, using: &random)
         }
         commonFields(&head, etag: random.chance(0.7) ? "\"v1-abc\"" : nil, lastModified: nil, using: &random)
         if (300..<400).contains(head.status) || random.chance(0.05) {
-            let locations = ["/other/disk.img", "https://mirror.example.net/disk.img", "", "disk2.img", "//cdn2.example.com/x"]
+            let locations = [
+                "/other/disk.img", "https://mirror.example.net/disk.img", "", "disk2.img", "//cdn2.example.com/x",
+            ]
             if random.chance(0.9) { head.locations = [locations.randomElement(using: &random)!] }
             maybeDuplicate(&head.locations, alternative: { _ in "/elsewhere" }, using: &random)
         }
         if head.status == 200 && random.chance(0.2) {
-            head.transferEncodings = [["chunked", "gzip, chunked", "Chunked", "identity"].randomElement(using: &random)!]
+            head.transferEncodings = [
+                ["chunked", "gzip, chunked", "Chunked", "identity"].randomElement(using: &random)!
+            ]
         }
         assemble(&head, using: &random)
         return head
@@ -462,4 +525,3 @@ extension String {
         return String(slice)
     }
 }
-

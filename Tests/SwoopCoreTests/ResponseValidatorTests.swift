@@ -10,7 +10,8 @@ struct ResponseValidatorTests {
 
     init() throws {
         url = RemoteURL(testing: "https://example.com/big.iso")
-        object = RemoteObject(url: url, size: 10_000, etag: "\"abc\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", acceptsRanges: true)
+        object = RemoteObject(
+            url: url, size: 10_000, etag: "\"abc\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", acceptsRanges: true)
     }
 
     private func head(_ status: Int, _ fields: [(String, String)]) -> ResponseHead {
@@ -40,7 +41,8 @@ struct ResponseValidatorTests {
     }
 
     @Test func refusesA200ToARangeRequest() throws {
-        let error = try #require(segmentError(head(200, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", "5120")])))
+        let error = try #require(
+            segmentError(head(200, [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", "5120")])))
         #expect(error.kind == .invalidResponse)
         #expect(error.httpStatus == 200)
         #expect(error.message.contains("200"))
@@ -81,7 +83,8 @@ struct ResponseValidatorTests {
     }
 
     @Test func aChangedSizeIsAChangedObject() throws {
-        let error = try #require(segmentError(head(206, [("Content-Range", "bytes 1000-1999/10001"), ("ETag", "\"abc\"")])))
+        let error = try #require(
+            segmentError(head(206, [("Content-Range", "bytes 1000-1999/10001"), ("ETag", "\"abc\"")])))
         #expect(error.kind == .objectChanged)
         #expect(error.message.contains("10001"))
         // An unknown total cannot be checked against the planned size: refused too.
@@ -89,16 +92,22 @@ struct ResponseValidatorTests {
     }
 
     @Test func refusesOtherBytes() {
-        for value in ["bytes 1000-1998/10000", "bytes 1001-1999/10000", "bytes 1000-2000/10000", "bytes 0-9999/10000", "bytes */10000"] {
+        for value in [
+            "bytes 1000-1998/10000", "bytes 1001-1999/10000", "bytes 1000-2000/10000", "bytes 0-9999/10000",
+            "bytes */10000",
+        ] {
             let error = segmentError(head(206, [("Content-Range", value), ("ETag", "\"abc\"")]))
             #expect(error?.kind == .invalidResponse, "\(value)")
         }
-        #expect(segmentError(head(206, [("ETag", "\"abc\"")]))?.message.contains("without a valid Content-Range") == true)
+        #expect(
+            segmentError(head(206, [("ETag", "\"abc\"")]))?.message.contains("without a valid Content-Range") == true)
     }
 
     @Test func refusesAMismatchedContentLength() {
         for length in ["999", "1001", "0", "", "abc", "1000 1000"] {
-            let error = segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("Content-Length", length), ("ETag", "\"abc\"")]))
+            let error = segmentError(
+                head(
+                    206, [("Content-Range", "bytes 1000-1999/10000"), ("Content-Length", length), ("ETag", "\"abc\"")]))
             #expect(error?.kind == .invalidResponse, "Content-Length '\(length)'")
         }
     }
@@ -134,14 +143,18 @@ struct ResponseValidatorTests {
         "a second Content-Type cannot hide multipart/byteranges"
     )
     func multipartBehindAConflictingContentType() {
-        let sneaky = head(206, good + [("Content-Type", "multipart/byteranges; boundary=x"), ("Content-Type", "application/octet-stream")])
+        let sneaky = head(
+            206,
+            good + [("Content-Type", "multipart/byteranges; boundary=x"), ("Content-Type", "application/octet-stream")])
         #expect(segmentError(sneaky) != nil)
     }
 
     @Test func strongETagMustMatchExactly() throws {
-        let changed = try #require(segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"abd\"")])))
+        let changed = try #require(
+            segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"abd\"")])))
         #expect(changed.kind == .objectChanged)
-        let weakened = try #require(segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "W/\"abc\"")])))
+        let weakened = try #require(
+            segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "W/\"abc\"")])))
         #expect(weakened.kind == .objectChanged)
         let missing = try #require(segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000")])))
         #expect(missing.kind == .invalidResponse)
@@ -156,44 +169,66 @@ struct ResponseValidatorTests {
         #expect(segmentError(head(206, [range, ("ETag", "\"abc\"")]), object: weak) == nil)  // weak comparison
         #expect(segmentError(head(206, [range]), object: weak) == nil)
         #expect(segmentError(head(206, [range, ("ETag", "W/\"abd\"")]), object: weak)?.kind == .objectChanged)
-        #expect(segmentError(head(206, [range, ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), object: weak)?.kind == .objectChanged)
+        #expect(
+            segmentError(head(206, [range, ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), object: weak)?.kind
+                == .objectChanged)
 
         var dated = object
         dated.etag = nil
-        #expect(segmentError(head(206, [range, ("Last-Modified", "Tue, 15 Nov 1994 12:45:26 GMT")]), object: dated) == nil)
-        #expect(segmentError(head(206, [range, ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), object: dated)?.kind == .objectChanged)
+        #expect(
+            segmentError(head(206, [range, ("Last-Modified", "Tue, 15 Nov 1994 12:45:26 GMT")]), object: dated) == nil)
+        #expect(
+            segmentError(head(206, [range, ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), object: dated)?.kind
+                == .objectChanged)
     }
 
     // MARK: Probe
 
-    private func probe(_ head: ResponseHead, _ requested: RequestedRange) -> Result<ResponseValidator.ProbeResult, DownloadError> {
-        Result(catching: { () throws(DownloadError) in try ResponseValidator.probe(head, requested: requested, url: url) })
+    private func probe(
+        _ head: ResponseHead, _ requested: RequestedRange
+    ) -> Result<ResponseValidator.ProbeResult, DownloadError> {
+        Result(catching: { () throws(DownloadError) in try ResponseValidator.probe(head, requested: requested, url: url)
+            })
     }
 
     @Test func probePartialOfAShortObject() throws {
-        let result = try probe(head(206, [("Content-Range", "bytes 0-499/500"), ("ETag", "\"abc\"")]), .bounded(ByteRange(0, 1 << 20))).get()
+        let result = try probe(
+            head(206, [("Content-Range", "bytes 0-499/500"), ("ETag", "\"abc\"")]), .bounded(ByteRange(0, 1 << 20))
+        ).get()
         let object = RemoteObject(url: url, size: 500, etag: "\"abc\"", lastModified: nil, acceptsRanges: true)
         #expect(result == .partial(object, ByteRange(0, 500)))
     }
 
     @Test func probeFromAnOffset() throws {
-        let result = try probe(head(206, [("Content-Range", "bytes 100-999/1000"), ("Content-Length", "900")]), .from(100)).get()
+        let result = try probe(
+            head(206, [("Content-Range", "bytes 100-999/1000"), ("Content-Length", "900")]), .from(100)
+        ).get()
         #expect(result == .partial(RemoteObject(url: url, size: 1000, acceptsRanges: true), ByteRange(100, 1000)))
         // A server stopping early is refused for an open-ended request.
-        #expect(throws: DownloadError.self) { try probe(head(206, [("Content-Range", "bytes 100-998/1000")]), .from(100)).get() }
+        #expect(throws: DownloadError.self) {
+            try probe(head(206, [("Content-Range", "bytes 100-998/1000")]), .from(100)).get()
+        }
     }
 
     @Test func probeRefusesPartialsWithoutTotalOrAtTheWrongPlace() {
         let asked = RequestedRange.bounded(ByteRange(0, 1000))
-        for value in ["bytes 0-999/*", "bytes 1-999/5000", "bytes 0-998/5000", "bytes 0-1000/5000", "bytes */5000", "nonsense"] {
-            #expect(throws: DownloadError.self, "\(value)") { try probe(head(206, [("Content-Range", value)]), asked).get() }
+        for value in [
+            "bytes 0-999/*", "bytes 1-999/5000", "bytes 0-998/5000", "bytes 0-1000/5000", "bytes */5000", "nonsense",
+        ] {
+            #expect(throws: DownloadError.self, "\(value)") {
+                try probe(head(206, [("Content-Range", value)]), asked).get()
+            }
         }
     }
 
     @Test func probeWholeObject() throws {
-        let sized = try probe(head(200, [("Content-Length", "1234"), ("ETag", "\"abc\"")]), .bounded(ByteRange(0, 100))).get()
+        let sized = try probe(
+            head(200, [("Content-Length", "1234"), ("ETag", "\"abc\"")]), .bounded(ByteRange(0, 100))
+        ).get()
         #expect(sized == .whole(RemoteObject(url: url, size: 1234, etag: "\"abc\"", acceptsRanges: false)))
-        let chunked = try probe(head(200, [("Transfer-Encoding", "chunked"), ("Content-Length", "1234")]), .bounded(ByteRange(0, 100))).get()
+        let chunked = try probe(
+            head(200, [("Transfer-Encoding", "chunked"), ("Content-Length", "1234")]), .bounded(ByteRange(0, 100))
+        ).get()
         #expect(chunked == .whole(RemoteObject(url: url, size: nil, acceptsRanges: false)))
         let stored = try probe(head(200, [("Content-Encoding", "gzip")]), .from(0)).get()
         #expect(stored == .whole(RemoteObject(url: url, size: nil, acceptsRanges: false, contentCoding: "gzip")))
@@ -208,15 +243,21 @@ struct ResponseValidatorTests {
         "probe refuses multipart/byteranges like segment() does"
     )
     func probeMultipart() {
-        let result = probe(head(206, [("Content-Range", "bytes 0-99/1000"), ("Content-Type", "multipart/byteranges; boundary=x")]), .bounded(ByteRange(0, 100)))
+        let result = probe(
+            head(206, [("Content-Range", "bytes 0-99/1000"), ("Content-Type", "multipart/byteranges; boundary=x")]),
+            .bounded(ByteRange(0, 100)))
         #expect(throws: DownloadError.self) { try result.get() }
     }
 
     @Test func probeUnsatisfiable() throws {
-        #expect(try probe(head(416, [("Content-Range", "bytes */1234"), ("ETag", "\"e\"")]), .from(5000)).get() == .unsatisfiable(total: 1234, etag: "\"e\""))
+        #expect(
+            try probe(head(416, [("Content-Range", "bytes */1234"), ("ETag", "\"e\"")]), .from(5000)).get()
+                == .unsatisfiable(total: 1234, etag: "\"e\""))
         // Apache httpd and lighttpd say nothing of the size: the decision reads what the request implies.
         #expect(try probe(head(416, []), .from(5000)).get() == .unsatisfiable(total: nil, etag: nil))
-        #expect(throws: DownloadError.self) { try probe(head(416, [("Content-Range", "bytes 0-1/1234")]), .from(5000)).get() }
+        #expect(throws: DownloadError.self) {
+            try probe(head(416, [("Content-Range", "bytes 0-1/1234")]), .from(5000)).get()
+        }
     }
 
     @Test func probeRedirects() throws {

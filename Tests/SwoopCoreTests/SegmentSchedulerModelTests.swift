@@ -24,7 +24,8 @@ struct SegmentSchedulerModelTests {
             if simulation.failed { break }
         }
         // `claim` never returns nil while an unrequested tail somewhere could still be split.
-        #expect(strictViolations.isEmpty, "claim returned nil while work could be stolen: \(strictViolations.prefix(3))")
+        #expect(
+            strictViolations.isEmpty, "claim returned nil while work could be stolen: \(strictViolations.prefix(3))")
     }
 
     @Test("re-hedging the survivor of a broken hedge pair writes no byte twice")
@@ -112,7 +113,9 @@ final class SchedulerSimulation {
             var chunk = 0
             while chunk < layout.chunkCount {
                 let run = Int(random.logUniform(1...512))
-                if random.chance(density) { missingChunks.insert(contentsOf: chunk..<min(layout.chunkCount, chunk + run)) }
+                if random.chance(density) {
+                    missingChunks.insert(contentsOf: chunk..<min(layout.chunkCount, chunk + run))
+                }
                 chunk += run
             }
         } else {
@@ -123,7 +126,8 @@ final class SchedulerSimulation {
         let missingRanges = runs.map { layout.byteRange(ofChunks: $0) }
         missing = IntervalSet(missingRanges.map { $0.lowerBound..<$0.upperBound })
         // Hand the ranges over in random order: the scheduler sorts them.
-        scheduler = SegmentScheduler(layout: layout, missing: missingRanges.shuffled(using: &random), minimumSegmentSize: minimumSegmentSize)
+        scheduler = SegmentScheduler(
+            layout: layout, missing: missingRanges.shuffled(using: &random), minimumSegmentSize: minimumSegmentSize)
 
         chunkBytes = (0..<layout.chunkCount).map { chunk in
             missingChunks.contains(chunk) ? 0 : layout.byteRange(ofChunks: chunk..<chunk + 1).count
@@ -151,10 +155,13 @@ final class SchedulerSimulation {
     }
 
     private var context: String {
-        "seed \(String(seed, radix: 16)) step \(steps): size \(layout.objectSize), chunk \(layout.chunkSize), min \(minimumSegmentSize), segments \(scheduler.segments)"
+        "seed \(String(seed, radix: 16)) step \(steps): size \(layout.objectSize), chunk \(layout.chunkSize), min "
+            + "\(minimumSegmentSize), segments \(scheduler.segments)"
     }
 
-    private func check(_ condition: Bool, _ message: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func check(
+        _ condition: Bool, _ message: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         if !condition {
             failed = true
             Issue.record("\(message()) [\(context)]", sourceLocation: sourceLocation)
@@ -172,7 +179,9 @@ final class SchedulerSimulation {
             let reserved = scheduler.reserve(ByteRange(first.lowerBound, layout.alignUp(requestEnd)), ownerID: 0)
             check(reserved != nil, "reserve of the first missing range failed")
             if let reserved {
-                check(reserved.isOwned && reserved.start == first.lowerBound && reserved.end == layout.alignUp(requestEnd), "reserve returned \(reserved)")
+                check(
+                    reserved.isOwned && reserved.start == first.lowerBound
+                        && reserved.end == layout.alignUp(requestEnd), "reserve returned \(reserved)")
                 scheduler.noteRequested(reserved, upTo: requestEnd)
                 workers[0] = Worker(segment: reserved, requestEnd: requestEnd)
             }
@@ -193,7 +202,9 @@ final class SchedulerSimulation {
         guard !failed else { return }
         checkInvariants(full: true)
         check(scheduler.written.isComplete, "all work done but written is not complete")
-        check(scheduler.bytesWritten == missing.count, "bytesWritten \(scheduler.bytesWritten) != missing bytes \(missing.count)")
+        check(
+            scheduler.bytesWritten == missing.count,
+            "bytesWritten \(scheduler.bytesWritten) != missing bytes \(missing.count)")
         check(written == missing, "written bytes \(written) != missing \(missing)")
         check(scheduler.missingRanges.isEmpty, "missingRanges not empty: \(scheduler.missingRanges)")
         check(scheduler.remainingBytes == 0, "remainingBytes \(scheduler.remainingBytes) at the end")
@@ -275,11 +286,15 @@ final class SchedulerSimulation {
             }
         }
         // The fallback: the largest candidate with a usable cut.
-        let cutting = candidates.compactMap { victim in cuts[ObjectIdentifier(victim)].flatMap { validCut(victim, at: $0) }.map { (victim: victim, point: $0) } }
+        let cutting = candidates.compactMap { victim in
+            cuts[ObjectIdentifier(victim)].flatMap { validCut(victim, at: $0) }.map { (victim: victim, point: $0) }
+        }
         if let largest = cutting.map(\.victim.remaining).max() {
             allowed += cutting.filter { $0.victim.remaining == largest }
         }
-        return StealForecast(mustSucceed: tailSure || !cutting.isEmpty, allowed: allowed, anyTailSplittable: candidates.contains(where: unrequestedTailCanBeSplit))
+        return StealForecast(
+            mustSucceed: tailSure || !cutting.isEmpty, allowed: allowed,
+            anyTailSplittable: candidates.contains(where: unrequestedTailCanBeSplit))
     }
 
     /// Where a steal of `victim`'s unrequested tail cuts: the chunk boundary nearest its middle that
@@ -305,29 +320,50 @@ final class SchedulerSimulation {
     }
 
     /// Checks a stolen piece against the in-flight segments as they were just before the steal.
-    private func checkStolen(_ piece: Segment, before: [(segment: Segment, frontier: Int64, end: Int64, requested: Int64)], forecast: StealForecast, cuts: [ObjectIdentifier: Int64]) {
-        guard let (victim, _, oldEnd, requested) = before.first(where: { $0.segment.end == piece.start && $0.segment !== piece }) else {
+    private func checkStolen(
+        _ piece: Segment, before: [(segment: Segment, frontier: Int64, end: Int64, requested: Int64)],
+        forecast: StealForecast, cuts: [ObjectIdentifier: Int64]
+    ) {
+        guard
+            let (victim, _, oldEnd, requested) = before.first(where: {
+                $0.segment.end == piece.start && $0.segment !== piece
+            })
+        else {
             check(false, "stolen piece \(piece) is not the tail of an in-flight segment")
             return
         }
-        check(forecast.allowed.contains { $0.victim === victim && $0.point == piece.start }, "stole \(piece) from \(victim); expected one of \(forecast.allowed.map { "\($0.victim)@\($0.point)" })")
+        check(
+            forecast.allowed.contains { $0.victim === victim && $0.point == piece.start },
+            "stole \(piece) from \(victim); expected one of \(forecast.allowed.map { "\($0.victim)@\($0.point)" })")
         check(piece.end == oldEnd, "piece \(piece) does not end at the victim's old end \(oldEnd)")
         check(piece.start % layout.chunkSize == 0, "steal split at \(piece.start), not a chunk boundary")
         // Without a cut for this victim, requested bytes stay with their connection.
         if cuts[ObjectIdentifier(victim)] == nil {
-            check(piece.start >= requested, "steal took \(piece.start)..<\(requested), which \(victim)'s connection had requested")
+            check(
+                piece.start >= requested,
+                "steal took \(piece.start)..<\(requested), which \(victim)'s connection had requested")
         }
-        check(piece.isOwned && piece.position == piece.start && piece.partner == nil && piece.requestedUpTo == piece.start, "stolen piece \(piece) not fresh and owned")
+        check(
+            piece.isOwned && piece.position == piece.start && piece.partner == nil
+                && piece.requestedUpTo == piece.start, "stolen piece \(piece) not fresh and owned")
     }
 
-    private func takeSteal(_ result: Segment?, forecast: StealForecast, before: [(segment: Segment, frontier: Int64, end: Int64, requested: Int64)], cuts: [ObjectIdentifier: Int64]) {
+    private func takeSteal(
+        _ result: Segment?, forecast: StealForecast,
+        before: [(segment: Segment, frontier: Int64, end: Int64, requested: Int64)], cuts: [ObjectIdentifier: Int64]
+    ) {
         if let result {
             checkStolen(result, before: before, forecast: forecast, cuts: cuts)
         } else {
-            check(!forecast.mustSucceed, "no piece although one could be taken: \(forecast.allowed.map { "\($0.victim)@\($0.point)" })")
+            check(
+                !forecast.mustSucceed,
+                "no piece although one could be taken: \(forecast.allowed.map { "\($0.victim)@\($0.point)" })")
             if forecast.anyTailSplittable {
                 // Stricter: an unrequested tail somewhere could still have been split.
-                strictClaimViolations.append("seed \(String(seed, radix: 16)) step \(steps): \(scheduler.segments), min \(minimumSegmentSize), chunk \(layout.chunkSize)")
+                strictClaimViolations.append(
+                    "seed \(String(seed, radix: 16)) step \(steps): \(scheduler.segments), min \(minimumSegmentSize), "
+                        + "chunk \(layout.chunkSize)"
+                )
             }
         }
     }
@@ -352,7 +388,9 @@ final class SchedulerSimulation {
             takeSteal(claimed, forecast: forecast, before: before, cuts: cuts)
         }
         if let claimed {
-            check(claimed.ownerID == worker, "claimed segment has owner \(String(describing: claimed.ownerID)), not \(worker)")
+            check(
+                claimed.ownerID == worker,
+                "claimed segment has owner \(String(describing: claimed.ownerID)), not \(worker)")
             startRequest(worker: worker, claimed)
         }
     }
@@ -373,14 +411,18 @@ final class SchedulerSimulation {
         let size = segment.partner != nil || left <= 0 || random.chance(0.3) ? left : random.logUniform(1...left)
         let requestEnd = segment.position + size
         scheduler.noteRequested(segment, upTo: requestEnd)
-        check(segment.requestedUpTo >= min(requestEnd, segment.end), "noteRequested did not record \(requestEnd): \(segment.requestedUpTo)")
+        check(
+            segment.requestedUpTo >= min(requestEnd, segment.end),
+            "noteRequested did not record \(requestEnd): \(segment.requestedUpTo)")
         workers[worker] = Worker(segment: segment, requestEnd: requestEnd)
     }
 
     private func hedge(worker: Int) {
         let candidates = scheduler.hedgeCandidates
         let expected = scheduler.segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
-        check(candidates.count == expected.count && zip(candidates, expected).allSatisfy { $0 === $1 }, "hedgeCandidates \(candidates) != \(expected)")
+        check(
+            candidates.count == expected.count && zip(candidates, expected).allSatisfy { $0 === $1 },
+            "hedgeCandidates \(candidates) != \(expected)")
         let eligible = candidates.filter { victim in
             if reHedgeSurvivors { return true }
             // Without re-hedging, only hedge segments that never lost a partner.
@@ -399,8 +441,12 @@ final class SchedulerSimulation {
             check(false, "hedge refused candidate \(victim)")
             return
         }
-        check(hedge.isOwned && hedge.isHedge && hedge.partner === victim && victim.partner === hedge, "hedge pair not linked: \(victim) / \(hedge)")
-        check(hedge.start == layout.alignDown(frontier) && hedge.end == victim.end, "hedge \(hedge) of \(victim) (frontier \(frontier)) is not its tail from the chunk boundary")
+        check(
+            hedge.isOwned && hedge.isHedge && hedge.partner === victim && victim.partner === hedge,
+            "hedge pair not linked: \(victim) / \(hedge)")
+        check(
+            hedge.start == layout.alignDown(frontier) && hedge.end == victim.end,
+            "hedge \(hedge) of \(victim) (frontier \(frontier)) is not its tail from the chunk boundary")
         check(hedge.frontier == victim.frontier, "hedge pair frontiers differ: \(hedge.frontier) vs \(victim.frontier)")
         check(scheduler.hedge(victim) == nil && scheduler.hedge(hedge) == nil, "a segment was hedged twice")
         startRequest(worker: worker, hedge)
@@ -414,12 +460,16 @@ final class SchedulerSimulation {
         // Only unowned segments were cut, each into aligned pieces covering the same bytes.
         for (segment, oldEnd) in before {
             let pieces = scheduler.segments.filter { $0.start >= segment.start && $0.end <= oldEnd && !$0.isOwned }
-            check(pieces.first === segment && pieces.last?.end == oldEnd, "split lost bytes of \(segment) (ended at \(oldEnd)): \(pieces)")
+            check(
+                pieces.first === segment && pieces.last?.end == oldEnd,
+                "split lost bytes of \(segment) (ended at \(oldEnd)): \(pieces)")
             for (left, right) in zip(pieces, pieces.dropFirst()) {
                 check(left.end == right.start, "split left a gap or overlap: \(left) / \(right)")
             }
             if pieces.count > 1 {
-                for piece in pieces { check(piece.remaining >= minimumSegmentSize, "split made a piece \(piece) below the minimum") }
+                for piece in pieces {
+                    check(piece.remaining >= minimumSegmentSize, "split made a piece \(piece) below the minimum")
+                }
             }
         }
     }
@@ -441,14 +491,22 @@ final class SchedulerSimulation {
         let position = segment.position
         let oldEnd = segment.end
         let plan = scheduler.plannedWrite(segment, count: Int(count))
-        check(plan.accepted == Int(min(count, max(0, oldEnd - position))), "plannedWrite accepted \(plan.accepted) of \(count) at \(position) with end \(oldEnd)")
-        check(plan.write.upperBound == plan.accepted && plan.write.lowerBound >= 0, "plannedWrite write range \(plan.write) for \(plan.accepted) accepted")
-        check(plan.offset == position + Int64(plan.write.lowerBound), "plannedWrite offset \(plan.offset) != position \(position) + skip \(plan.write.lowerBound)")
+        check(
+            plan.accepted == Int(min(count, max(0, oldEnd - position))),
+            "plannedWrite accepted \(plan.accepted) of \(count) at \(position) with end \(oldEnd)")
+        check(
+            plan.write.upperBound == plan.accepted && plan.write.lowerBound >= 0,
+            "plannedWrite write range \(plan.write) for \(plan.accepted) accepted")
+        check(
+            plan.offset == position + Int64(plan.write.lowerBound),
+            "plannedWrite offset \(plan.offset) != position \(position) + skip \(plan.write.lowerBound)")
         // Bytes skipped must already be on disk; bytes written must not be.
         let skipped = position..<(position + Int64(plan.write.lowerBound))
         check(written.contains(skipped), "plannedWrite skips \(skipped), which nobody wrote")
         let target = plan.offset..<(plan.offset + Int64(plan.write.count))
-        check(!written.intersects(target), "plannedWrite writes \(target) again (already written: \(written.overlapCount(target)) bytes)")
+        check(
+            !written.intersects(target),
+            "plannedWrite writes \(target) again (already written: \(written.overlapCount(target)) bytes)")
         check(missing.contains(target), "plannedWrite writes \(target), outside the missing bytes")
         record(target)
         scheduler.advance(segment, by: plan.accepted)
@@ -473,7 +531,10 @@ final class SchedulerSimulation {
             let paired = worker.segment.partner != nil
             release(worker.segment, failed: false, retryAt: nil)
             if !paired {
-                check(worker.segment.requestedUpTo == worker.segment.frontier, "release left requestedUpTo at \(worker.segment.requestedUpTo), frontier \(worker.segment.frontier)")
+                check(
+                    worker.segment.requestedUpTo == worker.segment.frontier,
+                    "release left requestedUpTo at \(worker.segment.requestedUpTo), frontier \(worker.segment.frontier)"
+                )
             }
         }
     }
@@ -481,13 +542,16 @@ final class SchedulerSimulation {
     private func stop(worker index: Int, failed: Bool) {
         guard let worker = workers[index] else { return }
         workers[index] = nil
-        let retryAt: ContinuousClock.Instant? = failed && random.chance(0.7) ? now + .milliseconds(random.logUniform(0...5_000)) : nil
+        let retryAt: ContinuousClock.Instant? =
+            failed && random.chance(0.7) ? now + .milliseconds(random.logUniform(0...5_000)) : nil
         let segment = worker.segment
         let failuresBefore = segment.failuresWithoutProgress
         let paired = segment.partner != nil
         release(segment, failed: failed, retryAt: retryAt)
         if !paired && !segment.isDone {
-            check(scheduler.segments.contains { $0 === segment } && !segment.isOwned, "released segment \(segment) not back in the plan")
+            check(
+                scheduler.segments.contains { $0 === segment } && !segment.isOwned,
+                "released segment \(segment) not back in the plan")
             if failed {
                 check(segment.failuresWithoutProgress == failuresBefore + 1, "failure not counted")
                 check(segment.notBefore == retryAt, "retry time not kept")
@@ -523,7 +587,9 @@ final class SchedulerSimulation {
         let last = Int((range.upperBound - 1) / layout.chunkSize)
         for chunk in first...last {
             let full = chunkBytes[chunk] == layout.byteRange(ofChunks: chunk..<chunk + 1).count
-            check(scheduler.written.contains(chunk) == full, "chunk \(chunk): written says \(!full), but \(chunkBytes[chunk]) bytes are present")
+            check(
+                scheduler.written.contains(chunk) == full,
+                "chunk \(chunk): written says \(!full), but \(chunkBytes[chunk]) bytes are present")
         }
     }
 
@@ -537,12 +603,17 @@ final class SchedulerSimulation {
         for segment in segments {
             check(segment.start % chunk == 0, "segment \(segment) starts off a chunk boundary")
             check(segment.end % chunk == 0 || segment.end == size, "segment \(segment) ends off a chunk boundary")
-            check(segment.start <= segment.position && segment.position <= segment.end && segment.end <= size, "segment \(segment) out of order")
-            check(missing.contains(segment.start..<segment.end), "segment \(segment) covers bytes that were not missing")
+            check(
+                segment.start <= segment.position && segment.position <= segment.end && segment.end <= size,
+                "segment \(segment) out of order")
+            check(
+                missing.contains(segment.start..<segment.end), "segment \(segment) covers bytes that were not missing")
             if let partner = segment.partner {
                 check(partner.partner === segment, "hedge partners not mutual: \(segment)")
                 check(segments.contains { $0 === partner }, "partner of \(segment) is not planned")
-                check(partner.end == segment.end && segment.isOwned && partner.isOwned, "hedge pair \(segment) / \(partner) disagree or unowned")
+                check(
+                    partner.end == segment.end && segment.isOwned && partner.isOwned,
+                    "hedge pair \(segment) / \(partner) disagree or unowned")
             }
             if !segment.isOwned {
                 check(segment.partner == nil, "unowned segment \(segment) still paired")
@@ -550,10 +621,16 @@ final class SchedulerSimulation {
             // What a segment still has to fetch is not on disk yet (else it would be written twice).
             if segment.frontier < segment.end {
                 let ahead = segment.frontier..<segment.end
-                check(!written.intersects(ahead), "segment \(segment) (frontier \(segment.frontier)) still plans \(written.overlapCount(ahead)) written bytes")
+                check(
+                    !written.intersects(ahead),
+                    "segment \(segment) (frontier \(segment.frontier)) still plans \(written.overlapCount(ahead)) "
+                        + "written bytes"
+                )
             }
             // Below its frontier, everything of the segment is on disk.
-            check(written.contains(segment.start..<min(segment.frontier, segment.end)), "segment \(segment) claims \(segment.start)..<\(segment.frontier) written, but it is not")
+            check(
+                written.contains(segment.start..<min(segment.frontier, segment.end)),
+                "segment \(segment) claims \(segment.start)..<\(segment.frontier) written, but it is not")
             inFlight.formUnion(segment.frontier..<max(segment.frontier, segment.end))
         }
         // No two segments overlap, except the two halves of a hedge pair (taken as one span here).
@@ -566,12 +643,16 @@ final class SchedulerSimulation {
         for (left, right) in zip(spans, spans.dropFirst()) where left.upper > right.lower {
             check(false, "segments overlap: \(left.segment) and \(right.segment)")
         }
-                // Every missing byte not yet written is some segment's job: nothing falls through the cracks.
+        // Every missing byte not yet written is some segment's job: nothing falls through the cracks.
         let outstanding = missing.subtracting(written)
         let orphaned = outstanding.subtracting(inFlight)
         check(orphaned.ranges.isEmpty, "bytes \(orphaned) are missing but no segment will fetch them")
-        check(scheduler.bytesWritten == written.count, "bytesWritten \(scheduler.bytesWritten) != bytes written \(written.count)")
-        check(scheduler.written.completedCount == completeChunks, "written has \(scheduler.written.completedCount) chunks, \(completeChunks) are complete")
+        check(
+            scheduler.bytesWritten == written.count,
+            "bytesWritten \(scheduler.bytesWritten) != bytes written \(written.count)")
+        check(
+            scheduler.written.completedCount == completeChunks,
+            "written has \(scheduler.written.completedCount) chunks, \(completeChunks) are complete")
         check(scheduler.isComplete == segments.isEmpty, "isComplete disagrees with segments")
         check(scheduler.ownedCount == segments.filter(\.isOwned).count, "ownedCount wrong")
         if full {
@@ -584,7 +665,8 @@ final class SchedulerSimulation {
             }
             let expectedMissing = IntervalSet(scheduler.missingRanges.map { $0.lowerBound..<$0.upperBound })
             var incomplete = IntervalSet()
-            for index in 0..<layout.chunkCount where chunkBytes[index] != layout.byteRange(ofChunks: index..<index + 1).count {
+            for index in 0..<layout.chunkCount
+            where chunkBytes[index] != layout.byteRange(ofChunks: index..<index + 1).count {
                 let bounds = layout.byteRange(ofChunks: index..<index + 1)
                 incomplete.formUnion(bounds.lowerBound..<bounds.upperBound)
             }

@@ -6,7 +6,9 @@ private let MiB: Int64 = 1 << 20
 /// Hand-worked examples of the scheduler's decisions.
 @Suite("SegmentScheduler examples")
 struct SegmentSchedulerTests {
-    private func scheduler(size: Int64, chunk: Int64 = MiB, missing: [ByteRange]? = nil, minimum: Int64 = MiB) -> SegmentScheduler {
+    private func scheduler(
+        size: Int64, chunk: Int64 = MiB, missing: [ByteRange]? = nil, minimum: Int64 = MiB
+    ) -> SegmentScheduler {
         SegmentScheduler(
             layout: ChunkLayout(objectSize: size, chunkSize: chunk), missing: missing ?? [ByteRange(0, size)],
             minimumSegmentSize: minimum)
@@ -14,15 +16,21 @@ struct SegmentSchedulerTests {
 
     /// Writes everything `segment` accepts of `count` bytes, as a session does.
     @discardableResult
-    private func deliver(_ plan: SegmentScheduler, _ segment: Segment, _ count: Int64) -> (accepted: Int, write: Range<Int>, offset: Int64) {
+    private func deliver(
+        _ plan: SegmentScheduler, _ segment: Segment, _ count: Int64
+    ) -> (accepted: Int, write: Range<Int>, offset: Int64) {
         let step = plan.plannedWrite(segment, count: Int(count))
         plan.advance(segment, by: step.accepted)
         return step
     }
 
     @Test func initialPlanMarksChunksOutsideMissingAsWritten() {
-        let plan = scheduler(size: 10 * MiB + 5, missing: [ByteRange(8 * MiB, 10 * MiB + 5), ByteRange(2 * MiB, 4 * MiB)])
-        #expect(plan.segments.map { ByteRange($0.start, $0.end) } == [ByteRange(2 * MiB, 4 * MiB), ByteRange(8 * MiB, 10 * MiB + 5)])
+        let plan = scheduler(
+            size: 10 * MiB + 5, missing: [ByteRange(8 * MiB, 10 * MiB + 5), ByteRange(2 * MiB, 4 * MiB)])
+        #expect(
+            plan.segments.map { ByteRange($0.start, $0.end) } == [
+                ByteRange(2 * MiB, 4 * MiB), ByteRange(8 * MiB, 10 * MiB + 5),
+            ])
         #expect((0..<11).filter { plan.written.contains($0) } == [0, 1, 4, 5, 6, 7])
         #expect(plan.bytesWritten == 0)
         #expect(plan.remainingBytes == 4 * MiB + 5)
@@ -38,9 +46,11 @@ struct SegmentSchedulerTests {
     @Test func splitIntoFourGivesFourEqualAlignedParts() {
         let plan = scheduler(size: 64 * MiB)
         plan.split(into: 4)
-        #expect(plan.segments.map { ByteRange($0.start, $0.end) } == [
-            ByteRange(0, 16 * MiB), ByteRange(16 * MiB, 32 * MiB), ByteRange(32 * MiB, 48 * MiB), ByteRange(48 * MiB, 64 * MiB),
-        ])
+        #expect(
+            plan.segments.map { ByteRange($0.start, $0.end) } == [
+                ByteRange(0, 16 * MiB), ByteRange(16 * MiB, 32 * MiB), ByteRange(32 * MiB, 48 * MiB),
+                ByteRange(48 * MiB, 64 * MiB),
+            ])
         #expect(plan.segments.allSatisfy { !$0.isOwned })
     }
 
@@ -79,9 +89,11 @@ struct SegmentSchedulerTests {
         #expect(probe.map { ByteRange($0.start, $0.end) } == ByteRange(0, MiB))
         #expect(probe?.isOwned == true)
         plan.split(into: 3)
-        #expect(plan.segments.map { ByteRange($0.start, $0.end) } == [
-            ByteRange(0, MiB), ByteRange(MiB, 12 * MiB), ByteRange(12 * MiB, 22 * MiB), ByteRange(22 * MiB, 32 * MiB),
-        ])
+        #expect(
+            plan.segments.map { ByteRange($0.start, $0.end) } == [
+                ByteRange(0, MiB), ByteRange(MiB, 12 * MiB), ByteRange(12 * MiB, 22 * MiB),
+                ByteRange(22 * MiB, 32 * MiB),
+            ])
         #expect(plan.segments.filter(\.isOwned).count == 1)
     }
 
@@ -95,7 +107,9 @@ struct SegmentSchedulerTests {
     }
 
     @Test func claimTakesTheLargestReadySegment() {
-        let plan = scheduler(size: 20 * MiB, missing: [ByteRange(0, 2 * MiB), ByteRange(4 * MiB, 12 * MiB), ByteRange(14 * MiB, 17 * MiB)])
+        let plan = scheduler(
+            size: 20 * MiB,
+            missing: [ByteRange(0, 2 * MiB), ByteRange(4 * MiB, 12 * MiB), ByteRange(14 * MiB, 17 * MiB)])
         let now = ContinuousClock.now
         #expect(plan.claim(now: now).map { $0.start } == 4 * MiB)
         #expect(plan.claim(now: now).map { $0.start } == 14 * MiB)
@@ -104,7 +118,9 @@ struct SegmentSchedulerTests {
     }
 
     @Test func stealHalvesTheLargestRemaining() {
-        let plan = scheduler(size: 40 * MiB, missing: [ByteRange(0, 8 * MiB), ByteRange(10 * MiB, 30 * MiB), ByteRange(32 * MiB, 40 * MiB)])
+        let plan = scheduler(
+            size: 40 * MiB,
+            missing: [ByteRange(0, 8 * MiB), ByteRange(10 * MiB, 30 * MiB), ByteRange(32 * MiB, 40 * MiB)])
         let now = ContinuousClock.now
         let a = plan.claim(now: now)!, b = plan.claim(now: now)!, c = plan.claim(now: now)!
         #expect(a.start == 10 * MiB)
@@ -160,10 +176,12 @@ struct SegmentSchedulerTests {
         #expect(plan.steal() == nil)  // nothing unrequested, no cut
         #expect(plan.claim(now: .now, cut: { _ in nil }) == nil)
         var asked: [Segment] = []
-        let piece = plan.steal(ownerID: 4, cut: { victim in
-            asked.append(victim)
-            return victim.frontier + victim.remaining / 2  // 6.5 MiB + 2.5 bytes: next boundary 7 MiB
-        })
+        let piece = plan.steal(
+            ownerID: 4,
+            cut: { victim in
+                asked.append(victim)
+                return victim.frontier + victim.remaining / 2  // 6.5 MiB + 2.5 bytes: next boundary 7 MiB
+            })
         #expect(asked.count == 1 && asked.first === segment)
         #expect(piece.map { ByteRange($0.start, $0.end) } == ByteRange(7 * MiB, 12 * MiB))
         #expect(piece?.ownerID == 4 && piece?.isOwned == true)

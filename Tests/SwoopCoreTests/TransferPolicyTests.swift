@@ -18,7 +18,9 @@ struct TransferPolicyTests {
     }
 
     @Test func chooseSourceSpreadsOverSourcesUnderTheirLimits() {
-        func source(_ active: Int, cap: Int? = nil, failures: Int = 0, usable: Bool = true, resting: Bool = false) -> SourceSample {
+        func source(
+            _ active: Int, cap: Int? = nil, failures: Int = 0, usable: Bool = true, resting: Bool = false
+        ) -> SourceSample {
             SourceSample(active: active, cap: cap, failures: failures, isUsable: usable, isResting: resting)
         }
         // The fewest requests in flight; ties go to fewer failures, then to the earlier URL.
@@ -36,41 +38,65 @@ struct TransferPolicyTests {
     }
 
     @Test func roundTripIsTheQuickestFirstByte() {
-        #expect(TransferPolicy.roundTrip([connection(0, rate: 1, ttfb: 0.08), connection(1, rate: 1, ttfb: 0.03), connection(2, rate: 1, ttfb: 0)]) == 0.03)
+        #expect(
+            TransferPolicy.roundTrip([
+                connection(0, rate: 1, ttfb: 0.08), connection(1, rate: 1, ttfb: 0.03), connection(2, rate: 1, ttfb: 0),
+            ]) == 0.03)
         #expect(TransferPolicy.roundTrip([]) == 0.05)
     }
 
     @Test func requestSizeIsHalfASecondOrFiftyRoundTrips() {
         #expect(policy.requestSize(rate: 0, timeToFirstByte: 0) == 4 * MiB, "unmeasured: 4 MiB")
         #expect(policy.requestSize(rate: Double(100 * MiB), timeToFirstByte: 0.001) == 50 * MiB)
-        #expect(policy.requestSize(rate: Double(10 * MiB), timeToFirstByte: 0.04) == 20 * MiB, "50 round trips of 40 ms")
+        #expect(
+            policy.requestSize(rate: Double(10 * MiB), timeToFirstByte: 0.04) == 20 * MiB, "50 round trips of 40 ms")
         #expect(policy.requestSize(rate: 1000, timeToFirstByte: 0.001) == MiB, "never below the minimum segment")
         #expect(policy.requestSize(rate: 1e12, timeToFirstByte: 1) == 1 << 30, "never above 1 GiB")
     }
 
     @Test func nextRequestTakesSmallRemaindersAlong() {
-        #expect(policy.nextRequest(position: 0, end: 100 * MiB, hedged: false, size: 10 * MiB) == ByteRange(0, 10 * MiB))
+        #expect(
+            policy.nextRequest(position: 0, end: 100 * MiB, hedged: false, size: 10 * MiB) == ByteRange(0, 10 * MiB))
         // 14 MiB left of a 10 MiB request: less than one and a half requests, so all of it.
-        #expect(policy.nextRequest(position: 86 * MiB, end: 100 * MiB, hedged: false, size: 10 * MiB) == ByteRange(86 * MiB, 100 * MiB))
-        #expect(policy.nextRequest(position: 80 * MiB, end: 100 * MiB, hedged: false, size: 10 * MiB) == ByteRange(80 * MiB, 90 * MiB))
-        #expect(policy.nextRequest(position: 10, end: 100 * MiB, hedged: true, size: MiB) == ByteRange(10, 100 * MiB), "a hedge asks for its whole tail")
+        #expect(
+            policy.nextRequest(position: 86 * MiB, end: 100 * MiB, hedged: false, size: 10 * MiB)
+                == ByteRange(86 * MiB, 100 * MiB))
+        #expect(
+            policy.nextRequest(position: 80 * MiB, end: 100 * MiB, hedged: false, size: 10 * MiB)
+                == ByteRange(80 * MiB, 90 * MiB))
+        #expect(
+            policy.nextRequest(position: 10, end: 100 * MiB, hedged: true, size: MiB) == ByteRange(10, 100 * MiB),
+            "a hedge asks for its whole tail")
     }
 
     @Test func cutsOnlyRequestsWithWellOverARoundTripLeft() {
         let layout = ChunkLayout(objectSize: 1 << 30, chunkSize: 64 << 10)
         let victim = SegmentSample(frontier: 0, end: 8 * MiB, isHedged: false)
         // 8 MiB at 1 MiB/s is 8 s left; the thief runs at the median, 3 MiB/s: cut at a quarter.
-        let point = policy.cutPoint(victim, rate: Double(MiB), others: [Double(MiB), Double(3 * MiB), Double(3 * MiB)], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout)
+        let point = policy.cutPoint(
+            victim, rate: Double(MiB), others: [Double(MiB), Double(3 * MiB), Double(3 * MiB)], roundTrip: 0.05,
+            minimumStealSize: 64 << 10, layout: layout)
         #expect(point == 2 * MiB)
         // A fraction of a second left: not worth wasting what the server already sent.
-        #expect(policy.cutPoint(victim, rate: Double(64 * MiB), others: [], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout) == nil)
+        #expect(
+            policy.cutPoint(
+                victim, rate: Double(64 * MiB), others: [], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout)
+                == nil)
         // Four round trips of a long path are more than the victim has left.
-        #expect(policy.cutPoint(victim, rate: Double(16 * MiB), others: [], roundTrip: 0.2, minimumStealSize: 64 << 10, layout: layout) == nil)
-        #expect(policy.cutPoint(victim, rate: 0, others: [], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout) == nil, "unmeasured")
+        #expect(
+            policy.cutPoint(
+                victim, rate: Double(16 * MiB), others: [], roundTrip: 0.2, minimumStealSize: 64 << 10, layout: layout)
+                == nil)
+        #expect(
+            policy.cutPoint(victim, rate: 0, others: [], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout)
+                == nil, "unmeasured")
         let sliver = SegmentSample(frontier: 0, end: 100 << 10, isHedged: false)
-        #expect(policy.cutPoint(sliver, rate: 1000, others: [], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout) == nil, "less than two steals")
+        #expect(
+            policy.cutPoint(sliver, rate: 1000, others: [], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout)
+                == nil, "less than two steals")
         // Never closer than one steal to either end.
-        let edge = policy.cutPoint(victim, rate: 1000, others: [1e9], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout)
+        let edge = policy.cutPoint(
+            victim, rate: 1000, others: [1e9], roundTrip: 0.05, minimumStealSize: 64 << 10, layout: layout)
         #expect(edge == 64 << 10)
     }
 
@@ -78,13 +104,25 @@ struct TransferPolicyTests {
         let fast = (0..<4).map { connection($0, rate: Double(10 * MiB)) }
         let slow = connection(4, rate: Double(MiB))
         #expect(policy.connectionsToReplace(fast + [slow], minimumStealSize: 64 << 10) == [4])
-        #expect(policy.connectionsToReplace(Array(fast.prefix(2)) + [slow], minimumStealSize: 64 << 10) == [], "too few for a median")
-        #expect(policy.connectionsToReplace(fast + [connection(4, rate: Double(3 * MiB))], minimumStealSize: 64 << 10) == [], "a third is not a quarter")
-        #expect(policy.connectionsToReplace(fast + [connection(4, rate: Double(MiB), since: 0.1)], minimumStealSize: 64 << 10) == [], "not measured long enough")
-        #expect(policy.connectionsToReplace(fast + [connection(4, rate: Double(MiB), replacements: 3)], minimumStealSize: 64 << 10) == [], "replaced three times already")
-        let hedged = connection(4, rate: Double(MiB), segment: SegmentSample(frontier: 0, end: 64 * MiB, isHedged: true))
+        #expect(
+            policy.connectionsToReplace(Array(fast.prefix(2)) + [slow], minimumStealSize: 64 << 10) == [],
+            "too few for a median")
+        #expect(
+            policy.connectionsToReplace(fast + [connection(4, rate: Double(3 * MiB))], minimumStealSize: 64 << 10)
+                == [], "a third is not a quarter")
+        #expect(
+            policy.connectionsToReplace(
+                fast + [connection(4, rate: Double(MiB), since: 0.1)], minimumStealSize: 64 << 10) == [],
+            "not measured long enough")
+        #expect(
+            policy.connectionsToReplace(
+                fast + [connection(4, rate: Double(MiB), replacements: 3)], minimumStealSize: 64 << 10) == [],
+            "replaced three times already")
+        let hedged = connection(
+            4, rate: Double(MiB), segment: SegmentSample(frontier: 0, end: 64 * MiB, isHedged: true))
         #expect(policy.connectionsToReplace(fast + [hedged], minimumStealSize: 64 << 10) == [])
-        let nearlyDone = connection(4, rate: Double(MiB), segment: SegmentSample(frontier: 0, end: 100 << 10, isHedged: false))
+        let nearlyDone = connection(
+            4, rate: Double(MiB), segment: SegmentSample(frontier: 0, end: 100 << 10, isHedged: false))
         #expect(policy.connectionsToReplace(fast + [nearlyDone], minimumStealSize: 64 << 10) == [])
     }
 
@@ -99,9 +137,15 @@ struct TransferPolicyTests {
         // 4 s left against 0.4 s on a fresh connection, but not if it is nearly done (64 KiB: 62 ms
         // left, against a round trip and 6 ms on a fresh one, times 1.5).
         let short = SegmentSample(frontier: 0, end: 64 << 10, isHedged: false)
-        #expect(policy.tailsToHedge(busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: short)], idle: 2, roundTrip: 0.05) == [])
+        #expect(
+            policy.tailsToHedge(
+                busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: short)], idle: 2,
+                roundTrip: 0.05) == [])
         let paired = SegmentSample(frontier: 0, end: 4 * MiB, isHedged: true)
-        #expect(policy.tailsToHedge(busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: paired)], idle: 2, roundTrip: 0.05) == [])
+        #expect(
+            policy.tailsToHedge(
+                busy: Array(busy.prefix(2)) + [connection(2, rate: Double(MiB), segment: paired)], idle: 2,
+                roundTrip: 0.05) == [])
         #expect(policy.tailsToHedge(busy: [busy[2]], idle: 1, roundTrip: 0.05) == [], "one rate is no median")
     }
 

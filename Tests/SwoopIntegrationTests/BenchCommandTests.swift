@@ -15,10 +15,14 @@ struct BenchCommandTests {
                 origin.addObject(TestObject(size: 256 << 20, seed: 60), at: "/b.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
                 let result = try await CLI.run(
-                    ["bench", origin.url("/b.bin"), "-c", "1,4", "--duration", "1.5", "--json", "--chart", "chart.svg"],
+                    [
+                        "bench", origin.url("/b.bin"), "-c", "1,4", "--duration", "1.5", "--json", "--chart",
+                        "chart.svg",
+                    ],
                     in: scratch.url)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
-                let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+                let summary = try #require(
+                    try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
                 let rows = try #require(summary["results"] as? [[String: Any]])
                 #expect(rows.map { $0["connections"] as? Int } == [1, 4])
                 let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
@@ -28,7 +32,9 @@ struct BenchCommandTests {
                 #expect(summary["recommendedConnections"] as? Int == 4)
                 let chart = try String(contentsOfFile: scratch.path("chart.svg"), encoding: .utf8)
                 #expect(chart.hasPrefix("<svg") && chart.contains("polyline"))
-                #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["chart.svg"], "nothing but the chart on disk")
+                #expect(
+                    try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["chart.svg"],
+                    "nothing but the chart on disk")
             }
         }
     }
@@ -38,7 +44,8 @@ struct BenchCommandTests {
         try await withTestOrigin { origin in
             origin.addObject(TestObject(size: 3 << 20, seed: 61), at: "/s.bin")
             let measurement = try await withDownloader {
-                try await $0.measureThroughput(DownloadRequest(url: origin.url("/s.bin")), connections: 2, duration: .seconds(10))
+                try await $0.measureThroughput(
+                    DownloadRequest(url: origin.url("/s.bin")), connections: 2, duration: .seconds(10))
             }
             #expect(measurement.completed)
             #expect(measurement.bytes == 3 << 20)

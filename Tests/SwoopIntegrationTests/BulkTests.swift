@@ -7,7 +7,7 @@ import Testing
 /// Many files at once: lists, one shared connection budget, coalescing, checksums, shards.
 @Suite("Bulk downloads", .serialized)
 struct BulkTests {
-    @Test("a 300-file list: every file byte-identical, the missing one reported, the duplicate fetched once, a re-run fetches nothing")
+    @Test("300 files: every one right, the missing one reported, the duplicate fetched once, a re-run fetches nothing")
     func threeHundredFiles() async throws {
         try await exclusively {
             let nginx = try Nginx.start()
@@ -19,7 +19,12 @@ struct BulkTests {
             var lines: [String] = ["# 300 entries: 297 files, a duplicate line and a missing object"]
             for index in 0..<298 {
                 // Mostly small files, some medium ones, two large enough to be split.
-                let size = index < 2 ? 12 << 20 : index % 25 == 0 ? Int.random(in: (1 << 20)...(3 << 20), using: &random) : Int.random(in: 1...(300 << 10), using: &random)
+                let size =
+                    index < 2
+                    ? 12 << 20
+                    : index % 25 == 0
+                        ? Int.random(in: (1 << 20)...(3 << 20), using: &random)
+                        : Int.random(in: 1...(300 << 10), using: &random)
                 let name = "f\(index).bin"
                 expected[name] = try nginx.addFile(name, size: size, seed: UInt64(index + 1))
                 lines.append(nginx.url("/\(name)"))
@@ -33,24 +38,32 @@ struct BulkTests {
 
             let first = try await CLI.run(["get", "-i", list.path, "-d", out.path, "--jobs", "16"], in: scratch.url)
             #expect(first.status == 1, "a missing object makes the run fail: \(first.stderr.suffix(500))")
-            #expect(first.stderr.contains("missing.bin") && first.stderr.contains("404 Not Found"), "the missing object is reported: \(first.stderr.suffix(800))")
+            #expect(
+                first.stderr.contains("missing.bin") && first.stderr.contains("404 Not Found"),
+                "the missing object is reported: \(first.stderr.suffix(800))")
             #expect(first.stderr.contains("299 done, 1 failed"), "\(first.stderr.suffix(500))")
             for (name, sha) in expected {
                 #expect(try TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
             }
             #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("missing.bin").path))
             let log = try nginx.log()
-            #expect(log.filter { $0.uri == "/f7.bin" }.count == 1, "the duplicate line is fetched once: \(log.filter { $0.uri == "/f7.bin" })")
+            #expect(
+                log.filter { $0.uri == "/f7.bin" }.count == 1,
+                "the duplicate line is fetched once: \(log.filter { $0.uri == "/f7.bin" })")
             #expect(log.filter { $0.uri == "/f0.bin" }.count > 1, "large files are split over several requests")
             #expect(Set(log.map(\.connection)).count < log.count, "connections are reused across files")
 
             try nginx.clearLog()
-            let again = try await CLI.run(["get", "-i", list.path, "-d", out.path, "--jobs", "16", "--json"], in: scratch.url)
+            let again = try await CLI.run(
+                ["get", "-i", list.path, "-d", out.path, "--jobs", "16", "--json"], in: scratch.url)
             #expect(again.status == 1)
-            let summary = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
+            let summary = try #require(
+                try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
             #expect(summary["alreadyComplete"] as? Int == 299, "\(again.stdout)")
             let rerun = try nginx.log()
-            #expect(!rerun.contains { $0.status == 200 || $0.status == 206 }, "a re-run transfers no object bytes: \(rerun.filter { $0.status < 300 }.prefix(3))")
+            #expect(
+                !rerun.contains { $0.status == 200 || $0.status == 206 },
+                "a re-run transfers no object bytes: \(rerun.filter { $0.status < 300 }.prefix(3))")
         }
     }
 
@@ -65,7 +78,8 @@ struct BulkTests {
             let path = scratch.path("shared.bin")
             let firstSeen = MostBytesSeen(), secondSeen = MostBytesSeen()
             let (a, b) = try await withDownloader(quickConfiguration()) { downloader in
-                async let first = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: path) { progress in
+                async let first = downloader.download(DownloadRequest(url: origin.url("/shared.bin")), to: path) {
+                    progress in
                     firstSeen.note(progress)
                 }
                 async let second = downloader.download(
@@ -100,9 +114,12 @@ struct BulkTests {
             for k in 0..<3 {
                 let dir = scratch.url.appendingPathComponent("node\(k)")
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-                let result = try await CLI.run(["get", "-i", list.path, "-d", dir.path, "--shard", "\(k)/3", "-q"], in: scratch.url)
+                let result = try await CLI.run(
+                    ["get", "-i", list.path, "-d", dir.path, "--shard", "\(k)/3", "-q"], in: scratch.url)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
-                for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) { seen[name, default: 0] += 1 }
+                for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
+                    seen[name, default: 0] += 1
+                }
             }
             #expect(seen.count == 40, "every line is covered: \(seen.count)")
             #expect(seen.values.allSatisfy { $0 == 1 }, "no line is downloaded twice")
@@ -139,7 +156,8 @@ struct BulkTests {
                 \(origin.url("/escape.bin"))
                   out=../../escaped.bin
                 """
-            try FileManager.default.createDirectory(at: scratch.url.appendingPathComponent("elsewhere"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: scratch.url.appendingPathComponent("elsewhere"), withIntermediateDirectories: true)
             let listURL = scratch.url.appendingPathComponent("list.txt")
             try list.write(to: listURL, atomically: true, encoding: .utf8)
             let out = scratch.url.appendingPathComponent("out")
@@ -150,11 +168,17 @@ struct BulkTests {
             #expect(origin.requests.first { $0.path == "/good.bin" }?.header("x-trace") == "abc")
             #expect(result.stderr.contains("checksum mismatch"), "stderr: \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin").path))
-            #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin.part").path), "nothing is kept")
-            #expect(FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("elsewhere/plain.bin").path))
-            #expect(result.stderr.contains("max-connection-per-server"), "unsupported options are named: \(result.stderr)")
+            #expect(
+                !FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin.part").path),
+                "nothing is kept")
+            #expect(
+                FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("elsewhere/plain.bin").path))
+            #expect(
+                result.stderr.contains("max-connection-per-server"), "unsupported options are named: \(result.stderr)")
             #expect(result.stderr.contains("unsafe out="), "stderr: \(result.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: scratch.url.deletingLastPathComponent().appendingPathComponent("escaped.bin").path))
+            #expect(
+                !FileManager.default.fileExists(
+                    atPath: scratch.url.deletingLastPathComponent().appendingPathComponent("escaped.bin").path))
         }
     }
 
@@ -181,11 +205,16 @@ struct BulkTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 5 << 20, seed: 91)
             origin.addObject(object, at: "/c.bin")
-            let ok = try await CLI.run([origin.url("/c.bin"), "--checksum", "sha256=\(object.sha256)", "-q"], in: scratch.url)
+            let ok = try await CLI.run(
+                [origin.url("/c.bin"), "--checksum", "sha256=\(object.sha256)", "-q"], in: scratch.url)
             #expect(ok.status == 0, "stderr: \(ok.stderr)")
-            let wrong = try await CLI.run([origin.url("/c.bin"), "-o", "d.bin", "--checksum", "sha256=\(String(repeating: "ab", count: 32))"], in: scratch.url)
+            let wrong = try await CLI.run(
+                [origin.url("/c.bin"), "-o", "d.bin", "--checksum", "sha256=\(String(repeating: "ab", count: 32))"],
+                in: scratch.url)
             #expect(wrong.status == 1)
-            #expect(wrong.stderr.contains("checksum mismatch") && wrong.stderr.contains("nothing was kept"), "stderr: \(wrong.stderr)")
+            #expect(
+                wrong.stderr.contains("checksum mismatch") && wrong.stderr.contains("nothing was kept"),
+                "stderr: \(wrong.stderr)")
             #expect(!scratch.exists("d.bin") && !scratch.exists("d.bin.part") && !scratch.exists("d.bin.swoop"))
             let malformed = try await CLI.run([origin.url("/c.bin"), "--checksum", "md5=abc"], in: scratch.url)
             #expect(malformed.status == 2)
@@ -197,7 +226,9 @@ struct BulkTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            let items = addObjects(120, named: "m", to: origin, into: scratch) { TestObject(size: 2 << 20, seed: UInt64(900 + $0)) }
+            let items = addObjects(120, named: "m", to: origin, into: scratch) {
+                TestObject(size: 2 << 20, seed: UInt64(900 + $0))
+            }
             // Ticks every millisecond: some land while a file is being finalized, when its part
             // file's descriptor is already being closed and its number can be reused by another file.
             var configuration = quickConfiguration()
@@ -205,7 +236,9 @@ struct BulkTests {
             configuration.progressInterval = .milliseconds(1)
             let summary = try await downloadAll(items, configuration: configuration, maxConcurrentFiles: 16)
             #expect(summary?.succeeded == 120)
-            let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { !$0.hasSuffix(".bin") }
+            let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter {
+                !$0.hasSuffix(".bin")
+            }
             #expect(left.isEmpty, "left behind: \(left.sorted().prefix(10))")
         }
     }
@@ -215,7 +248,9 @@ struct BulkTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            var items = addObjects(12, named: "e", to: origin, into: scratch) { TestObject(size: Int64(100_000 * ($0 + 1)), seed: UInt64(200 + $0)) }
+            var items = addObjects(12, named: "e", to: origin, into: scratch) {
+                TestObject(size: Int64(100_000 * ($0 + 1)), seed: UInt64(200 + $0))
+            }
             items.insert(BulkItem(DownloadRequest(url: origin.url("/nope.bin")), to: scratch.path("nope.bin")), at: 5)
             var started = Set<Int>(), finished = Set<Int>(), failed = Set<Int>()
             var summary: BulkSummary?
@@ -247,7 +282,9 @@ struct BulkTests {
         try await withTestOrigin { origin in
             origin.addObject(TestObject(size: 3 << 20, seed: 77), at: "/twin.bin")
             let url = origin.url("/twin.bin")
-            let items = [url, url + "#part-2", "  " + url + " "].map { BulkItem(DownloadRequest(url: $0), to: scratch.path("twin.bin")) }
+            let items = [url, url + "#part-2", "  " + url + " "].map {
+                BulkItem(DownloadRequest(url: $0), to: scratch.path("twin.bin"))
+            }
             // One file at a time: were the spellings separate items, the later ones would each
             // start after the first finished and ask the server again.
             let summary = try await downloadAll(items, configuration: quickConfiguration(), maxConcurrentFiles: 1)
@@ -263,7 +300,9 @@ struct BulkTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            let items = addObjects(6, named: "p", to: origin, into: scratch) { TestObject(size: 6 << 20, seed: UInt64(300 + $0)) }
+            let items = addObjects(6, named: "p", to: origin, into: scratch) {
+                TestObject(size: 6 << 20, seed: UInt64(300 + $0))
+            }
             origin.updateFaults { $0.throttleBytesPerSecond = 8 << 20 }
             var configuration = quickConfiguration(connections: 8)
             configuration.connectionPool.maximumConnectionsPerHost = 5
@@ -274,14 +313,17 @@ struct BulkTests {
             // notices a request cut short only when it handles the close, which can come after
             // the client's next request on another connection has arrived).
             #expect(origin.maximumConcurrentRequests <= 6, "peak \(origin.maximumConcurrentRequests)")
-            #expect(origin.maximumConcurrentRequests >= 4, "the pool was used: peak \(origin.maximumConcurrentRequests)")
+            #expect(
+                origin.maximumConcurrentRequests >= 4, "the pool was used: peak \(origin.maximumConcurrentRequests)")
         }
     }
 }
 
 /// Serves `count` objects at `/NAME<index>.bin` and returns the bulk items that fetch them into
 /// `scratch` under the same names.
-private func addObjects(_ count: Int, named name: String, to origin: TestOrigin, into scratch: Scratch, object: (Int) -> TestObject) -> [BulkItem] {
+private func addObjects(
+    _ count: Int, named name: String, to origin: TestOrigin, into scratch: Scratch, object: (Int) -> TestObject
+) -> [BulkItem] {
     (0..<count).map { index in
         let file = "\(name)\(index).bin"
         origin.addObject(object(index), at: "/" + file)
@@ -290,7 +332,9 @@ private func addObjects(_ count: Int, named name: String, to origin: TestOrigin,
 }
 
 /// Runs `downloadAll` to its end and returns its summary (`nil` if the stream ended without one).
-private func downloadAll(_ items: [BulkItem], configuration: Downloader.Configuration, maxConcurrentFiles: Int) async throws -> BulkSummary? {
+private func downloadAll(
+    _ items: [BulkItem], configuration: Downloader.Configuration, maxConcurrentFiles: Int
+) async throws -> BulkSummary? {
     var summary: BulkSummary?
     try await withDownloader(configuration) { downloader in
         for await event in downloader.downloadAll(items, maxConcurrentFiles: maxConcurrentFiles) {

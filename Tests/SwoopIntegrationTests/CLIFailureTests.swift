@@ -52,14 +52,16 @@ struct CLIFailureTests {
         try expectNoFiles(scratch)
     }
 
-    @Test("invalid URLs are usage errors", arguments: [
-        ("not a url", "invalid URL"),
-        ("ftp://example.com/file", "unsupported URL scheme 'ftp'"),
-        ("file:///etc/passwd", "unsupported URL scheme 'file'"),
-        ("http://", "no host"),
-        ("http://127.0.0.1:99999/x", "port"),
-        ("", "empty"),
-    ])
+    @Test(
+        "invalid URLs are usage errors",
+        arguments: [
+            ("not a url", "invalid URL"),
+            ("ftp://example.com/file", "unsupported URL scheme 'ftp'"),
+            ("file:///etc/passwd", "unsupported URL scheme 'file'"),
+            ("http://", "no host"),
+            ("http://127.0.0.1:99999/x", "port"),
+            ("", "empty"),
+        ])
     func invalidURL(url: String, expected: String) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -69,13 +71,15 @@ struct CLIFailureTests {
         try expectNoFiles(scratch)
     }
 
-    @Test("bad options are usage errors", arguments: [
-        (["--connections", "0"], "--connections"),
-        (["--connections", "many"], "connections"),
-        (["--header", "NoColonHere"], "Name: value"),
-        (["--header", "Bad Name: x"], "--header"),
-        (["--max-tries", "0"], "--max-tries"),
-    ])
+    @Test(
+        "bad options are usage errors",
+        arguments: [
+            (["--connections", "0"], "--connections"),
+            (["--connections", "many"], "connections"),
+            (["--header", "NoColonHere"], "Name: value"),
+            (["--header", "Bad Name: x"], "--header"),
+            (["--max-tries", "0"], "--max-tries"),
+        ])
     func badOptions(arguments: [String], expected: String) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }

@@ -90,17 +90,21 @@ struct CertificateAuthorityTests {
             #expect(try fixture.downloadedIntact())
 
             // CURL_CA_BUNDLE wins: a bad SSL_CERT_FILE or SSL_CERT_DIR beside it is not read.
-            let bundle = try await fixture.swoop([], environment: [
-                "CURL_CA_BUNDLE": fixture.certificate, "SSL_CERT_FILE": "/nonexistent.pem",
-                "SSL_CERT_DIR": "/nonexistent",
-            ])
+            let bundle = try await fixture.swoop(
+                [],
+                environment: [
+                    "CURL_CA_BUNDLE": fixture.certificate, "SSL_CERT_FILE": "/nonexistent.pem",
+                    "SSL_CERT_DIR": "/nonexistent",
+                ])
             #expect(bundle.status == 0, "CURL_CA_BUNDLE; stderr: \(bundle.stderr)")
             #expect(try fixture.downloadedIntact())
 
             // SSL_CERT_DIR is read along with SSL_CERT_FILE (here the system's bundle).
-            let directory = try await fixture.swoop([], environment: [
-                "SSL_CERT_DIR": fixture.hashedDirectory, "SSL_CERT_FILE": Self.systemBundle,
-            ])
+            let directory = try await fixture.swoop(
+                [],
+                environment: [
+                    "SSL_CERT_DIR": fixture.hashedDirectory, "SSL_CERT_FILE": Self.systemBundle,
+                ])
             #expect(directory.status == 0, "SSL_CERT_DIR; stderr: \(directory.stderr)")
             #expect(try fixture.downloadedIntact())
         }
@@ -116,12 +120,15 @@ struct CertificateAuthorityTests {
 
             // As in curl: with CURL_CA_BUNDLE set, SSL_CERT_FILE is not read, and the message
             // says which bundle was trusted and where it came from.
-            let shadowed = try await fixture.swoop([], environment: [
-                "CURL_CA_BUNDLE": Self.systemBundle, "SSL_CERT_FILE": fixture.certificate,
-            ])
+            let shadowed = try await fixture.swoop(
+                [],
+                environment: [
+                    "CURL_CA_BUNDLE": Self.systemBundle, "SSL_CERT_FILE": fixture.certificate,
+                ])
             #expect(shadowed.status == 1, "stderr: \(shadowed.stderr)")
-            #expect(shadowed.stderr.contains("CAs trusted: the CA bundle \(Self.systemBundle) from CURL_CA_BUNDLE"),
-                    "stderr: \(shadowed.stderr)")
+            #expect(
+                shadowed.stderr.contains("CAs trusted: the CA bundle \(Self.systemBundle) from CURL_CA_BUNDLE"),
+                "stderr: \(shadowed.stderr)")
             #expect(!fixture.scratch.exists("t.bin"))
         }
     }
@@ -150,15 +157,18 @@ struct CertificateAuthorityTests {
             let missing = fixture.scratch.path("missing.pem")
             let result = try await fixture.swoop([], environment: ["SSL_CERT_FILE": missing])
             #expect(result.status == 1, "stderr: \(result.stderr)")
-            #expect(result.stderr.contains("SSL_CERT_FILE names the CA bundle \(missing), which cannot be read"),
-                    "stderr: \(result.stderr)")
+            #expect(
+                result.stderr.contains("SSL_CERT_FILE names the CA bundle \(missing), which cannot be read"),
+                "stderr: \(result.stderr)")
 
             try await withTestOrigin { origin in
                 let object = TestObject(size: 1 << 20, seed: 30)
                 origin.addObject(object, at: "/plain.bin")
                 let environment = Self.noCAVariables.merging(["SSL_CERT_FILE": missing]) { $1 }
-                let plain = try await CLI.start([origin.url("/plain.bin"), "-q"], in: fixture.scratch.url,
-                                                environment: environment).wait(timeout: .seconds(60))
+                let plain = try await CLI.start(
+                    [origin.url("/plain.bin"), "-q"], in: fixture.scratch.url,
+                    environment: environment
+                ).wait(timeout: .seconds(60))
                 #expect(plain.status == 0, "a plain http download does not read it: \(plain.stderr)")
                 #expect(try TestData.sha256(of: fixture.scratch.path("plain.bin")) == object.sha256)
             }

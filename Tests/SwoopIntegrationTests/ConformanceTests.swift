@@ -32,8 +32,9 @@ struct ConformanceTests {
         }
     }
 
-    @Test("the same command again exits 0 at once, saying it is complete, without fetching the body",
-          arguments: ServerVariant.allCases)
+    @Test(
+        "the same command again exits 0 at once, saying it is complete, without fetching the body",
+        arguments: ServerVariant.allCases)
     func rerunFinished(_ variant: ServerVariant) async throws {
         let lab = try ConformanceLab.require()
         let server = try lab.server(for: variant)
@@ -83,13 +84,15 @@ struct ConformanceTests {
             guard let log = try server.served(path) else { continue }
             let rerun = log.dropFirst(before[path] ?? 0)
             let body = rerun.reduce(0) { $0 + $1.bodyBytes }
-            #expect(body <= Self.rerunAllowance,
-                    "\(variant), \(object.size) B: the rerun received \(body) body bytes: \(Array(rerun))")
+            #expect(
+                body <= Self.rerunAllowance,
+                "\(variant), \(object.size) B: the rerun received \(body) body bytes: \(Array(rerun))")
         }
     }
 
-    @Test("kill -9 mid-download, then the same command resumes to the identical file",
-          arguments: ServerVariant.allCases)
+    @Test(
+        "kill -9 mid-download, then the same command resumes to the identical file",
+        arguments: ServerVariant.allCases)
     func killAndResume(_ variant: ServerVariant) async throws {
         let lab = try ConformanceLab.require()
         let server = try lab.server(for: variant)
@@ -127,8 +130,9 @@ struct ConformanceTests {
         }
     }
 
-    @Test("an object replaced mid-download ends as the new object's bytes, never a mix",
-          arguments: ServerVariant.allCases)
+    @Test(
+        "an object replaced mid-download ends as the new object's bytes, never a mix",
+        arguments: ServerVariant.allCases)
     func replacedMidDownload(_ variant: ServerVariant) async throws {
         let lab = try ConformanceLab.require()
         let server = try lab.server(for: variant)
@@ -173,30 +177,37 @@ struct ConformanceTests {
         let held = saved.completedChunks.map { Int64($0.lowerBound) * chunk..<Int64($0.upperBound) * chunk }
         return requests.compactMap { request in
             guard request.status == 206, request.bodyBytes > 0, let range = request.range,
-                  let asked = ResumeTests.requestedRange(range) else { return nil }
+                let asked = ResumeTests.requestedRange(range)
+            else { return nil }
             let served = asked.lowerBound..<(asked.lowerBound + request.bodyBytes)
             return held.contains(where: { $0.overlaps(served) }) ? "\(range) -> \(request.bodyBytes) B" : nil
         }
     }
 
     /// Exit 0, the file holds exactly `object`'s bytes, and no `.part` or `.swoop` is left.
-    private func expectSaved(_ result: CLI.Result, _ file: String, _ object: ObjectPool.Object, in scratch: Scratch,
-                             _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(result.status == 0, "\(label): exit \(result.status); stderr: \(result.stderr)",
-                sourceLocation: sourceLocation)
+    private func expectSaved(
+        _ result: CLI.Result, _ file: String, _ object: ObjectPool.Object, in scratch: Scratch,
+        _ label: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(
+            result.status == 0, "\(label): exit \(result.status); stderr: \(result.stderr)",
+            sourceLocation: sourceLocation)
         guard result.status == 0 else { return }
         let sha256 = try? TestData.sha256(of: scratch.path(file))
         #expect(sha256 == object.sha256, "\(label): the file is not the object's bytes", sourceLocation: sourceLocation)
         for suffix in [".part", ".swoop"] {
-            #expect(!scratch.exists(file + suffix), "\(label): \(file + suffix) left behind",
-                    sourceLocation: sourceLocation)
+            #expect(
+                !scratch.exists(file + suffix), "\(label): \(file + suffix) left behind",
+                sourceLocation: sourceLocation)
         }
     }
 
     /// Waits (up to a minute, ending early) until the download recorded `bytes` or more: in its
     /// segment map, or without ranges, as the start of its part file. `false` if it exited first.
-    private func waitForProgress(_ run: CLI.Running, _ target: String, _ object: ObjectPool.Object,
-                                 atLeast bytes: Int, _ variant: ServerVariant) async throws -> Bool {
+    private func waitForProgress(
+        _ run: CLI.Running, _ target: String, _ object: ObjectPool.Object,
+        atLeast bytes: Int, _ variant: ServerVariant
+    ) async throws -> Bool {
         let source = try FileHandle(forReadingFrom: object.file)
         let expected = try source.read(upToCount: bytes) ?? Data()
         try source.close()

@@ -30,9 +30,10 @@ struct FaultTests {
             let started = ContinuousClock.now
             let result: Result<DownloadResult, DownloadError>
             do {
-                result = .success(try await withDownloader(configuration) {
-                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
-                })
+                result = .success(
+                    try await withDownloader(configuration) {
+                        try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
+                    })
             } catch let error as DownloadError {
                 result = .failure(error)
             }
@@ -42,7 +43,9 @@ struct FaultTests {
             case .success:
                 #expect(try TestData.sha256(of: target) == object.sha256, "wrong bytes", sourceLocation: sourceLocation)
             case .failure:
-                #expect(!FileManager.default.fileExists(atPath: target), "a failed download left a file at the target", sourceLocation: sourceLocation)
+                #expect(
+                    !FileManager.default.fileExists(atPath: target), "a failed download left a file at the target",
+                    sourceLocation: sourceLocation)
             }
             try await check(run, origin)
         }
@@ -57,7 +60,10 @@ struct FaultTests {
         }
     }
 
-    private func expectFailure(_ run: Run, _ kind: DownloadError.Kind, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectFailure(
+        _ run: Run, _ kind: DownloadError.Kind, mentioning text: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         switch run.result {
         case .success:
             Issue.record("expected a \(kind) failure", sourceLocation: sourceLocation)
@@ -69,7 +75,9 @@ struct FaultTests {
 
     @Test("connection dropped after N bytes of every response: continues from the last byte")
     func dropAfterBytes() async throws {
-        try await download(TestObject(size: 6 << 20, seed: 1), faults: { $0.dropAfterBytes = 700_000 }, within: .seconds(20)) { run, origin in
+        try await download(
+            TestObject(size: 6 << 20, seed: 1), faults: { $0.dropAfterBytes = 700_000 }, within: .seconds(20)
+        ) { run, origin in
             let result = expectSuccess(run)
             #expect((result?.retries ?? 0) > 0)
             // Every cut request resumed where it stopped: about the object's size in total (a client
@@ -81,7 +89,10 @@ struct FaultTests {
 
     @Test("connections dropped at random (p = 0.3)")
     func dropProbability() async throws {
-        try await download(TestObject(size: 16 << 20, seed: 2), faults: { $0.dropProbability = 0.3 }, configuration: quickConfiguration(connections: 8, maxTries: 10), within: .seconds(30)) { run, _ in
+        try await download(
+            TestObject(size: 16 << 20, seed: 2), faults: { $0.dropProbability = 0.3 },
+            configuration: quickConfiguration(connections: 8, maxTries: 10), within: .seconds(30)
+        ) { run, _ in
             _ = expectSuccess(run)
         }
     }
@@ -91,11 +102,14 @@ struct FaultTests {
         try await exclusively {
             var configuration = quickConfiguration(connections: 4, maxTries: 5)
             configuration.retry.maxDelay = .seconds(5)
-            try await download(TestObject(size: 4 << 20, seed: 3), faults: {
-                $0.failFirstRequests = 2
-                $0.failStatus = status
-                $0.retryAfterSeconds = 1
-            }, configuration: configuration, within: .seconds(15)) { run, origin in
+            try await download(
+                TestObject(size: 4 << 20, seed: 3),
+                faults: {
+                    $0.failFirstRequests = 2
+                    $0.failStatus = status
+                    $0.retryAfterSeconds = 1
+                }, configuration: configuration, within: .seconds(15)
+            ) { run, origin in
                 let result = expectSuccess(run)
                 #expect(result?.retries == 2)
                 #expect(run.elapsed >= .seconds(2), "Retry-After: 1 was honoured twice (\(run.elapsed))")
@@ -106,7 +120,10 @@ struct FaultTests {
 
     @Test("a server that keeps failing gives up after --max-tries with the status named")
     func failForever() async throws {
-        try await download(TestObject(size: 4 << 20, seed: 4), faults: { $0.failFirstRequests = 1000 }, configuration: quickConfiguration(maxTries: 3), within: .seconds(10)) { run, origin in
+        try await download(
+            TestObject(size: 4 << 20, seed: 4), faults: { $0.failFirstRequests = 1000 },
+            configuration: quickConfiguration(maxTries: 3), within: .seconds(10)
+        ) { run, origin in
             expectFailure(run, .httpStatus, mentioning: "503 Service Unavailable")
             #expect(origin.requestCount == 3)
         }
@@ -117,13 +134,18 @@ struct FaultTests {
         try await exclusively {
             var configuration = quickConfiguration()
             configuration.timeout.stall = .seconds(1)
-            try await download(TestObject(size: 6 << 20, seed: 5), faults: {
-                $0.stallAfterBytes = 0
-                $0.stallFirstRequests = 1
-            }, configuration: configuration, within: .seconds(8)) { run, origin in
+            try await download(
+                TestObject(size: 6 << 20, seed: 5),
+                faults: {
+                    $0.stallAfterBytes = 0
+                    $0.stallFirstRequests = 1
+                }, configuration: configuration, within: .seconds(8)
+            ) { run, origin in
                 _ = expectSuccess(run)
                 // The stalled request is logged only once the server has handled the client's close.
-                let stallLogged = try await eventually { origin.requests.first?.faultApplied?.contains("stall") == true }
+                let stallLogged = try await eventually {
+                    origin.requests.first?.faultApplied?.contains("stall") == true
+                }
                 #expect(stallLogged)
             }
         }
@@ -134,10 +156,13 @@ struct FaultTests {
         try await exclusively {
             var configuration = quickConfiguration()
             configuration.timeout.stall = .seconds(1)
-            try await download(TestObject(size: 12 << 20, seed: 6), faults: {
-                $0.stallAfterBytes = 300_000
-                $0.stallFirstRequests = 3
-            }, configuration: configuration, within: .seconds(10)) { run, _ in
+            try await download(
+                TestObject(size: 12 << 20, seed: 6),
+                faults: {
+                    $0.stallAfterBytes = 300_000
+                    $0.stallFirstRequests = 3
+                }, configuration: configuration, within: .seconds(10)
+            ) { run, _ in
                 let result = expectSuccess(run)
                 #expect((result?.retries ?? 0) >= 1)
             }
@@ -147,7 +172,10 @@ struct FaultTests {
     @Test("a throttled origin still yields the file, at about the throttled rate")
     func throttled() async throws {
         try await exclusively {
-            try await download(TestObject(size: 8 << 20, seed: 7), faults: { $0.throttleBytesPerSecond = 2 << 20 }, within: .seconds(10)) { run, _ in
+            try await download(
+                TestObject(size: 8 << 20, seed: 7), faults: { $0.throttleBytesPerSecond = 2 << 20 },
+                within: .seconds(10)
+            ) { run, _ in
                 _ = expectSuccess(run)
                 // 4 connections x 2 MiB/s for 8 MiB: about a second; far less would mean the cap was not applied.
                 #expect(run.elapsed > .milliseconds(700))
@@ -184,10 +212,13 @@ struct FaultTests {
         try await exclusively {
             var configuration = quickConfiguration()
             configuration.onObjectChange = .fail
-            try await download(TestObject(size: 16 << 20, seed: 10), faults: {
-                $0.changeAfterRequests = 3
-                $0.throttleBytesPerSecond = 8 << 20
-            }, configuration: configuration, within: .seconds(10)) { run, _ in
+            try await download(
+                TestObject(size: 16 << 20, seed: 10),
+                faults: {
+                    $0.changeAfterRequests = 3
+                    $0.throttleBytesPerSecond = 8 << 20
+                }, configuration: configuration, within: .seconds(10)
+            ) { run, _ in
                 expectFailure(run, .objectChanged, mentioning: "changed")
                 #expect(!run.scratch.exists("object.iso.part"))
             }
@@ -196,7 +227,9 @@ struct FaultTests {
 
     @Test("a server that ignores Range: one stream, right bytes")
     func ignoresRange() async throws {
-        try await download(TestObject(size: 6 << 20, seed: 11), faults: { $0.rangeSupport = false }, within: .seconds(10)) { run, origin in
+        try await download(
+            TestObject(size: 6 << 20, seed: 11), faults: { $0.rangeSupport = false }, within: .seconds(10)
+        ) { run, origin in
             _ = expectSuccess(run)
             #expect(origin.requestCount == 1)
         }
@@ -204,10 +237,13 @@ struct FaultTests {
 
     @Test("a 'server busy' HTML page in answer to a segment request is never written")
     func busyHTMLForSegments() async throws {
-        try await download(TestObject(size: 6 << 20, seed: 12), faults: {
-            $0.busyHTMLForRanges = true
-            $0.honestFirstRequests = 1
-        }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+        try await download(
+            TestObject(size: 6 << 20, seed: 12),
+            faults: {
+                $0.busyHTMLForRanges = true
+                $0.honestFirstRequests = 1
+            }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
+        ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "likely an error page")
             let part = try Data(contentsOf: URL(fileURLWithPath: run.target + ".part"))
             #expect(!part.contains(Data("Server busy".utf8)), "HTML reached the file")
@@ -216,7 +252,10 @@ struct FaultTests {
 
     @Test("a 'server busy' HTML page in answer to the probe is not saved as the file")
     func busyHTMLForProbe() async throws {
-        try await download(TestObject(size: 6 << 20, seed: 13), faults: { $0.busyHTMLForRanges = true }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+        try await download(
+            TestObject(size: 6 << 20, seed: 13), faults: { $0.busyHTMLForRanges = true },
+            configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
+        ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "HTML page")
             #expect(!run.scratch.exists("object.iso.part"))
         }
@@ -239,7 +278,8 @@ struct FaultTests {
                 var configuration = quickConfiguration(maxTries: 6)
                 configuration.retry.baseDelay = .milliseconds(200)
                 _ = try await withDownloader(configuration) {
-                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: scratch.path("object.iso"))
+                    try await $0.download(
+                        DownloadRequest(url: origin.url("/object.iso")), to: scratch.path("object.iso"))
                 }
                 #expect(try TestData.sha256(of: scratch.path("object.iso")) == object.sha256)
                 #expect(origin.requests.prefix(2).allSatisfy { $0.faultApplied?.contains("busyHTML") == true })
@@ -249,10 +289,13 @@ struct FaultTests {
 
     @Test("a body shorter than its Content-Length is detected and continued")
     func shortBody() async throws {
-        try await download(TestObject(size: 4 << 20, seed: 15), faults: {
-            $0.shortBody = true
-            $0.honestFirstRequests = 3
-        }, configuration: quickConfiguration(maxTries: 4), within: .seconds(10)) { run, origin in
+        try await download(
+            TestObject(size: 4 << 20, seed: 15),
+            faults: {
+                $0.shortBody = true
+                $0.honestFirstRequests = 3
+            }, configuration: quickConfiguration(maxTries: 4), within: .seconds(10)
+        ) { run, origin in
             // Every short response lands its bytes; the remainder is fetched again until a
             // response can no longer make progress, then the download fails with the cause.
             switch run.result {
@@ -280,35 +323,46 @@ struct FaultTests {
     @Test("a Content-Encoding that changes mid-download is a changed object: restart once, or fail if asked")
     func gzipChanges() async throws {
         // The probe's response says identity, every later one gzip: another representation.
-        try await download(TestObject(size: 4 << 20, seed: 16), faults: {
-            $0.gzipEncoding = true
-            $0.honestFirstRequests = 1
-        }, within: .seconds(10)) { run, origin in
+        try await download(
+            TestObject(size: 4 << 20, seed: 16),
+            faults: {
+                $0.gzipEncoding = true
+                $0.honestFirstRequests = 1
+            }, within: .seconds(10)
+        ) { run, origin in
             _ = expectSuccess(run)
             let fromTheStart = origin.requests.filter { $0.header("range")?.hasPrefix("bytes=0-") == true }
             #expect(fromTheStart.count == 2, "started over once")
         }
         var failing = quickConfiguration()
         failing.onObjectChange = .fail
-        try await download(TestObject(size: 4 << 20, seed: 16), faults: {
-            $0.gzipEncoding = true
-            $0.honestFirstRequests = 1
-        }, configuration: failing, within: .seconds(10)) { run, _ in
+        try await download(
+            TestObject(size: 4 << 20, seed: 16),
+            faults: {
+                $0.gzipEncoding = true
+                $0.honestFirstRequests = 1
+            }, configuration: failing, within: .seconds(10)
+        ) { run, _ in
             expectFailure(run, .objectChanged, mentioning: "Content-Encoding identity became gzip")
         }
     }
 
     @Test("a Content-Range off by one is refused", arguments: [0, 1])
     func contentRangeOffByOne(honest: Int) async throws {
-        try await download(TestObject(size: 4 << 20, seed: 17), faults: {
-            $0.contentRangeLie = .offByOne
-            $0.honestFirstRequests = honest
-        }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)) { run, _ in
+        try await download(
+            TestObject(size: 4 << 20, seed: 17),
+            faults: {
+                $0.contentRangeLie = .offByOne
+                $0.honestFirstRequests = honest
+            }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
+        ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "Content-Range")
         }
     }
 
-    @Test("a redirect to a non-http scheme is refused", arguments: ["ftp://127.0.0.1/object.iso", "file:///etc/passwd", "gopher://x/"])
+    @Test(
+        "a redirect to a non-http scheme is refused",
+        arguments: ["ftp://127.0.0.1/object.iso", "file:///etc/passwd", "gopher://x/"])
     func redirectToOtherScheme(location: String) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -319,7 +373,9 @@ struct FaultTests {
                     try await $0.download(DownloadRequest(url: origin.url("/go")), to: scratch.path("go"))
                 }
             }
-            #expect(error?.message.contains("only http and https redirects are followed") == true, "\(String(describing: error))")
+            #expect(
+                error?.message.contains("only http and https redirects are followed") == true,
+                "\(String(describing: error))")
             let left = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path)
             #expect(left.isEmpty)
         }
@@ -342,16 +398,20 @@ struct FaultTests {
                     (name: "X-Api-Key", value: "TOPSECRET"), (name: "Accept", value: "*/*"),
                 ]
                 _ = try await withDownloader(quickConfiguration()) {
-                    try await $0.download(DownloadRequest(url: first.url("/away"), headers: secret), to: scratch.path("a.iso"))
+                    try await $0.download(
+                        DownloadRequest(url: first.url("/away"), headers: secret), to: scratch.path("a.iso"))
                 }
                 #expect(try TestData.sha256(of: scratch.path("a.iso")) == object.sha256)
                 #expect(!second.requests.isEmpty)
                 for request in second.requests {
-                    #expect(!request.headers.contains { $0.value.contains("TOPSECRET") }, "leaked to another host: \(request.headers)")
+                    #expect(
+                        !request.headers.contains { $0.value.contains("TOPSECRET") },
+                        "leaked to another host: \(request.headers)")
                     #expect(request.header("accept") == "*/*", "harmless headers still go")
                 }
                 _ = try await withDownloader(quickConfiguration()) {
-                    try await $0.download(DownloadRequest(url: first.url("/stay"), headers: secret), to: scratch.path("b.iso"))
+                    try await $0.download(
+                        DownloadRequest(url: first.url("/stay"), headers: secret), to: scratch.path("b.iso"))
                 }
                 let sameHost = first.requests.filter { $0.path == "/here.iso" }
                 #expect(!sameHost.isEmpty && sameHost.allSatisfy { $0.header("authorization") == "Bearer TOPSECRET" })

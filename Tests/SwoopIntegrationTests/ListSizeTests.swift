@@ -7,7 +7,7 @@ import Testing
 /// balanced by bytes.
 @Suite("List size= lines", .serialized)
 struct ListSizeTests {
-    @Test("a size= that differs from the server's fails that file at the first response, writing nothing; the others succeed")
+    @Test("a size= other than the server's fails that file at its first response, writing nothing; others succeed")
     func mismatch() async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -23,7 +23,10 @@ struct ListSizeTests {
             try list.write(to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
             let result = try await CLI.run(["get", "-i", "list.txt", "-d", "out"], in: scratch.url)
             #expect(result.status == 1, "stderr: \(result.stderr)")
-            #expect(result.stderr.contains("wrong.bin is 33554432 bytes, not the 33554431 expected; correct or remove size= in the list"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains(
+                    "wrong.bin is 33554432 bytes, not the 33554431 expected; correct or remove size= in the list"),
+                "\(result.stderr)")
             #expect(scratch.exists("out/right.bin"))
             #expect(!scratch.exists("out/wrong.bin") && !scratch.exists("out/wrong.bin.part"))
             let served = origin.requests.filter { $0.path == "/wrong.bin" }.reduce(0) { $0 + $1.bodyBytesSent }
@@ -45,10 +48,13 @@ struct ListSizeTests {
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
             origin.addObject(TestObject(size: 1000, seed: 3), at: "/a.bin")
-            try "\(origin.url("/a.bin"))\n  size=1.5k\n".write(to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
+            try "\(origin.url("/a.bin"))\n  size=1.5k\n".write(
+                to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
             let result = try await CLI.run(["get", "-i", "list.txt", "-d", "out"], in: scratch.url)
             #expect(result.status == 2)
-            #expect(result.stderr.contains("list.txt: manifest line 2: size=1.5k is not a number of bytes"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("list.txt: manifest line 2: size=1.5k is not a number of bytes"),
+                "\(result.stderr)")
             #expect(origin.requestCount == 0)
         }
     }
@@ -68,20 +74,26 @@ struct ListSizeTests {
             try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
             var seen: [String: Int] = [:]
             for k in 0..<3 {
-                let result = try await CLI.run(["get", "-i", "list.txt", "-d", "node\(k)", "--shard", "\(k)/3"], in: scratch.url)
+                let result = try await CLI.run(
+                    ["get", "-i", "list.txt", "-d", "node\(k)", "--shard", "\(k)/3"], in: scratch.url)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 #expect(result.stderr.contains("balanced by size="), "\(result.stderr)")
                 let names = try FileManager.default.contentsOfDirectory(atPath: scratch.path("node\(k)"))
-                #expect(names.filter { ["f0.bin", "f1.bin", "f2.bin"].contains($0) }.count == 1, "one large file per shard: \(names)")
+                #expect(
+                    names.filter { ["f0.bin", "f1.bin", "f2.bin"].contains($0) }.count == 1,
+                    "one large file per shard: \(names)")
                 for name in names { seen[name, default: 0] += 1 }
             }
             #expect(seen.count == 24 && seen.values.allSatisfy { $0 == 1 }, "every line exactly once: \(seen)")
 
             lines[5] = origin.url("/f5.bin")
             try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
-            let partly = try await CLI.run(["get", "-i", "list.txt", "-d", "partly", "--shard", "0/3"], in: scratch.url)
+            let partly = try await CLI.run(
+                ["get", "-i", "list.txt", "-d", "partly", "--shard", "0/3"], in: scratch.url)
             #expect(partly.status == 0)
-            #expect(partly.stderr.contains("size= is given for 23 of 24 entries, so --shard splits the list by URL hash"), "\(partly.stderr)")
+            #expect(
+                partly.stderr.contains("size= is given for 23 of 24 entries, so --shard splits the list by URL hash"),
+                "\(partly.stderr)")
         }
     }
 }

@@ -48,7 +48,9 @@ final class SmallDisk {
 
 @Suite("Local faults", .serialized)
 struct LocalFaultTests {
-    @Test("disk full before the download: a clear error, nothing left, then it works once space is freed", .enabled(if: canMount))
+    @Test(
+        "disk full before the download: a clear error, nothing left, then it works once space is freed",
+        .enabled(if: canMount))
     func diskFullAtStart() async throws {
         try await withTestOrigin { origin in
             let object = TestObject(size: 6 << 20, seed: 30)
@@ -71,7 +73,9 @@ struct LocalFaultTests {
         }
     }
 
-    @Test("disk full mid-download: a clear error, the partial state kept, resumable after freeing space", .enabled(if: canMount))
+    @Test(
+        "disk full mid-download: a clear error, the partial state kept, resumable after freeing space",
+        .enabled(if: canMount))
     func diskFullMidDownload() async throws {
         try await exclusively {
             try await withTestOrigin { origin in
@@ -81,7 +85,9 @@ struct LocalFaultTests {
                 let disk = try SmallDisk(megabytes: 16)
                 let target = disk.url.appendingPathComponent("big.iso").path
                 // Start, let a few chunks land, then fill the disk so the next checkpoint cannot be written.
-                let process = try CLI.start([origin.url("/big.iso"), "-d", disk.url.path, "-c", "2", "--checkpoint-interval", "0.1", "-q"], in: disk.url)
+                let process = try CLI.start(
+                    [origin.url("/big.iso"), "-d", disk.url.path, "-c", "2", "--checkpoint-interval", "0.1", "-q"],
+                    in: disk.url)
                 let deadline = ContinuousClock.now + .seconds(20)
                 while Downloader.status(of: target).bytesDone < 1 << 20, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
@@ -125,7 +131,10 @@ struct LocalFaultTests {
             let err = scratch.url.appendingPathComponent("err.txt").path
             let process = try ChildProcess(
                 executable: "/usr/bin/setpriv",
-                arguments: ["--reuid=nobody", "--regid=nogroup", "--clear-groups", swoop, origin.url("/f.iso"), "-d", locked.path, "-q"],
+                arguments: [
+                    "--reuid=nobody", "--regid=nogroup", "--clear-groups", swoop, origin.url("/f.iso"), "-d",
+                    locked.path, "-q",
+                ],
                 stdout: out, stderr: err)
             let status = await process.wait(timeout: .seconds(30))
             let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
@@ -146,7 +155,8 @@ struct LocalFaultTests {
             origin.addObject(TestObject(size: 1 << 20, seed: 33), at: "/d.iso")
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            try FileManager.default.createDirectory(at: scratch.url.appendingPathComponent("d.iso"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: scratch.url.appendingPathComponent("d.iso"), withIntermediateDirectories: true)
             let result = try await CLI.run([origin.url("/d.iso"), "-q"], in: scratch.url)
             #expect(result.status == 3, "stderr: \(result.stderr)")
             #expect(result.stderr.contains("is a directory"), "stderr: \(result.stderr)")

@@ -7,12 +7,17 @@ import Testing
 /// it) and a per-connection rate.
 @Suite("Mirrors", .serialized)
 struct MirrorTests {
-    private static let limits = (http: "limit_conn_zone $binary_remote_addr zone=perclient:1m;", server: "limit_conn perclient 4; limit_conn_status 503;")
+    private static let limits = (
+        http: "limit_conn_zone $binary_remote_addr zone=perclient:1m;",
+        server: "limit_conn perclient 4; limit_conn_status 503;"
+    )
 
     /// `count` mirrors at 2 MiB/s per connection, at most 4 connections per client each.
     private func mirrors(_ count: Int, rate: String = "2m") throws -> [Nginx] {
         try (1...count).map { index in
-            try Nginx.start(limitRate: rate, extraServerConfig: Self.limits.server, host: "127.0.0.\(index)", extraHTTPConfig: Self.limits.http)
+            try Nginx.start(
+                limitRate: rate, extraServerConfig: Self.limits.server, host: "127.0.0.\(index)",
+                extraHTTPConfig: Self.limits.http)
         }
     }
 
@@ -41,7 +46,8 @@ struct MirrorTests {
             let expected = try add("m.bin", size: 32 << 20, seed: 1, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let run = try await CLI.run(["get", servers[0].url("/m.bin"), servers[1].url("/m.bin"), "-c", "8", "--json", "-q"], in: scratch.url)
+            let run = try await CLI.run(
+                ["get", servers[0].url("/m.bin"), servers[1].url("/m.bin"), "-c", "8", "--json", "-q"], in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
             #expect(try TestData.sha256(of: scratch.path("m.bin")) == expected)
             let sources = try json(run.stdout)["sources"] as? [[String: Any]] ?? []
@@ -56,7 +62,9 @@ struct MirrorTests {
                 #expect(!segments.isEmpty)
                 preconditions.append(Set(segments.map(\.ifMatch)))
             }
-            #expect(preconditions[0].count == 1 && preconditions[1].count == 1 && preconditions[0] != preconditions[1], "\(preconditions)")
+            #expect(
+                preconditions[0].count == 1 && preconditions[1].count == 1 && preconditions[0] != preconditions[1],
+                "\(preconditions)")
         }
     }
 
@@ -71,7 +79,8 @@ struct MirrorTests {
             var configuration = Downloader.Configuration()
             configuration.connections = .fixed(8)
             let result = try await withDownloader(configuration) { downloader in
-                try await downloader.download(DownloadRequest(urls: servers.map { $0.url("/l.bin") }), to: scratch.path("l.bin"))
+                try await downloader.download(
+                    DownloadRequest(urls: servers.map { $0.url("/l.bin") }), to: scratch.path("l.bin"))
             }
             #expect(try TestData.sha256(of: scratch.path("l.bin")) == expected)
             #expect(result.sources.count == 2)
@@ -89,7 +98,8 @@ struct MirrorTests {
             try servers[1].addFile("d.bin", size: 16 << 20, seed: 4)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let run = try await CLI.run(["get", servers[0].url("/d.bin"), servers[1].url("/d.bin"), "-c", "8", "--json"], in: scratch.url)
+            let run = try await CLI.run(
+                ["get", servers[0].url("/d.bin"), servers[1].url("/d.bin"), "-c", "8", "--json"], in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
             #expect(try TestData.sha256(of: scratch.path("d.bin")) == expected)
             #expect(run.stderr.contains("serves other bytes"), "stderr: \(run.stderr)")
@@ -97,7 +107,10 @@ struct MirrorTests {
             let asked = try servers[1].log().filter { $0.status == 206 }
             #expect(asked.count == 1 && asked[0].ifMatch.isEmpty, "\(asked)")
             let sources = try json(run.stdout)["sources"] as? [[String: Any]] ?? []
-            #expect(sources.contains { $0["state"] as? String == "dropped" && ($0["reason"] as? String ?? "").contains("other bytes") }, "\(run.stdout)")
+            #expect(
+                sources.contains {
+                    $0["state"] as? String == "dropped" && ($0["reason"] as? String ?? "").contains("other bytes")
+                }, "\(run.stdout)")
         }
     }
 
@@ -110,7 +123,9 @@ struct MirrorTests {
             try servers[1].addFile("s.bin", size: (16 << 20) + 1, seed: 5)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let run = try await CLI.run(["get", servers[0].url("/s.bin"), servers[1].url("/s.bin"), servers[2].url("/s.bin"), "-c", "8"], in: scratch.url)
+            let run = try await CLI.run(
+                ["get", servers[0].url("/s.bin"), servers[1].url("/s.bin"), servers[2].url("/s.bin"), "-c", "8"],
+                in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
             #expect(try TestData.sha256(of: scratch.path("s.bin")) == expected)
             #expect(run.stderr.contains("reports \((16 << 20) + 1) bytes, not \(16 << 20)"), "stderr: \(run.stderr)")
@@ -126,7 +141,9 @@ struct MirrorTests {
             let expected = try add("k.bin", size: 48 << 20, seed: 6, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let process = try CLI.start(["get", servers[0].url("/k.bin"), servers[1].url("/k.bin"), "-c", "8", "--max-tries", "3"], in: scratch.url)
+            let process = try CLI.start(
+                ["get", servers[0].url("/k.bin"), servers[1].url("/k.bin"), "-c", "8", "--max-tries", "3"],
+                in: scratch.url)
             let deadline = ContinuousClock.now + .seconds(30)
             while Downloader.status(of: scratch.path("k.bin")).bytesDone < 8 << 20, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -148,12 +165,16 @@ struct MirrorTests {
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let process = try CLI.start(
-                ["get", servers[0].url("/o.bin"), servers[1].url("/o.bin"), "-c", "8", "--max-tries", "2",
-                 "--max-outage", "5"],
+                [
+                    "get", servers[0].url("/o.bin"), servers[1].url("/o.bin"), "-c", "8", "--max-tries", "2",
+                    "--max-outage", "5",
+                ],
                 in: scratch.url)
             let deadline = ContinuousClock.now + .seconds(30)
-            while !process.stderrSoFar.contains("serves other bytes") || Downloader.status(of: scratch.path("o.bin")).bytesDone < 4 << 20,
-                  ContinuousClock.now < deadline {
+            while !process.stderrSoFar.contains("serves other bytes")
+                || Downloader.status(of: scratch.path("o.bin")).bytesDone < 4 << 20,
+                ContinuousClock.now < deadline
+            {
                 try await Task.sleep(for: .milliseconds(20))
             }
             // The first source goes away for good: after --max-outage, nothing can finish the file.
@@ -175,7 +196,8 @@ struct MirrorTests {
             let expected = try add("r.bin", size: size, seed: 9, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let first = try CLI.start(["get", servers[0].url("/r.bin"), servers[1].url("/r.bin"), "-c", "8"], in: scratch.url)
+            let first = try CLI.start(
+                ["get", servers[0].url("/r.bin"), servers[1].url("/r.bin"), "-c", "8"], in: scratch.url)
             let deadline = ContinuousClock.now + .seconds(30)
             while Downloader.status(of: scratch.path("r.bin")).bytesDone < 16 << 20, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -185,12 +207,17 @@ struct MirrorTests {
             let kept = Downloader.status(of: scratch.path("r.bin")).bytesDone
             #expect(kept >= 8 << 20)
             for server in servers { try server.clearLog() }
-            let second = try await CLI.run(["get", servers[1].url("/r.bin"), servers[0].url("/r.bin"), "-c", "8", "-q"], in: scratch.url)
+            let second = try await CLI.run(
+                ["get", servers[1].url("/r.bin"), servers[0].url("/r.bin"), "-c", "8", "-q"], in: scratch.url)
             #expect(second.status == 0, "stderr: \(second.stderr)")
             #expect(try TestData.sha256(of: scratch.path("r.bin")) == expected)
-            let fetched = try servers.reduce(Int64(0)) { total, server in try total + server.log().reduce(0) { $0 + $1.bytes } }
+            let fetched = try servers.reduce(Int64(0)) { total, server in
+                try total + server.log().reduce(0) { $0 + $1.bytes }
+            }
             // What was missing, plus the probe and the mirror's check (1 MiB each) and some slack.
-            #expect(fetched <= Int64(size) - kept + (4 << 20), "fetched \(fetched) bytes; \(Int64(size) - kept) were missing")
+            #expect(
+                fetched <= Int64(size) - kept + (4 << 20),
+                "fetched \(fetched) bytes; \(Int64(size) - kept) were missing")
         }
     }
 
@@ -202,7 +229,8 @@ struct MirrorTests {
             let expected = try add("t.bin", size: 16 << 20, seed: 10, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            try "\(servers[0].url("/t.bin"))\t\(servers[1].url("/t.bin"))\n".write(toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
+            try "\(servers[0].url("/t.bin"))\t\(servers[1].url("/t.bin"))\n".write(
+                toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
             let run = try await CLI.run(["get", "-i", "list.txt", "-c", "8", "-q"], in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
             #expect(try TestData.sha256(of: scratch.path("t.bin")) == expected)

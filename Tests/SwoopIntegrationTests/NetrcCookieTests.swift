@@ -21,19 +21,28 @@ struct NetrcCookieTests {
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let netrc = scratch.path("netrc")
-            try "machine 127.0.0.1 login alice password NETRCSECRET1\ndefault login eve password DEFAULTSECRET2\n".write(toFile: netrc, atomically: true, encoding: .utf8)
+            try "machine 127.0.0.1 login alice password NETRCSECRET1\ndefault login eve password DEFAULTSECRET2\n"
+                .write(toFile: netrc, atomically: true, encoding: .utf8)
 
-            let direct = try await CLI.run([origin.url("/n.bin"), "-q", "-c", "2", "--netrc-file", netrc], in: scratch.url)
+            let direct = try await CLI.run(
+                [origin.url("/n.bin"), "-q", "-c", "2", "--netrc-file", netrc], in: scratch.url)
             #expect(direct.status == 0, "stderr: \(direct.stderr)")
             #expect(try TestData.sha256(of: scratch.path("n.bin")) == object.sha256)
-            #expect(!origin.requests.isEmpty && origin.requests.allSatisfy { $0.header("authorization") == Self.basic("alice:NETRCSECRET1") })
+            #expect(
+                !origin.requests.isEmpty
+                    && origin.requests.allSatisfy { $0.header("authorization") == Self.basic("alice:NETRCSECRET1") })
 
             origin.resetLog()
-            let redirected = try await CLI.run([origin.url("/go.bin"), "-q", "-c", "2", "--netrc-file", netrc], in: scratch.url)
+            let redirected = try await CLI.run(
+                [origin.url("/go.bin"), "-q", "-c", "2", "--netrc-file", netrc], in: scratch.url)
             #expect(redirected.status == 0, "stderr: \(redirected.stderr)")
             #expect(try TestData.sha256(of: scratch.path("go.bin")) == object.sha256)
-            #expect(origin.requests.first?.header("authorization") == Self.basic("alice:NETRCSECRET1"), "the origin got its login")
-            #expect(!other.requests.isEmpty && other.requests.allSatisfy { $0.header("authorization") == nil }, "no login after the redirect: \(other.requests.map { $0.header("authorization") ?? "-" })")
+            #expect(
+                origin.requests.first?.header("authorization") == Self.basic("alice:NETRCSECRET1"),
+                "the origin got its login")
+            #expect(
+                !other.requests.isEmpty && other.requests.allSatisfy { $0.header("authorization") == nil },
+                "no login after the redirect: \(other.requests.map { $0.header("authorization") ?? "-" })")
 
             // Without --netrc nothing is read.
             origin.resetLog()
@@ -43,7 +52,7 @@ struct NetrcCookieTests {
         }
     }
 
-    @Test("-b FILE sends each cookie to its domain only; --cookie-jar saves them; -b name=value is a header for the URL's host")
+    @Test("-b FILE sends each cookie to its domain only; --cookie-jar saves them; -b name=value goes to the URL's host")
     func cookies() async throws {
         try await withTestOrigin { origin in
             let other = try await TestOrigin.start(host: "127.0.0.2")
@@ -55,22 +64,29 @@ struct NetrcCookieTests {
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let file = scratch.path("cookies.txt")
-            try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tCOOKIESECRET3\n".write(toFile: file, atomically: true, encoding: .utf8)
+            try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tCOOKIESECRET3\n".write(
+                toFile: file, atomically: true, encoding: .utf8)
 
             let jar = scratch.path("jar.txt")
-            let result = try await CLI.run([origin.url("/go.bin"), "-q", "-c", "2", "-b", file, "--cookie-jar", jar], in: scratch.url)
+            let result = try await CLI.run(
+                [origin.url("/go.bin"), "-q", "-c", "2", "-b", file, "--cookie-jar", jar], in: scratch.url)
             #expect(result.status == 0, "stderr: \(result.stderr)")
             #expect(try TestData.sha256(of: scratch.path("go.bin")) == object.sha256)
             #expect(origin.requests.first?.header("cookie") == "session=COOKIESECRET3")
-            #expect(!other.requests.isEmpty && other.requests.allSatisfy { $0.header("cookie") == nil }, "a cookie for 127.0.0.1 never goes to 127.0.0.2")
-            #expect(try String(contentsOfFile: jar, encoding: .utf8).contains("COOKIESECRET3"), "the jar holds the cookies")
+            #expect(
+                !other.requests.isEmpty && other.requests.allSatisfy { $0.header("cookie") == nil },
+                "a cookie for 127.0.0.1 never goes to 127.0.0.2")
+            #expect(
+                try String(contentsOfFile: jar, encoding: .utf8).contains("COOKIESECRET3"), "the jar holds the cookies")
 
             origin.resetLog()
-            let inline = try await CLI.run([origin.url("/c.bin"), "-q", "-c", "2", "-b", "token=INLINE4"], in: scratch.url)
+            let inline = try await CLI.run(
+                [origin.url("/c.bin"), "-q", "-c", "2", "-b", "token=INLINE4"], in: scratch.url)
             #expect(inline.status == 0, "stderr: \(inline.stderr)")
             #expect(!origin.requests.isEmpty && origin.requests.allSatisfy { $0.header("cookie") == "token=INLINE4" })
 
-            let missing = try await CLI.run([origin.url("/c.bin"), "-q", "-b", scratch.path("none.txt")], in: scratch.url)
+            let missing = try await CLI.run(
+                [origin.url("/c.bin"), "-q", "-b", scratch.path("none.txt")], in: scratch.url)
             #expect(missing.status == 2 && missing.stderr.contains("-b/--cookie"), "stderr: \(missing.stderr)")
         }
     }

@@ -45,7 +45,9 @@ struct NginxDownloadTests {
             // ... and every later request carries Range and If-Match with the probe's strong ETag.
             for entry in log.dropFirst() {
                 #expect(entry.range.hasPrefix("bytes="))
-                #expect(entry.ifMatch.hasPrefix("\"") && entry.ifMatch.hasSuffix("\""), "request \(entry.range) lacks If-Match")
+                #expect(
+                    entry.ifMatch.hasPrefix("\"") && entry.ifMatch.hasSuffix("\""),
+                    "request \(entry.range) lacks If-Match")
                 #expect(entry.status == 206)
             }
             if size == 64 << 20 {
@@ -76,6 +78,8 @@ struct NginxDownloadTests {
         #expect(try TestData.sha256(of: target) == expected)
         let log = try nginx.log()
         // The probe's connection went on to serve a segment request.
-        #expect(log.contains { $0.requests > 1 }, "no connection served a second request: \(log.map { ($0.connection, $0.requests) })")
+        #expect(
+            log.contains { $0.requests > 1 },
+            "no connection served a second request: \(log.map { ($0.connection, $0.requests) })")
     }
 }

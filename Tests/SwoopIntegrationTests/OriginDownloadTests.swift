@@ -35,7 +35,8 @@ struct OriginDownloadTests {
             origin.addObject(TestObject(size: 64 << 20, seed: 41), at: "/exec.bin")
             origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
             try await withDownloader(quickConfiguration(connections: 4)) { downloader in
-                let task = try downloader.start(DownloadRequest(url: origin.url("/exec.bin")), to: scratch.path("exec.bin"))
+                let task = try downloader.start(
+                    DownloadRequest(url: origin.url("/exec.bin")), to: scratch.path("exec.bin"))
                 defer { task.cancel() }
                 #expect(try await eventually { tcpSockets(toPort: origin.port).count >= 4 }, "the connections are open")
                 let inheritable = tcpSockets(toPort: origin.port).inheritable
@@ -87,9 +88,11 @@ struct OriginDownloadTests {
         }
     }
 
-    @Test("a Content-Range that does not match the request is refused and never written", arguments: [
-        FaultSwitches.ContentRangeLie.offByOne, .wrongTotal, .wrongStart,
-    ])
+    @Test(
+        "a Content-Range that does not match the request is refused and never written",
+        arguments: [
+            FaultSwitches.ContentRangeLie.offByOne, .wrongTotal, .wrongStart,
+        ])
     func lyingContentRange(lie: FaultSwitches.ContentRangeLie) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -202,8 +205,9 @@ private func tcpSockets(toPort port: Int) -> (count: Int, inheritable: [String])
         for line in text.split(separator: "\n").dropFirst() {
             // sl local_address rem_address st queues tr retrnsmt uid timeout inode
             let fields = line.split(separator: " ")
-            guard fields.count > 9, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
-                  remotePort == port
+            guard fields.count > 9,
+                let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
+                remotePort == port
             else { continue }
             tcpInodes.insert(fields[9])
         }
@@ -212,10 +216,10 @@ private func tcpSockets(toPort port: Int) -> (count: Int, inheritable: [String])
     var found: [String] = []
     for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
-              target.hasPrefix("socket:["), tcpInodes.contains(target.dropFirst(8).dropLast()),
-              let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8),
-              let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
-              let flags = Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+            target.hasPrefix("socket:["), tcpInodes.contains(target.dropFirst(8).dropLast()),
+            let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8),
+            let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+            let flags = Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
         else { continue }
         count += 1
         if flags & Int(O_CLOEXEC) == 0 { found.append("fd \(fd) \(target)") }

@@ -95,7 +95,8 @@ struct RemoteHeaderNameTests {
                 #expect(missing?.httpStatus == 404)
                 origin.resetLog()
                 origin.updateFaults { $0.failFirstRequests = 2 }
-                #expect(try await downloader.suggestedFileName(for: DownloadRequest(url: origin.url("/busy"))) == "ok.bin")
+                #expect(
+                    try await downloader.suggestedFileName(for: DownloadRequest(url: origin.url("/busy"))) == "ok.bin")
                 #expect(origin.requestCount == 3)
             }
         }
@@ -140,9 +141,12 @@ struct RemoteHeaderNameTests {
         try await withTestOrigin { origin in
             let object = named(disposition)
             origin.addObject(object, at: "/download")
-            let result = try await CLI.run(["get", "-J", origin.url("/download?id=7"), "-d", "in/deeper", "--json"], in: scratch.url)
+            let result = try await CLI.run(
+                ["get", "-J", origin.url("/download?id=7"), "-d", "in/deeper", "--json"], in: scratch.url)
             #expect(result.status == 0, "stderr: \(result.stderr)")
-            #expect(result.stdout.contains("\"path\":\"in\\/deeper\\/") || result.stdout.contains("\"path\":\"in/deeper/"), "\(result.stdout)")
+            #expect(
+                result.stdout.contains("\"path\":\"in\\/deeper\\/") || result.stdout.contains("\"path\":\"in/deeper/"),
+                "\(result.stdout)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [expected])
             #expect(try TestData.sha256(of: directory.appendingPathComponent(expected).path) == object.sha256)
             // Nothing anywhere else.
@@ -172,15 +176,21 @@ struct RemoteHeaderNameTests {
         }
     }
 
-    @Test("-J with -o, or with -i, is a usage error that says why", arguments: [
-        (["-J", "-o", "x.bin"], "-J names the file after the server's Content-Disposition header and -o names it yourself"),
-        (["--remote-header-name", "--output", "x.bin"], "give one of them"),
-        (["-J", "-i", "list.txt"], "-J is for one URL"),
-    ])
+    @Test(
+        "-J with -o, or with -i, is a usage error that says why",
+        arguments: [
+            (
+                ["-J", "-o", "x.bin"],
+                "-J names the file after the server's Content-Disposition header and -o names it yourself"
+            ),
+            (["--remote-header-name", "--output", "x.bin"], "give one of them"),
+            (["-J", "-i", "list.txt"], "-J is for one URL"),
+        ])
     func usageErrors(arguments: [String], expected: String) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        try "http://127.0.0.1:1/a.bin\n".write(to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
+        try "http://127.0.0.1:1/a.bin\n".write(
+            to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
         let url = arguments.contains("-i") ? [] : ["http://127.0.0.1:1/a.bin"]
         let result = try await CLI.run(["get"] + url + arguments, in: scratch.url)
         #expect(result.status == 2, "stderr: \(result.stderr)")

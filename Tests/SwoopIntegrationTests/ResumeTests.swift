@@ -28,7 +28,10 @@ struct ResumeTests {
             let target = scratch.path("k.bin")
             let connections = 4
             let checkpointInterval = 0.25
-            let arguments = [nginx.url("/k.bin"), "-o", "k.bin", "-c", "\(connections)", "--checkpoint-interval", "\(checkpointInterval)", "-q"]
+            let arguments = [
+                nginx.url("/k.bin"), "-o", "k.bin", "-c", "\(connections)", "--checkpoint-interval",
+                "\(checkpointInterval)", "-q",
+            ]
             var generator = SystemRandomNumberGenerator()
 
             var kills = 0
@@ -37,7 +40,8 @@ struct ResumeTests {
             for run in 0..<200 {
                 // What is durably complete before this run; none of it may be requested again.
                 let before = Downloader.status(of: target)
-                let complete = before.state == .partial
+                let complete =
+                    before.state == .partial
                     ? before.completedChunks.map { run -> ClosedRange<Int64> in
                         let chunk = before.chunkSize ?? 1
                         return (Int64(run.lowerBound) * chunk)...(min(Int64(run.upperBound) * chunk, Int64(size)) - 1)
@@ -46,12 +50,19 @@ struct ResumeTests {
                 try nginx.clearLog()
                 // Early kills (before the probe answers) as well as late ones. A shell times the kill,
                 // so a busy test process cannot delay it.
-                let delay = run < 3 ? Double.random(in: 0.01...0.15, using: &generator) : Double.random(in: 0.05...0.6, using: &generator)
+                let delay =
+                    run < 3
+                    ? Double.random(in: 0.01...0.15, using: &generator)
+                    : Double.random(in: 0.05...0.6, using: &generator)
                 let quoted = ([CLI.executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
                 let stderrPath = scratch.url.appendingPathComponent("run.err").path
                 let shell = try ChildProcess(
                     executable: "/bin/sh",
-                    arguments: ["-c", "cd '\(scratch.url.path)' && \(quoted) 2>'\(stderrPath)' & p=$!; sleep \(String(format: "%.3f", delay)); kill -9 $p 2>/dev/null; wait $p"])
+                    arguments: [
+                        "-c",
+                        "cd '\(scratch.url.path)' && \(quoted) 2>'\(stderrPath)' & p=$!; sleep "
+                            + "\(String(format: "%.3f", delay)); kill -9 $p 2>/dev/null; wait $p",
+                    ])
                 let status = await shell.wait(timeout: .seconds(60))
                 switch status {
                 case 0?:
@@ -72,7 +83,8 @@ struct ResumeTests {
                     }
                     let served = asked.lowerBound...min(asked.upperBound, asked.lowerBound + max(entry.bytes, 1) - 1)
                     for done in complete where done.overlaps(served) && entry.status == 206 {
-                        Issue.record("run \(run) re-fetched completed bytes \(done) with \(entry.range) (\(entry.bytes) bytes served)")
+                        let served = "(\(entry.bytes) bytes served)"
+                        Issue.record("run \(run) re-fetched completed bytes \(done) with \(entry.range) \(served)")
                     }
                     if run > 0 && !complete.isEmpty {
                         #expect(!entry.ifMatch.isEmpty, "resumed requests carry If-Match")
@@ -80,7 +92,10 @@ struct ResumeTests {
                 }
                 if finished { break }
             }
-            print("kill -9 test: \(kills) kills, served \(totalServed) bytes for a \(size)-byte object (\(String(format: "%.3f", Double(totalServed) / Double(size)))x)")
+            print(
+                "kill -9 test: \(kills) kills, served \(totalServed) bytes for a \(size)-byte object "
+                    + "(\(String(format: "%.3f", Double(totalServed) / Double(size)))x)"
+            )
             #expect(finished, "the download never completed")
             #expect(kills >= 20, "only \(kills) kills happened")
             #expect(try TestData.sha256(of: target) == expected)
@@ -90,8 +105,10 @@ struct ResumeTests {
             // (64 KiB for this size) each connection was filling; nothing else is fetched twice.
             let rate = Double(connections * perConnection)
             let allowance = Double(kills) * (checkpointInterval * 2 * rate + Double(connections) * 64 * 1024)
-            #expect(Double(totalServed) <= Double(size) + allowance,
-                    "served \(totalServed) bytes for a \(size)-byte object over \(kills) kills (allowance \(Int(allowance)))")
+            let served = "served \(totalServed) bytes for a \(size)-byte object"
+            #expect(
+                Double(totalServed) <= Double(size) + allowance,
+                "\(served) over \(kills) kills (allowance \(Int(allowance)))")
         }
     }
 
@@ -107,7 +124,9 @@ struct ResumeTests {
             defer { scratch.cleanup() }
             let target = scratch.path("c.bin")
             let process = try CLI.start([origin.url("/c.bin"), "-c", "4"], in: scratch.url)
-            let started = try await eventually(timeout: .seconds(60)) { Downloader.status(of: target).bytesDone >= 2 << 20 }
+            let started = try await eventually(timeout: .seconds(60)) {
+                Downloader.status(of: target).bytesDone >= 2 << 20
+            }
             #expect(started, "the download recorded some bytes")
             process.signal(SIGINT)
             let interrupted = try await process.wait(timeout: .seconds(20))
@@ -132,7 +151,9 @@ struct ResumeTests {
     // MARK: Library-level resume cases against the test origin
 
     /// Downloads until at least `threshold` bytes are done, then cancels the task (a pause).
-    private func downloadPartially(_ url: String, to path: String, threshold: Int64, configuration: Downloader.Configuration) async throws {
+    private func downloadPartially(
+        _ url: String, to path: String, threshold: Int64, configuration: Downloader.Configuration
+    ) async throws {
         try await withDownloader(configuration) { downloader in
             let reached = AsyncStream.makeStream(of: Void.self)
             let task = Task {
@@ -167,7 +188,8 @@ struct ResumeTests {
             try await withTestOrigin { origin in
                 origin.addObject(TestObject(size: 16 << 20, seed: 20), at: "/o.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-                try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
+                try await downloadPartially(
+                    origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
                 origin.changeObject(at: "/o.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = nil }
                 origin.resetLog()
@@ -179,7 +201,9 @@ struct ResumeTests {
                 let first = try #require(origin.requests.first)
                 #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
                 #expect(first.status == 412)
-                #expect(origin.requests.dropFirst().first?.header("range") == "bytes=0-1048575", "then it starts over from byte 0")
+                #expect(
+                    origin.requests.dropFirst().first?.header("range") == "bytes=0-1048575",
+                    "then it starts over from byte 0")
             }
         }
     }
@@ -192,7 +216,8 @@ struct ResumeTests {
             try await withTestOrigin { origin in
                 origin.addObject(TestObject(size: 16 << 20, seed: 21), at: "/o.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-                try await downloadPartially(origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
+                try await downloadPartially(
+                    origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: throttled())
                 origin.changeObject(at: "/o.bin")
                 var configuration = throttled()
                 configuration.onObjectChange = .fail
@@ -221,7 +246,8 @@ struct ResumeTests {
                 origin.addObject(object, at: "/d.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                 let path = scratch.path("d.bin")
-                try await downloadPartially(origin.url("/d.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+                try await downloadPartially(
+                    origin.url("/d.bin"), to: path, threshold: 2 << 20, configuration: throttled())
                 let mapURL = URL(fileURLWithPath: path + ".swoop")
                 var map = try Data(contentsOf: mapURL)
                 switch damage {
@@ -271,13 +297,16 @@ struct ResumeTests {
                 origin.addObject(object, at: "/mirror/o.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                 let path = scratch.path("o.bin")
-                try await downloadPartially(origin.url("/bucket/o.bin") + "?X-Signature=old", to: path, threshold: 2 << 20, configuration: throttled())
+                try await downloadPartially(
+                    origin.url("/bucket/o.bin") + "?X-Signature=old", to: path, threshold: 2 << 20,
+                    configuration: throttled())
                 let saved = Downloader.status(of: path)
                 #expect(saved.url?.contains("X-Signature") == false, "no query string on disk")
                 origin.updateFaults { $0.throttleBytesPerSecond = nil }
                 origin.resetLog()
                 let result = try await withDownloader(throttled()) {
-                    try await $0.download(DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
+                    try await $0.download(
+                        DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
                 }
                 #expect(try TestData.sha256(of: path) == object.sha256)
                 #expect(result.bytesResumed == saved.bytesDone)
@@ -289,7 +318,9 @@ struct ResumeTests {
         }
     }
 
-    @Test("status and the next run agree on whether a partial download resumes", arguments: [ETagStyle.strong, .weak, .none])
+    @Test(
+        "status and the next run agree on whether a partial download resumes",
+        arguments: [ETagStyle.strong, .weak, .none])
     func statusAgreesWithTheNextRun(etag: ETagStyle) async throws {
         try await exclusively {
             let scratch = try Scratch()
@@ -300,7 +331,8 @@ struct ResumeTests {
                 origin.addObject(object, at: "/mirror/s.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                 let path = scratch.path("s.bin")
-                try await downloadPartially(origin.url("/bucket/s.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+                try await downloadPartially(
+                    origin.url("/bucket/s.bin"), to: path, threshold: 2 << 20, configuration: throttled())
                 // The same URL always resumes; another one only with a strong ETag to prove it.
                 #expect(Downloader.status(of: path).canResume)
                 #expect(Downloader.status(of: path, url: origin.url("/bucket/s.bin")).canResume)
@@ -312,7 +344,9 @@ struct ResumeTests {
                     try await $0.download(DownloadRequest(url: origin.url("/mirror/s.bin") + "?sig=2"), to: path)
                 }
                 #expect(try TestData.sha256(of: path) == object.sha256)
-                #expect((result.bytesResumed > 0) == predicted.canResume, "status said \(predicted.state); the run resumed \(result.bytesResumed) bytes")
+                #expect(
+                    (result.bytesResumed > 0) == predicted.canResume,
+                    "status said \(predicted.state); the run resumed \(result.bytesResumed) bytes")
                 #expect(result.bytesResumed == (predicted.canResume ? predicted.bytesDone : 0))
             }
         }
@@ -354,10 +388,12 @@ struct ResumeTests {
                 origin.addObject(object, at: "/n.bin")
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                 let path = scratch.path("n.bin")
-                try await downloadPartially(origin.url("/n.bin"), to: path, threshold: 2 << 20, configuration: throttled())
+                try await downloadPartially(
+                    origin.url("/n.bin"), to: path, threshold: 2 << 20, configuration: throttled())
                 origin.updateFaults { $0.throttleBytesPerSecond = nil }
                 origin.resetLog()
-                let result = try await CLI.run([origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
+                let result = try await CLI.run(
+                    [origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
                 #expect(result.status == 0)
                 #expect(try TestData.sha256(of: path) == object.sha256)
                 #expect(origin.requests.first?.header("if-match") == nil)
@@ -390,7 +426,9 @@ struct ResumeTests {
                     #expect(paused.state == .partial)
                     let servedWhilePaused = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
                     try await Task.sleep(for: .seconds(1))
-                    #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == servedWhilePaused, "no transfer while paused")
+                    #expect(
+                        origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == servedWhilePaused,
+                        "no transfer while paused")
                     origin.updateFaults { $0.throttleBytesPerSecond = nil }
                     task.resume()
                     let result = try await task.result()
@@ -400,7 +438,9 @@ struct ResumeTests {
                     // Cancel deletes the partial state.
                     origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                     let started = AsyncStream.makeStream(of: Void.self)
-                    let other = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin")) { progress in
+                    let other = try downloader.start(
+                        DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin")
+                    ) { progress in
                         if progress.bytesDone > 0 { started.continuation.yield() }
                     }
                     for await _ in started.stream { break }

@@ -36,7 +36,11 @@ struct SecurityTests {
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let url = "http://user:PASSWORD1@127.0.0.1:\(nginx.port)/s.iso?X-Amz-Signature=QUERYSECRET2"
-            let process = try CLI.start([url, "-vvv", "-c", "4", "--header", "Authorization: Bearer HEADERSECRET3", "--header", "X-Token: HEADERSECRET4"], in: scratch.url)
+            let process = try CLI.start(
+                [
+                    url, "-vvv", "-c", "4", "--header", "Authorization: Bearer HEADERSECRET3", "--header",
+                    "X-Token: HEADERSECRET4",
+                ], in: scratch.url)
             let deadline = ContinuousClock.now + .seconds(30)
             while Downloader.status(of: scratch.path("s.iso")).bytesDone == 0, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(50))
@@ -44,13 +48,17 @@ struct SecurityTests {
             process.signal(SIGINT)
             let paused = try await process.wait(timeout: .seconds(20))
             #expect(paused.status == 130, "stderr: \(paused.stderr)")
-            let missing = try await CLI.run(["http://user:PASSWORD1@127.0.0.1:\(nginx.port)/nothing.iso?sig=QUERYSECRET2", "-vvv"], in: scratch.url)
+            let missing = try await CLI.run(
+                ["http://user:PASSWORD1@127.0.0.1:\(nginx.port)/nothing.iso?sig=QUERYSECRET2", "-vvv"], in: scratch.url)
             #expect(missing.status == 1)
             var haystacks = [paused.stdout, paused.stderr, missing.stdout, missing.stderr]
-            for name in try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) where !name.hasSuffix(".part") {
-                haystacks.append(String(decoding: try Data(contentsOf: scratch.url.appendingPathComponent(name)), as: UTF8.self))
+            for name in try FileManager.default.contentsOfDirectory(atPath: scratch.url.path)
+            where !name.hasSuffix(".part") {
+                haystacks.append(
+                    String(decoding: try Data(contentsOf: scratch.url.appendingPathComponent(name)), as: UTF8.self))
             }
-            haystacks.append(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).joined(separator: " "))
+            haystacks.append(
+                try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).joined(separator: " "))
             #expect(FileManager.default.fileExists(atPath: scratch.path("s.iso.swoop")), "a map was written")
             for secret in ["PASSWORD1", "QUERYSECRET2", "HEADERSECRET3", "HEADERSECRET4"] {
                 #expect(!haystacks.contains { $0.contains(secret) }, "\(secret) leaked")
@@ -68,7 +76,10 @@ struct SecurityTests {
             defer { scratch.cleanup() }
             let process = try ChildProcess(
                 executable: "/bin/sh",
-                arguments: ["-c", "umask \(mask) && cd \"$1\" && exec \"$0\" \"$2\" -q", CLI.executable, scratch.url.path, origin.url("/u.iso")])
+                arguments: [
+                    "-c", "umask \(mask) && cd \"$1\" && exec \"$0\" \"$2\" -q", CLI.executable, scratch.url.path,
+                    origin.url("/u.iso"),
+                ])
             #expect(await process.wait(timeout: .seconds(30)) == 0)
             let attributes = try FileManager.default.attributesOfItem(atPath: scratch.path("u.iso"))
             #expect((attributes[.posixPermissions] as? Int) == mode)

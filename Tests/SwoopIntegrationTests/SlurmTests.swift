@@ -18,7 +18,9 @@ struct SlurmTests {
     }
 
     /// The slowest task's bytes over the mean of a split of `files` (URL, size) over four tasks.
-    private static func byteRatio(_ files: [(url: String, size: Int)], assignment: ShardAssignment? = nil, sizes bySize: Bool = false) -> Double {
+    private static func byteRatio(
+        _ files: [(url: String, size: Int)], assignment: ShardAssignment? = nil, sizes bySize: Bool = false
+    ) -> Double {
         var split = assignment ?? ShardAssignment(count: 4)
         if bySize {
             var sizes = ShardAssignment.Sizes()
@@ -30,7 +32,8 @@ struct SlurmTests {
         return Double(bytes.max()!) / (Double(bytes.reduce(0, +)) / 4)
     }
 
-    @Test("a job array fetches every file of the list once; a missing object fails the array; the rerun fetches only it")
+    @Test(
+        "a job array fetches every file of the list once; a missing object fails the array; the rerun fetches only it")
     func jobArray() async throws {
         try await exclusively {
             let slurm = try Slurm.start()
@@ -38,8 +41,12 @@ struct SlurmTests {
             let nginx = try Nginx.start(limitRate: "8m")
             defer { nginx.stop() }
             var specs: [(name: String, size: Int)] = (0..<4).map { ("large-\($0).bin", 3 * Self.MiB + $0 * 4097) }
-            specs += Self.sizes(30, from: 200 * Self.KiB, to: 700 * Self.KiB, seed: 1).enumerated().map { ("medium-\($0.offset).bin", $0.element) }
-            specs += Self.sizes(200, from: 1, to: 60 * Self.KiB, seed: 2).enumerated().map { ("small-\($0.offset).bin", $0.element) }
+            specs += Self.sizes(30, from: 200 * Self.KiB, to: 700 * Self.KiB, seed: 1).enumerated().map {
+                ("medium-\($0.offset).bin", $0.element)
+            }
+            specs += Self.sizes(200, from: 1, to: 60 * Self.KiB, seed: 2).enumerated().map {
+                ("small-\($0.offset).bin", $0.element)
+            }
             specs.append(("missing.bin", 5000))
             let objects = try ShardedList.serve(specs, on: nginx, missing: ["missing.bin"])
             let set = try ShardedList(slurm: slurm, nginx: nginx, objects: objects, sizes: true)
@@ -55,7 +62,9 @@ struct SlurmTests {
             let fetchers = ShardedList.fetchers(try nginx.log())
             #expect(fetchers.count == specs.count, "nginx saw every object")
             #expect(fetchers.filter { $0.value.count != 1 } == [:], "no object was fetched by two tasks")
-            let leftovers = try FileManager.default.contentsOfDirectory(atPath: set.data.path).filter { $0.hasSuffix(".part") || $0.hasSuffix(".swoop") }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: set.data.path).filter {
+                $0.hasSuffix(".part") || $0.hasSuffix(".swoop")
+            }
             #expect(leftovers == [])
 
             // The object appears; the same array again fetches it and only confirms the others.
@@ -84,8 +93,12 @@ struct SlurmTests {
             defer { nginx.stop() }
             let large = 24 * Self.MiB
             var specs: [(name: String, size: Int)] = (0..<4).map { ("large-\($0).bin", large + $0 * 4097) }
-            specs += Self.sizes(100, from: 2 * Self.KiB, to: 60 * Self.KiB, seed: 3).enumerated().map { ("small-\($0.offset).bin", $0.element) }
-            let set = try ShardedList(slurm: slurm, nginx: nginx, objects: try ShardedList.serve(specs, on: nginx), sizes: true, arguments: ["--connections", "2"])
+            specs += Self.sizes(100, from: 2 * Self.KiB, to: 60 * Self.KiB, seed: 3).enumerated().map {
+                ("small-\($0.offset).bin", $0.element)
+            }
+            let set = try ShardedList(
+                slurm: slurm, nginx: nginx, objects: try ShardedList.serve(specs, on: nginx), sizes: true,
+                arguments: ["--connections", "2"])
             var sizes = ShardAssignment.Sizes()
             for object in set.objects { sizes.add(key: nginx.url(object.path), size: Int64(object.size)) }
             let assignment = ShardAssignment(count: ShardedList.tasks, sizes: sizes)
@@ -95,10 +108,17 @@ struct SlurmTests {
 
             let run = try await set.submit(array: "0-3", wait: false)
             let started = ContinuousClock.now
-            try await ShardedList.waitUntil(.seconds(90), "tasks \(killed) and \(cancelled) have finished their small files and checkpointed their large ones") {
+            try await ShardedList.waitUntil(
+                .seconds(90),
+                "tasks \(killed) and \(cancelled) have finished their small files and checkpointed their large ones"
+            ) {
                 [killed, cancelled].allSatisfy { index in
-                    set.pid(task: index) != nil && FileManager.default.fileExists(atPath: set.localPath(largeOf(index)) + ".swoop")
-                        && set.objects.allSatisfy { $0.name.hasPrefix("large-") || task($0) != index || FileManager.default.fileExists(atPath: set.localPath($0)) }
+                    set.pid(task: index) != nil
+                        && FileManager.default.fileExists(atPath: set.localPath(largeOf(index)) + ".swoop")
+                        && set.objects.allSatisfy {
+                            $0.name.hasPrefix("large-") || task($0) != index
+                                || FileManager.default.fileExists(atPath: set.localPath($0))
+                        }
                 }
             }
             // Well into the large files (about 6 s each), so part of each is on disk.
@@ -113,13 +133,17 @@ struct SlurmTests {
             let cancelAt = ContinuousClock.now
             let cancel = try await slurm.run("scancel", ["\(run.job)_\(cancelled)"])
             #expect(cancel.status == 0, "\(cancel.stderr)")
-            try await ShardedList.waitUntil(.seconds(60), "the cancelled task's swoop has exited") { kill(cancelledPID, 0) != 0 }
+            try await ShardedList.waitUntil(.seconds(60), "the cancelled task's swoop has exited") {
+                kill(cancelledPID, 0) != 0
+            }
             let exitTime = ContinuousClock.now - cancelAt
             #expect(exitTime < .seconds(5), "swoop exited \(exitTime) after scancel")
             print("slurm resume: the cancelled task's swoop exited \(exitTime) after scancel")
             try await slurm.waitForNoJobs(timeout: .seconds(120))
             let record = try await slurm.run("scontrol", ["show", "job", "\(run.job)_\(cancelled)"]).stdout
-            #expect(record.contains("JobState=CANCELLED") && record.contains("ExitCode=130:0"), "swoop exited with 130: \(record)")
+            #expect(
+                record.contains("JobState=CANCELLED") && record.contains("ExitCode=130:0"),
+                "swoop exited with 130: \(record)")
             #expect(set.stderr(job: run.job, task: cancelled).contains("interrupted; stopping"))
             for index in [killed, cancelled] {
                 let path = set.localPath(largeOf(index))
@@ -142,8 +166,15 @@ struct SlurmTests {
                 let missing = total - mine.reduce(0) { $0 + Double(min(before[$1.path] ?? 0, Int64($1.size))) }
                 let again = mine.reduce(0) { $0 + Double(after[$1.path] ?? 0) }
                 let allowed = 1.10 * missing + secondOfWork
-                print("slurm resume: task \(index) (\(index == killed ? "SIGKILL" : "scancel")) after \(String(format: "%.1f", Double(killedAfter.components.seconds) + Double(killedAfter.components.attoseconds) / 1e18)) s: \(Int(missing)) bytes missing, \(Int(again)) fetched again (allowed \(Int(allowed)))")
-                #expect(missing > 0 && again <= allowed, "task \(index): \(Int(again)) bytes fetched for \(Int(missing)) missing")
+                let seconds = Double(killedAfter.components.seconds) + Double(killedAfter.components.attoseconds) / 1e18
+                let how = index == killed ? "SIGKILL" : "scancel"
+                print(
+                    "slurm resume: task \(index) (\(how)) after \(String(format: "%.1f", seconds)) s: "
+                        + "\(Int(missing)) bytes missing, \(Int(again)) fetched again (allowed \(Int(allowed)))"
+                )
+                #expect(
+                    missing > 0 && again <= allowed,
+                    "task \(index): \(Int(again)) bytes fetched for \(Int(missing)) missing")
             }
             let summaries = try set.summaries(job: rerun.job, tasks: [killed, cancelled])
             #expect(summaries.values.allSatisfy { $0.alreadyComplete > 0 }, "finished files were skipped")
@@ -161,11 +192,14 @@ struct SlurmTests {
             // Four 64 MiB objects and 200 small ones; each task receives at most 16 MiB/s, so its
             // time is proportional to its bytes, as on nodes with their own links.
             var specs: [(name: String, size: Int)] = (0..<4).map { ("large-\($0).bin", 64 * Self.MiB) }
-            specs += Self.sizes(200, from: 8 * Self.KiB, to: 120 * Self.KiB, seed: 4).enumerated().map { ("small-\($0.offset).bin", $0.element) }
+            specs += Self.sizes(200, from: 8 * Self.KiB, to: 120 * Self.KiB, seed: 4).enumerated().map {
+                ("small-\($0.offset).bin", $0.element)
+            }
             let objects = try ShardedList.serve(specs, on: nginx)
             var ratios: [Bool: Double] = [:]
             for bySize in [false, true] {
-                let set = try ShardedList(slurm: slurm, nginx: nginx, objects: objects, sizes: bySize, arguments: ["--limit-rate", "16m"])
+                let set = try ShardedList(
+                    slurm: slurm, nginx: nginx, objects: objects, sizes: bySize, arguments: ["--limit-rate", "16m"])
                 let run = try await set.submit(array: "0-3", wait: true)
                 #expect(run.status == 0, "\((0..<4).map { set.stderr(job: run.job, task: $0) })")
                 #expect(try set.wrongFiles() == [])
@@ -174,18 +208,28 @@ struct SlurmTests {
                 let bytes = (0..<4).map { summaries[$0]!.bytes }
                 let ratio = seconds.max()! / (seconds.reduce(0, +) / 4)
                 ratios[bySize] = ratio
-                let figures = zip(seconds, bytes).map { "\(String(format: "%.1f", $0)) s/\($1 >> 20) MiB" }.joined(separator: ", ")
-                print("slurm balance: \(bySize ? "by size=" : "by URL hash"): slowest/mean \(String(format: "%.2f", ratio)) (tasks: \(figures))")
+                let figures = zip(seconds, bytes).map { "\(String(format: "%.1f", $0)) s/\($1 >> 20) MiB" }.joined(
+                    separator: ", ")
+                print(
+                    "slurm balance: \(bySize ? "by size=" : "by URL hash"): slowest/mean "
+                        + "\(String(format: "%.2f", ratio)) (tasks: \(figures))"
+                )
                 try FileManager.default.removeItem(at: set.data)
             }
             #expect(ratios[true]! <= 1.25, "balanced by size: slowest task took \(ratios[true]!)x the mean")
             // The split by hash depends on the URLs (their port changes from run to run): the same
             // objects on 400 other ports, split by hash, give these slowest/mean byte ratios.
             let spread = (20_000..<20_400).map { port in
-                Self.byteRatio(objects.map { ("http://127.0.0.1:\(port)" + $0.path, $0.size) }, assignment: ShardAssignment(count: 4))
+                Self.byteRatio(
+                    objects.map { ("http://127.0.0.1:\(port)" + $0.path, $0.size) },
+                    assignment: ShardAssignment(count: 4))
             }.sorted()
             let sized = Self.byteRatio(objects.map { (nginx.url($0.path), $0.size) }, sizes: true)
-            print("slurm balance: by URL hash over 400 ports: median \(String(format: "%.2f", spread[200])), 90th percentile \(String(format: "%.2f", spread[360])), \(spread.filter { $0 >= 1.5 }.count / 4)% at 1.5 or more; by size=: \(String(format: "%.2f", sized)) (bytes)")
+            print(
+                "slurm balance: by URL hash over 400 ports: median \(String(format: "%.2f", spread[200])), 90th "
+                    + "percentile \(String(format: "%.2f", spread[360])), \(spread.filter { $0 >= 1.5 }.count / 4)% at "
+                    + "1.5 or more; by size=: \(String(format: "%.2f", sized)) (bytes)"
+            )
             #expect(slurm.processes(named: "swoop") == [], "no swoop is left running")
         }
     }

@@ -7,7 +7,8 @@ import Testing
 /// group commit, with the same crash safety as a large one.
 @Suite("Small files", .serialized)
 struct SmallFileTests {
-    @Test("kill -9 at random moments of a 2,000-file run: every target absent or complete; reruns confirm, never refetch")
+    @Test(
+        "kill -9 at random moments of a 2,000-file run: every target absent or complete; reruns confirm, never refetch")
     func killNineDuringManySmallFiles() async throws {
         try await exclusively {
             let nginx = try Nginx.start()
@@ -39,7 +40,8 @@ struct SmallFileTests {
                 // The first runs are killed once a random share of the missing files has landed
                 // (wherever in its work that is); the rest are left to finish.
                 let before = completeCount()
-                let killAt = run < 8 ? before + Int.random(in: 1...max(1, (count - before) * 2 / 3), using: &generator) : Int.max
+                let killAt =
+                    run < 8 ? before + Int.random(in: 1...max(1, (count - before) * 2 / 3), using: &generator) : Int.max
                 let process = try CLI.start(arguments, in: scratch.url)
                 let deadline = ContinuousClock.now + .seconds(120)
                 while completeCount() < killAt, process.process.isRunning, ContinuousClock.now < deadline {
@@ -47,7 +49,11 @@ struct SmallFileTests {
                 }
                 if process.process.isRunning && killAt != Int.max { process.signal(SIGKILL) }
                 let result = try await process.wait(timeout: .seconds(120))
-                if result.status == 0 { finished = true } else if result.status == 128 + SIGKILL { kills += 1 } else {
+                if result.status == 0 {
+                    finished = true
+                } else if result.status == 128 + SIGKILL {
+                    kills += 1
+                } else {
                     Issue.record("run \(run) ended with \(result.status): \(result.stderr.suffix(300))")
                 }
                 // Every target is absent or complete and right; no segment maps for small files.
@@ -55,16 +61,21 @@ struct SmallFileTests {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [] {
                     #expect(!name.hasSuffix(".swoop"), "run \(run): a small file got a segment map: \(name)")
                     guard let sha = expected[name] else { continue }
-                    #expect(try TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "run \(run): \(name) is partial or wrong")
+                    #expect(
+                        try TestData.sha256(of: out.appendingPathComponent(name).path) == sha,
+                        "run \(run): \(name) is partial or wrong")
                     complete.insert(name)
                 }
                 // Files complete before this run are confirmed (a request past their end), never fetched again.
                 try await Task.sleep(for: .milliseconds(50))
                 for entry in try nginx.log() where fetchedBefore.contains(String(entry.uri.dropFirst())) {
-                    #expect(entry.status == 416 && entry.bytes < 1024, "run \(run): \(entry.uri) was complete and was fetched again: \(entry)")
+                    #expect(
+                        entry.status == 416 && entry.bytes < 1024,
+                        "run \(run): \(entry.uri) was complete and was fetched again: \(entry)")
                 }
                 let requests = try nginx.log().filter { fetchedBefore.contains(String($0.uri.dropFirst())) }
-                #expect(Set(requests.map(\.uri)).count == requests.count, "run \(run): a complete file was confirmed twice")
+                #expect(
+                    Set(requests.map(\.uri)).count == requests.count, "run \(run): a complete file was confirmed twice")
                 fetchedBefore = complete
                 if finished { break }
             }
@@ -72,7 +83,9 @@ struct SmallFileTests {
             #expect(finished, "the list never completed")
             #expect(kills >= 3, "only \(kills) kills happened")
             #expect(fetchedBefore.count == count)
-            let leftovers = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.hasSuffix(".part") || $0.hasSuffix(".swoop") }
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: out.path).filter {
+                $0.hasSuffix(".part") || $0.hasSuffix(".swoop")
+            }
             #expect(leftovers.isEmpty, "\(leftovers.prefix(5))")
         }
     }
@@ -95,7 +108,8 @@ struct SmallFileTests {
             try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
             // 120 x 48 KiB is 5.6 MiB; a 3 MiB disk holds about half.
             let disk = try SmallDisk(megabytes: 3)
-            let full = try await CLI.run(["get", "-i", list.path, "-d", disk.url.path, "--jobs", "16", "--json"], in: scratch.url)
+            let full = try await CLI.run(
+                ["get", "-i", list.path, "-d", disk.url.path, "--jobs", "16", "--json"], in: scratch.url)
             #expect(full.status == 3, "disk full is a local error: \(full.stderr.suffix(400))")
             let summary = try #require(try JSONSerialization.jsonObject(with: Data(full.stdout.utf8)) as? [String: Any])
             let succeeded = try #require(summary["succeeded"] as? Int)
@@ -106,9 +120,12 @@ struct SmallFileTests {
             let present = try FileManager.default.contentsOfDirectory(atPath: disk.url.path)
             #expect(present.filter { expected[$0] != nil }.count == succeeded, "\(present.count) entries")
             for name in present where expected[name] != nil {
-                #expect(try TestData.sha256(of: disk.url.appendingPathComponent(name).path) == expected[name], "\(name)")
+                #expect(
+                    try TestData.sha256(of: disk.url.appendingPathComponent(name).path) == expected[name], "\(name)")
             }
-            #expect(present.allSatisfy { !$0.hasSuffix(".part") && !$0.hasSuffix(".swoop") }, "failed small files leave nothing: \(present.filter { $0.hasSuffix(".part") }.prefix(3))")
+            #expect(
+                present.allSatisfy { !$0.hasSuffix(".part") && !$0.hasSuffix(".swoop") },
+                "failed small files leave nothing: \(present.filter { $0.hasSuffix(".part") }.prefix(3))")
         }
     }
 }

@@ -30,7 +30,10 @@ struct SoakTests {
                 #expect(try TestData.sha256(of: scratch.path("soak.bin")) == object.sha256)
                 let dropped = origin.requests.filter { $0.faultApplied?.contains("drop") == true }.count
                 let failed = origin.requests.filter { $0.status == 503 }.count
-                print("soak: 256 MiB, 16 connections: \(result.retries) retries (\(dropped) dropped responses, \(failed) x 503) in \(elapsed), \(result.requests) requests, \(result.bytesReceived) bytes received")
+                print(
+                    "soak: 256 MiB, 16 connections: \(result.retries) retries (\(dropped) dropped responses, \(failed) "
+                        + "x 503) in \(elapsed), \(result.requests) requests, \(result.bytesReceived) bytes received"
+                )
                 #expect(failed == 8)
                 #expect(dropped > 0)
                 // Every 503 is retried; a drop is retried unless it hit a response the client had

@@ -10,10 +10,13 @@ import Testing
 struct StreamTests {
     /// Runs `swoop args` with standard output into a file; returns the exit status, the output's
     /// SHA-256 and size, and standard error.
-    private func stream(_ arguments: [String], in scratch: Scratch, timeout: Duration = .seconds(120)) async throws -> (status: Int32, sha256: String, size: Int, stderr: String) {
+    private func stream(
+        _ arguments: [String], in scratch: Scratch, timeout: Duration = .seconds(120)
+    ) async throws -> (status: Int32, sha256: String, size: Int, stderr: String) {
         let out = scratch.path("stdout.bin")
         let err = scratch.path("stderr.txt")
-        let process = try ChildProcess(executable: CLI.executable, arguments: arguments, directory: scratch.url.path, stdout: out, stderr: err)
+        let process = try ChildProcess(
+            executable: CLI.executable, arguments: arguments, directory: scratch.url.path, stdout: out, stderr: err)
         guard let status = await process.wait(timeout: timeout) else {
             process.signal(SIGKILL)
             throw TestFailure("swoop \(arguments) did not exit within \(timeout)")
@@ -24,11 +27,14 @@ struct StreamTests {
 
     /// Runs `swoop arguments` with standard output into the FIFO `fifo` and reads it `piece` bytes
     /// every 20 ms (a slow reader), sampling the process's resident memory as it goes.
-    private func readSlowly(_ arguments: [String], through fifo: String, in scratch: Scratch, piece: Int) async throws -> (status: Int32?, read: Int, sha256: String, peakRSS: Int) {
+    private func readSlowly(
+        _ arguments: [String], through fifo: String, in scratch: Scratch, piece: Int
+    ) async throws -> (status: Int32?, read: Int, sha256: String, peakRSS: Int) {
         // The reader end first (not blocking), so the child's open for writing does not wait.
         let reader = try openReader(fifo)
         let process = try ChildProcess(
-            executable: CLI.executable, arguments: arguments, directory: scratch.url.path, stdout: fifo, stderr: scratch.path("stderr.txt"))
+            executable: CLI.executable, arguments: arguments, directory: scratch.url.path, stdout: fifo,
+            stderr: scratch.path("stderr.txt"))
         var hasher = ContinuousHash()
         var peakRSS = 0
         var read = 0
@@ -44,7 +50,9 @@ struct StreamTests {
 
     /// Nothing but what the test itself wrote: a stream leaves nothing on disk.
     private func expectNothingWritten(_ scratch: Scratch, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { !["stdout.bin", "stderr.txt", "fifo"].contains($0) }
+        let names = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter {
+            !["stdout.bin", "stderr.txt", "fifo"].contains($0)
+        }
         #expect(names.isEmpty, "left behind: \(names)", sourceLocation: sourceLocation)
     }
 
@@ -82,7 +90,11 @@ struct StreamTests {
             let object = TestObject(size: 20 << 20, seed: 4)
             origin.addObject(object, at: "/d.bin")
             origin.updateFaults { $0.dropProbability = 0.3 }
-            let run = try await stream(["get", origin.url("/d.bin"), "-o", "-", "-c", "8", "--max-tries", "20", "--stream-window", "8M", "-q"], in: scratch)
+            let run = try await stream(
+                [
+                    "get", origin.url("/d.bin"), "-o", "-", "-c", "8", "--max-tries", "20", "--stream-window", "8M",
+                    "-q",
+                ], in: scratch)
             #expect(run.status == 0, "stderr: \(run.stderr)")
             #expect(run.sha256 == object.sha256)
         }
@@ -98,7 +110,8 @@ struct StreamTests {
                 $0.changeAfterRequests = 3
                 $0.throttleBytesPerSecond = 8 << 20
             }
-            let run = try await stream(["get", origin.url("/c.bin"), "-o", "-", "-c", "4", "--stream-window", "4M"], in: scratch)
+            let run = try await stream(
+                ["get", origin.url("/c.bin"), "-o", "-", "-c", "4", "--stream-window", "4M"], in: scratch)
             #expect(run.status == 4, "stderr: \(run.stderr)")
             #expect(run.stderr.contains("incomplete"), "stderr: \(run.stderr)")
             #expect(run.size < 16 << 20)
@@ -119,7 +132,9 @@ struct StreamTests {
             #expect(mkfifo(fifo, 0o600) == 0)
             let err = scratch.path("stderr.txt")
             // About 12 MiB/s: far slower than loopback.
-            let slow = try await readSlowly(["get", nginx.url("/s.bin"), "-o", "-", "-c", "8", "--stream-window", "8M", "-q"], through: fifo, in: scratch, piece: 256 << 10)
+            let slow = try await readSlowly(
+                ["get", nginx.url("/s.bin"), "-o", "-", "-c", "8", "--stream-window", "8M", "-q"], through: fifo,
+                in: scratch, piece: 256 << 10)
             #expect(slow.status == 0, "stderr: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
             #expect(slow.read == size && slow.sha256 == expected)
             // The window (8 MiB) plus the process's own ~30 MiB, far below the 96 MiB object.
@@ -134,7 +149,9 @@ struct StreamTests {
             try head.close()
             #expect(first?.count == 100)
             let closed = await again.wait(timeout: .seconds(30))
-            #expect(closed == 0, "a closed pipe is a quiet end: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
+            #expect(
+                closed == 0,
+                "a closed pipe is a quiet end: \((try? String(contentsOfFile: err, encoding: .utf8)) ?? "")")
             try expectNothingWritten(scratch)
         }
     }
@@ -150,8 +167,12 @@ struct StreamTests {
             defer { scratch.cleanup() }
             let fifo = scratch.path("fifo")
             #expect(mkfifo(fifo, 0o600) == 0)
-            let slow = try await readSlowly(["get", nginx.url("/n.bin"), "-o", "-", "--stream-window", "4M", "-q"], through: fifo, in: scratch, piece: 512 << 10)
-            #expect(slow.status == 0, "stderr: \((try? String(contentsOfFile: scratch.path("stderr.txt"), encoding: .utf8)) ?? "")")
+            let slow = try await readSlowly(
+                ["get", nginx.url("/n.bin"), "-o", "-", "--stream-window", "4M", "-q"], through: fifo, in: scratch,
+                piece: 512 << 10)
+            #expect(
+                slow.status == 0,
+                "stderr: \((try? String(contentsOfFile: scratch.path("stderr.txt"), encoding: .utf8)) ?? "")")
             #expect(slow.read == size && slow.sha256 == expected)
             #expect(slow.peakRSS > 0 && slow.peakRSS < (4 + 40) << 10, "peak RSS \(slow.peakRSS) KiB")
         }
@@ -169,7 +190,9 @@ struct StreamTests {
             configuration.connections = .fixed(8)
             try await withDownloader(configuration) { downloader in
                 var hasher = ContinuousHash()
-                for try await chunk in try downloader.bytes(for: DownloadRequest(url: nginx.url("/l.bin")), window: 8 << 20) {
+                for try await chunk in try downloader.bytes(
+                    for: DownloadRequest(url: nginx.url("/l.bin")), window: 8 << 20)
+                {
                     hasher.update(Data(chunk))
                 }
                 #expect(hasher.hex == expected)
@@ -178,14 +201,18 @@ struct StreamTests {
                 try nginx.clearLog()
                 let consumer = Task {
                     var taken = 0
-                    for try await chunk in try downloader.bytes(for: DownloadRequest(url: nginx.url("/big.bin")), window: 8 << 20) {
+                    for try await chunk in try downloader.bytes(
+                        for: DownloadRequest(url: nginx.url("/big.bin")), window: 8 << 20)
+                    {
                         taken += chunk.count
                         if taken >= 4 << 20 { try await Task.sleep(for: .seconds(30)) }
                     }
                     return taken
                 }
                 try await Task.sleep(for: .milliseconds(300))
-                while try nginx.log().reduce(0, { $0 + $1.bytes }) < 4 << 20 { try await Task.sleep(for: .milliseconds(20)) }
+                while try nginx.log().reduce(0, { $0 + $1.bytes }) < 4 << 20 {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
                 consumer.cancel()
                 _ = await consumer.result
                 try await Task.sleep(for: .seconds(1))
@@ -217,6 +244,7 @@ private func openReader(_ path: String) throws -> FileHandle {
 /// The resident set of `pid` now, in KiB (0 once it is gone).
 private func residentKiB(of pid: Int32) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
     return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
 }

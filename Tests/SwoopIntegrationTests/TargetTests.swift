@@ -47,13 +47,18 @@ struct TargetTests {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
         var sums: [String] = []
-        for index in 0..<20 { sums.append(try nginx.addFile("f\(index).bin", size: 2000 + index * 70_000, seed: UInt64(index))) }
+        for index in 0..<20 {
+            sums.append(try nginx.addFile("f\(index).bin", size: 2000 + index * 70_000, seed: UInt64(index)))
+        }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withDownloader { downloader in
-            _ = try await downloader.download(DownloadRequest(url: nginx.url("/f0.bin")), to: scratch.path("one/two/f0.bin"))
+            _ = try await downloader.download(
+                DownloadRequest(url: nginx.url("/f0.bin")), to: scratch.path("one/two/f0.bin"))
             #expect(try TestData.sha256(of: scratch.path("one/two/f0.bin")) == sums[0])
-            let items = (0..<20).map { BulkItem(DownloadRequest(url: nginx.url("/f\($0).bin")), to: scratch.path("many/x\($0 % 3)/f\($0).bin")) }
+            let items = (0..<20).map {
+                BulkItem(DownloadRequest(url: nginx.url("/f\($0).bin")), to: scratch.path("many/x\($0 % 3)/f\($0).bin"))
+            }
             var summary: BulkSummary?
             for await event in downloader.downloadAll(items) {
                 if case .completed(let done) = event { summary = done }
@@ -67,7 +72,8 @@ struct TargetTests {
         off.createsMissingDirectories = false
         try await withDownloader(off) { downloader in
             do {
-                _ = try await downloader.download(DownloadRequest(url: nginx.url("/f1.bin")), to: scratch.path("absent/f1.bin"))
+                _ = try await downloader.download(
+                    DownloadRequest(url: nginx.url("/f1.bin")), to: scratch.path("absent/f1.bin"))
                 Issue.record("expected a failure")
             } catch let error as DownloadError {
                 #expect(error.kind == .localIO && error.remedy == .createDirectory, "\(error)")
@@ -101,27 +107,30 @@ struct TargetTests {
     @Test("a second process for the same target stops at once with exit 5 naming the first; the first finishes")
     func secondProcessStops() async throws {
         // Exclusive for the second process's start-up time, which is measured.
-        try await exclusively { try await withTestOrigin { origin in
-            let object = TestObject(size: 48 << 20, seed: 7)
-            origin.addObject(object, at: "/slow.bin")
-            let scratch = try Scratch()
-            defer { scratch.cleanup() }
-            let holder = try await startHolder(origin, in: scratch)
-            let started = ContinuousClock.now
-            let second = try await CLI.run(["get", origin.url("/slow.bin"), "-c", "4"], in: scratch.url, timeout: .seconds(60))
-            let took = ContinuousClock.now - started
-            #expect(second.status == 5, "stderr: \(second.stderr)")
-            #expect(second.stderr.contains("pid \(holder.pid)"), "stderr: \(second.stderr)")
-            #expect(second.stderr.contains("being downloaded by another process"), "stderr: \(second.stderr)")
-            // No request, no waiting: it is a start-up and a lock attempt (bound loose for CI).
-            #expect(took < .seconds(3), "the second process took \(took)")
-            #expect(Downloader.status(of: scratch.path("slow.bin")).isInUse, "the first still holds the target")
-            release(origin)
-            let first = try await holder.wait(timeout: .seconds(120))
-            #expect(first.status == 0, "stderr: \(first.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
-            #expect(!scratch.exists("slow.bin.part") && !scratch.exists("slow.bin.swoop"))
-        } }
+        try await exclusively {
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 48 << 20, seed: 7)
+                origin.addObject(object, at: "/slow.bin")
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let holder = try await startHolder(origin, in: scratch)
+                let started = ContinuousClock.now
+                let second = try await CLI.run(
+                    ["get", origin.url("/slow.bin"), "-c", "4"], in: scratch.url, timeout: .seconds(60))
+                let took = ContinuousClock.now - started
+                #expect(second.status == 5, "stderr: \(second.stderr)")
+                #expect(second.stderr.contains("pid \(holder.pid)"), "stderr: \(second.stderr)")
+                #expect(second.stderr.contains("being downloaded by another process"), "stderr: \(second.stderr)")
+                // No request, no waiting: it is a start-up and a lock attempt (bound loose for CI).
+                #expect(took < .seconds(3), "the second process took \(took)")
+                #expect(Downloader.status(of: scratch.path("slow.bin")).isInUse, "the first still holds the target")
+                release(origin)
+                let first = try await holder.wait(timeout: .seconds(120))
+                #expect(first.status == 0, "stderr: \(first.stderr)")
+                #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
+                #expect(!scratch.exists("slow.bin.part") && !scratch.exists("slow.bin.swoop"))
+            }
+        }
     }
 
     @Test("a holder killed with SIGKILL does not block the next run, which resumes")
@@ -141,7 +150,8 @@ struct TargetTests {
             let kept = Downloader.status(of: scratch.path("slow.bin"))
             #expect(kept.state == .partial && !kept.isInUse && kept.bytesDone >= 2 << 20)
             release(origin)
-            let next = try await CLI.run(["get", origin.url("/slow.bin"), "-c", "16", "-q"], in: scratch.url, timeout: .seconds(120))
+            let next = try await CLI.run(
+                ["get", origin.url("/slow.bin"), "-c", "16", "-q"], in: scratch.url, timeout: .seconds(120))
             #expect(next.status == 0, "stderr: \(next.stderr)")
             #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
         }
@@ -157,7 +167,8 @@ struct TargetTests {
             defer { scratch.cleanup() }
             let holder = try await startHolder(origin, in: scratch)
             let list = scratch.path("list.txt")
-            try "\(origin.url("/slow.bin"))\n\(origin.url("/other.bin"))\n".write(toFile: list, atomically: true, encoding: .utf8)
+            try "\(origin.url("/slow.bin"))\n\(origin.url("/other.bin"))\n".write(
+                toFile: list, atomically: true, encoding: .utf8)
             let run = try await CLI.run(["get", "-i", list, "-q"], in: scratch.url, timeout: .seconds(60))
             #expect(run.status == 5, "stderr: \(run.stderr)")
             #expect(run.stderr.contains("pid \(holder.pid)"), "stderr: \(run.stderr)")
@@ -187,7 +198,8 @@ struct TargetTests {
             }
             #expect(underWay, "the first download is under way")
             do {
-                _ = try await second.download(DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"))
+                _ = try await second.download(
+                    DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"))
                 Issue.record("the second download should not run")
             } catch let error as DownloadError {
                 #expect(error.kind == .targetInUse, "\(error)")
@@ -214,7 +226,8 @@ struct TargetTests {
             var configuration = Downloader.Configuration()
             configuration.connections = .fixed(4)
             try await withDownloader(configuration) { downloader in
-                let task = try downloader.start(DownloadRequest(url: origin.url("/gone.bin")), to: scratch.path("gone.bin"))
+                let task = try downloader.start(
+                    DownloadRequest(url: origin.url("/gone.bin")), to: scratch.path("gone.bin"))
                 // The part file exists from the first response on.
                 let created = try await eventually { scratch.exists("gone.bin.part") }
                 #expect(created)

@@ -17,7 +17,9 @@ struct URLRefreshTests {
         origin.requests.count { $0.status == 403 }
     }
 
-    @Test("a download that outlives its URL refreshes it and completes with the same bytes, fetching each byte about once")
+    @Test(
+        "a download that outlives its URL refreshes it and completes with the same bytes, fetching each byte about once"
+    )
     func outlivesItsURL() async throws {
         try await exclusively {
             try await withTestOrigin { origin in
@@ -34,15 +36,24 @@ struct URLRefreshTests {
                 }
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
-                let result = try await withDownloader(quickConfiguration(connections: 4)) { try await $0.download(request, to: scratch.path("r.bin")) }
+                let result = try await withDownloader(quickConfiguration(connections: 4)) {
+                    try await $0.download(request, to: scratch.path("r.bin"))
+                }
                 #expect(try TestData.sha256(of: scratch.path("r.bin")) == object.sha256)
                 let fetched = Self.bytesFetched(origin), refreshes = calls.withLock { $0 }
-                print("URL refresh: \(object.size) bytes in \(result.duration) with URLs valid for \(validity): \(refreshes) refreshes, \(Self.refused(origin)) requests refused, \(fetched) bytes fetched (\(String(format: "%.1f", 100 * Double(fetched) / Double(object.size)))%)")
+                print(
+                    "URL refresh: \(object.size) bytes in \(result.duration) with URLs valid for \(validity): "
+                        + "\(refreshes) refreshes, \(Self.refused(origin)) requests refused, \(fetched) bytes fetched "
+                        + "(\(String(format: "%.1f", 100 * Double(fetched) / Double(object.size)))%)"
+                )
                 #expect(result.duration > validity * 2, "the download outlived its URL, by its own clock")
                 #expect(refreshes >= 1 && Self.refused(origin) >= 1)
-                #expect(Double(fetched) <= 1.05 * Double(object.size), "no restart: \(fetched) bytes fetched for \(object.size)")
+                #expect(
+                    Double(fetched) <= 1.05 * Double(object.size),
+                    "no restart: \(fetched) bytes fetched for \(object.size)")
                 // One refresh per expiry, not one per connection.
-                #expect(refreshes <= Int(result.duration / validity) + 2, "\(refreshes) refreshes in \(result.duration)")
+                #expect(
+                    refreshes <= Int(result.duration / validity) + 2, "\(refreshes) refreshes in \(result.duration)")
             }
         }
     }
@@ -63,7 +74,9 @@ struct URLRefreshTests {
         request.urlProvider = provider
         let done = Mutex<Int64>(0)
         return try await withDownloader(quickConfiguration(connections: 8)) { downloader in
-            let task = try downloader.start(request, to: scratch.path("m.bin")) { progress in done.withLock { $0 = progress.bytesDone } }
+            let task = try downloader.start(request, to: scratch.path("m.bin")) { progress in
+                done.withLock { $0 = progress.bytesDone }
+            }
             let deadline = ContinuousClock.now + .seconds(60)
             while done.withLock({ $0 }) < object.size / 4, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
@@ -91,7 +104,10 @@ struct URLRefreshTests {
                 }
                 let result = try outcome.get()
                 #expect(try TestData.sha256(of: scratch.path("m.bin")) == origin.object(at: "/m.bin")?.sha256)
-                print("one refresh for all: \(Self.refused(origin)) requests refused, \(calls.withLock { $0 }) refresh, \(Self.bytesFetched(origin)) bytes fetched for \(result.bytes)")
+                print(
+                    "one refresh for all: \(Self.refused(origin)) requests refused, \(calls.withLock { $0 }) refresh, "
+                        + "\(Self.bytesFetched(origin)) bytes fetched for \(result.bytes)"
+                )
                 #expect(Self.refused(origin) >= 2, "several connections were refused")
                 #expect(calls.withLock { $0 } == 1)
                 #expect(Double(Self.bytesFetched(origin)) <= 1.05 * Double(result.bytes))
@@ -106,34 +122,45 @@ struct URLRefreshTests {
                 origin.addObject(TestObject(size: 24 << 20, seed: 98), at: "/other.bin")  // same size, other bytes
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
-                let outcome = try await Self.revokeMidway(origin, scratch: scratch) { _ in origin.signedURL("/other.bin") }
+                let outcome = try await Self.revokeMidway(origin, scratch: scratch) { _ in
+                    origin.signedURL("/other.bin")
+                }
                 guard case .failure(let error) = outcome else { Issue.record("the download succeeded"); return }
                 #expect(error.kind == .urlRefreshFailed, "\(error)")
-                #expect(error.message.contains("another object") && error.message.contains("other.bin"), "\(error.message)")
+                #expect(
+                    error.message.contains("another object") && error.message.contains("other.bin"), "\(error.message)")
                 #expect(!scratch.exists("m.bin"))
                 let status = Downloader.status(of: scratch.path("m.bin"))
                 #expect(status.canResume && status.bytesDone > 0, "the partial download is kept: \(status)")
-                let map = String(decoding: try Data(contentsOf: URL(fileURLWithPath: scratch.path("m.bin.swoop"))), as: UTF8.self)
-                #expect(map.contains("/m.bin") && !map.contains("sig=") && !map.contains("expires="), "the map keeps the URL without its signature")
+                let map = String(
+                    decoding: try Data(contentsOf: URL(fileURLWithPath: scratch.path("m.bin.swoop"))), as: UTF8.self)
+                #expect(
+                    map.contains("/m.bin") && !map.contains("sig=") && !map.contains("expires="),
+                    "the map keeps the URL without its signature")
             }
         }
     }
 
-    @Test("a refresh that keeps failing gives up after maxURLRefreshes with a clear error, keeping the partial download")
+    @Test(
+        "a refresh that keeps failing gives up after maxURLRefreshes with a clear error, keeping the partial download")
     func refreshKeepsFailing() async throws {
         try await exclusively {
             try await withTestOrigin { origin in
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
                 let calls = Mutex(0)
-                struct NoURL: Error, CustomStringConvertible { var description: String { "the signing service is down" } }
+                struct NoURL: Error, CustomStringConvertible {
+                    var description: String { "the signing service is down" }
+                }
                 let outcome = try await Self.revokeMidway(origin, scratch: scratch) { _ in
                     calls.withLock { $0 += 1 }
                     throw NoURL()
                 }
                 guard case .failure(let error) = outcome else { Issue.record("the download succeeded"); return }
                 #expect(error.kind == .urlRefreshFailed)
-                #expect(error.message.contains("the signing service is down") && error.message.contains("DownloadRequest.urlProvider"), "\(error.message)")
+                #expect(
+                    error.message.contains("the signing service is down")
+                        && error.message.contains("DownloadRequest.urlProvider"), "\(error.message)")
                 #expect(calls.withLock { $0 } == Downloader.Configuration().retry.maxURLRefreshes)
                 let status = Downloader.status(of: scratch.path("m.bin"))
                 #expect(status.canResume && status.bytesDone > 0, "the partial download is kept: \(status)")
@@ -153,20 +180,35 @@ struct URLRefreshTests {
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
                 // Unsigned URLs: the first request is refused, and the command mints one.
-                try "\(origin.url("/a.bin"))\n\(origin.url("/b.bin"))\n".write(toFile: scratch.path("list"), atomically: true, encoding: .utf8)
-                let mint = #"python3 -c 'import os, urllib.parse, urllib.request; u = urllib.parse.urlsplit(os.environ["SWOOP_URL"]); print(urllib.request.urlopen(f"http://{u.netloc}/.sign{u.path}").read().decode())'"#
-                let result = try await CLI.start(["-i", "list", "-q", "-c", "2", "--max-tries", "3", "--url-command", mint], in: scratch.url, environment: ProxyTests.cleanEnvironment).wait(timeout: .seconds(120))
+                try "\(origin.url("/a.bin"))\n\(origin.url("/b.bin"))\n".write(
+                    toFile: scratch.path("list"), atomically: true, encoding: .utf8)
+                let mint =
+                    #"python3 -c 'import os, urllib.parse, urllib.request; "#
+                    + #"u = urllib.parse.urlsplit(os.environ["SWOOP_URL"]); "#
+                    + #"print(urllib.request.urlopen(f"http://{u.netloc}/.sign{u.path}").read().decode())'"#
+                let result = try await CLI.start(
+                    ["-i", "list", "-q", "-c", "2", "--max-tries", "3", "--url-command", mint], in: scratch.url,
+                    environment: ProxyTests.cleanEnvironment
+                ).wait(timeout: .seconds(120))
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 #expect(try TestData.sha256(of: scratch.path("a.bin")) == objects[0].sha256)
                 #expect(try TestData.sha256(of: scratch.path("b.bin")) == objects[1].sha256)
                 let minted = origin.requests.filter { $0.path.hasPrefix("/.sign/") }.map(\.path)
-                #expect(minted.filter { $0 == "/.sign/a.bin" }.count >= 2 && minted.filter { $0 == "/.sign/b.bin" }.count >= 2, "each line minted its own URLs, more than once: \(minted)")
+                #expect(
+                    minted.filter { $0 == "/.sign/a.bin" }.count >= 2
+                        && minted.filter { $0 == "/.sign/b.bin" }.count >= 2,
+                    "each line minted its own URLs, more than once: \(minted)")
 
                 // A command that fails: a clear error naming the flag.
                 try FileManager.default.removeItem(atPath: scratch.path("a.bin"))
-                let failing = try await CLI.start([origin.url("/a.bin"), "--url-command", "echo nope >&2; exit 3"], in: scratch.url, environment: ProxyTests.cleanEnvironment).wait(timeout: .seconds(60))
+                let failing = try await CLI.start(
+                    [origin.url("/a.bin"), "--url-command", "echo nope >&2; exit 3"], in: scratch.url,
+                    environment: ProxyTests.cleanEnvironment
+                ).wait(timeout: .seconds(60))
                 #expect(failing.status == 1, "stderr: \(failing.stderr)")
-                #expect(failing.stderr.contains("--url-command exited with status 3") && failing.stderr.contains("check --url-command"), "stderr: \(failing.stderr)")
+                #expect(
+                    failing.stderr.contains("--url-command exited with status 3")
+                        && failing.stderr.contains("check --url-command"), "stderr: \(failing.stderr)")
             }
         }
     }

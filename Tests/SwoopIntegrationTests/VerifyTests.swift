@@ -29,19 +29,26 @@ struct VerifyTests {
     private static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 
     static let kinds: [Kind] = [
-        Kind(name: "Repr-Digest sha-256", header: "repr-digest") { "sha-256=:\(base64(Array(SHA256.hash(data: $0)))):" },
-        Kind(name: "Repr-Digest sha-512", header: "repr-digest") { "sha-512=:\(base64(Array(SHA512.hash(data: $0)))):" },
+        Kind(name: "Repr-Digest sha-256", header: "repr-digest") {
+            "sha-256=:\(base64(Array(SHA256.hash(data: $0)))):"
+        },
+        Kind(name: "Repr-Digest sha-512", header: "repr-digest") {
+            "sha-512=:\(base64(Array(SHA512.hash(data: $0)))):"
+        },
         Kind(name: "x-goog-hash crc32c, md5", header: "x-goog-hash") {
             "crc32c=\(base64(bigEndian(crc(.crc32c, $0), bytes: 4))),md5=\(base64(Array(Insecure.MD5.hash(data: $0))))"
         },
-        Kind(name: "x-amz-checksum-crc64nvme", header: "x-amz-checksum-crc64nvme") { base64(bigEndian(crc(.crc64nvme, $0), bytes: 8)) },
+        Kind(name: "x-amz-checksum-crc64nvme", header: "x-amz-checksum-crc64nvme") {
+            base64(bigEndian(crc(.crc64nvme, $0), bytes: 8))
+        },
         Kind(name: "x-amz-checksum-sha256", header: "x-amz-checksum-sha256") { base64(Array(SHA256.hash(data: $0))) },
         Kind(name: "x-oss-hash-crc64ecma", header: "x-oss-hash-crc64ecma") { String(crc(.crc64xz, $0)) },
     ]
 
     /// nginx serving `good.bin` and `bad.bin` (one byte flipped), both with `header: value`.
     private func serve(_ bytes: [UInt8], header: String, value: String, in scratch: Scratch) throws -> Nginx {
-        let config = ["good.bin", "bad.bin"].map { "location = /\($0) { add_header \(header) \"\(value)\"; }" }.joined(separator: "\n")
+        let config = ["good.bin", "bad.bin"].map { "location = /\($0) { add_header \(header) \"\(value)\"; }" }.joined(
+            separator: "\n")
         let nginx = try Nginx.start(extraServerConfig: config)
         try Data(bytes).write(to: nginx.root.appendingPathComponent("good.bin"))
         var flipped = bytes
@@ -69,8 +76,10 @@ struct VerifyTests {
 
         let bad = try await CLI.run([nginx.url("/bad.bin"), "-c", "4"], in: scratch.url)
         #expect(bad.status != 0)
-        #expect(bad.stderr.contains("checksum mismatch") && bad.stderr.contains(kind.header) && bad.stderr.contains(kind.value(bytes).prefix(12)),
-                "stderr: \(bad.stderr)")
+        #expect(
+            bad.stderr.contains("checksum mismatch") && bad.stderr.contains(kind.header)
+                && bad.stderr.contains(kind.value(bytes).prefix(12)),
+            "stderr: \(bad.stderr)")
         #expect(!scratch.exists("bad.bin") && !scratch.exists("bad.bin.part") && !scratch.exists("bad.bin.swoop"))
 
         // --no-verify: the user asked for the server's bytes as they are.
@@ -104,8 +113,14 @@ struct VerifyTests {
         let sha = TestData.sha256(bytes)
         let run = try await CLI.run([nginx.url("/good.bin"), "--checksum", "sha256=\(sha)", "--json"], in: scratch.url)
         #expect(run.status == 0, "stderr: \(run.stderr)")
-        #expect(run.stdout.contains("\"source\":\"expected checksum\"") && run.stdout.contains("\"source\":\"x-oss-hash-crc64ecma\""), "\(run.stdout)")
-        let crcOnly = try await CLI.run([nginx.url("/good.bin"), "-o", "c.bin", "--checksum", "crc64xz=\(String(Self.crc(.crc64xz, bytes), radix: 16))", "--no-verify", "--json"], in: scratch.url)
+        #expect(
+            run.stdout.contains("\"source\":\"expected checksum\"")
+                && run.stdout.contains("\"source\":\"x-oss-hash-crc64ecma\""), "\(run.stdout)")
+        let crcOnly = try await CLI.run(
+            [
+                nginx.url("/good.bin"), "-o", "c.bin", "--checksum",
+                "crc64xz=\(String(Self.crc(.crc64xz, bytes), radix: 16))", "--no-verify", "--json",
+            ], in: scratch.url)
         #expect(crcOnly.status == 0 && crcOnly.stdout.contains("\"algorithm\":\"crc64xz\""), "\(crcOnly.stderr)")
     }
 
@@ -131,7 +146,9 @@ struct VerifyTests {
                 #expect(TestData.sha256(written) == TestData.sha256(bytes))
             } else {
                 #expect(status == 1, "stderr: \(stderr)")
-                #expect(stderr.contains("checksum mismatch") && stderr.contains("x-goog-hash") && stderr.contains("discard them"), "stderr: \(stderr)")
+                #expect(
+                    stderr.contains("checksum mismatch") && stderr.contains("x-goog-hash")
+                        && stderr.contains("discard them"), "stderr: \(stderr)")
                 #expect(!stderr.contains("incomplete"))
             }
         }
@@ -169,9 +186,11 @@ struct VerifyTests {
             }
             let scratch = try Scratch()
             defer { scratch.cleanup() }
-            let failure: DownloadError? = try await withDownloader(quickConfiguration(connections: 4, maxTries: 3)) { downloader in
+            let failure: DownloadError? = try await withDownloader(quickConfiguration(connections: 4, maxTries: 3)) {
+                downloader in
                 do {
-                    _ = try await downloader.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+                    _ = try await downloader.download(
+                        DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
                     return nil
                 } catch let error as DownloadError {
                     return error
@@ -185,7 +204,7 @@ struct VerifyTests {
         }
     }
 
-    @Test("kill -9 mid-download, then resume: the CRC of the bytes already there is not computed again, and the file still verifies")
+    @Test("kill -9 mid-download, then resume: the CRC of the bytes already there is not computed again; it verifies")
     func resumeAfterKillStillVerifies() async throws {
         try await withTestOrigin { origin in
             let scratch = try Scratch()
@@ -200,13 +219,16 @@ struct VerifyTests {
             // the whole in about a minute; the pace is lifted for the resumed run.
             origin.updateFaults { $0.throttleBytesPerSecond = 256 << 10 }
             let target = scratch.path("good.bin")
-            let running = try CLI.start([origin.url("/good.bin"), "-c", "4", "--checkpoint-interval", "0.2", "-q"], in: scratch.url)
+            let running = try CLI.start(
+                [origin.url("/good.bin"), "-c", "4", "--checkpoint-interval", "0.2", "-q"], in: scratch.url)
             // Until the map records some CRC runs (a checkpoint after bytes arrived), at most 60 s.
             let deadline = ContinuousClock.now + .seconds(60)
             var runs: CRCRuns?
             while ContinuousClock.now < deadline {
-                if let data = FileManager.default.contents(atPath: target + ".swoop"), let map = try? SegmentMap.decode(Array(data)),
-                   let recorded = map.crcRuns, recorded.runs.reduce(0, { $0 + $1.range.count }) >= 4 << 20 {
+                if let data = FileManager.default.contents(atPath: target + ".swoop"),
+                    let map = try? SegmentMap.decode(Array(data)),
+                    let recorded = map.crcRuns, recorded.runs.reduce(0, { $0 + $1.range.count }) >= 4 << 20
+                {
                     runs = recorded
                     break
                 }
@@ -219,7 +241,9 @@ struct VerifyTests {
             #expect(recorded.algorithm == .crc64xz)
             // Every recorded run is right.
             for run in recorded.runs {
-                #expect(run.crc == Self.crc(.crc64xz, Array(bytes[Int(run.range.lowerBound)..<Int(run.range.upperBound)])), "run \(run.range)")
+                #expect(
+                    run.crc == Self.crc(.crc64xz, Array(bytes[Int(run.range.lowerBound)..<Int(run.range.upperBound)])),
+                    "run \(run.range)")
             }
             let resumed = try await CLI.run([origin.url("/good.bin"), "-c", "4", "--json"], in: scratch.url)
             #expect(resumed.status == 0, "stderr: \(resumed.stderr)")

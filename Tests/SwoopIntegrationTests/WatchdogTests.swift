@@ -6,7 +6,9 @@ import Testing
 /// any legitimate wait, it ends with an error naming what it waited for.
 @Suite("Watchdog")
 struct WatchdogTests {
-    @Test("a transfer stuck with nothing in flight ends with a clear error; the partial download is kept", .timeLimit(.minutes(1)))
+    @Test(
+        "a transfer stuck with nothing in flight ends with a clear error; the partial download is kept",
+        .timeLimit(.minutes(1)))
     func stuckTransferEnds() async throws {
         let nginx = try Nginx.start()
         defer { nginx.stop() }
@@ -25,7 +27,8 @@ struct WatchdogTests {
         let started = ContinuousClock.now
         try await withDownloader(configuration) { downloader in
             do {
-                _ = try await downloader.download(DownloadRequest(url: nginx.url("/stuck.bin")), to: scratch.path("stuck.bin"))
+                _ = try await downloader.download(
+                    DownloadRequest(url: nginx.url("/stuck.bin")), to: scratch.path("stuck.bin"))
                 Issue.record("the stuck download should fail")
             } catch let error as DownloadError {
                 #expect(error.message.contains("no request in flight and no progress"), "\(error)")

@@ -272,7 +272,9 @@ import Testing
             let slow = try await RawHTTPConnection.connect(to: origin)
             let clock = ContinuousClock()
             let start = clock.now
-            @Sendable func fetch(_ connection: RawHTTPConnection) async throws -> (count: Int, end: ContinuousClock.Instant) {
+            @Sendable func fetch(
+                _ connection: RawHTTPConnection
+            ) async throws -> (count: Int, end: ContinuousClock.Instant) {
                 let count = try await connection.request(.GET, "/a", timeout: .seconds(30)).body.count
                 return (count, clock.now)
             }

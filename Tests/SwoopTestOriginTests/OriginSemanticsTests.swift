@@ -41,14 +41,15 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        ("bytes=100-199", "bytes 100-199/100000", 100...199),
-        ("bytes=99990-", "bytes 99990-99999/100000", 99_990...99_999),
-        ("bytes=-10", "bytes 99990-99999/100000", 99_990...99_999),
-        ("bytes=99000-200000", "bytes 99000-99999/100000", 99_000...99_999),
-        ("bytes=-200000", "bytes 0-99999/100000", 0...99_999),
-        ("bytes=0-0", "bytes 0-0/100000", 0...0),
-    ] as [(String, String, ClosedRange<Int64>)])
+    @Test(
+        arguments: [
+            ("bytes=100-199", "bytes 100-199/100000", 100...199),
+            ("bytes=99990-", "bytes 99990-99999/100000", 99_990...99_999),
+            ("bytes=-10", "bytes 99990-99999/100000", 99_990...99_999),
+            ("bytes=99000-200000", "bytes 99000-99999/100000", 99_000...99_999),
+            ("bytes=-200000", "bytes 0-99999/100000", 0...99_999),
+            ("bytes=0-0", "bytes 0-0/100000", 0...0),
+        ] as [(String, String, ClosedRange<Int64>)])
     func satisfiableRangesGet206(range: String, contentRange: String, bytes: ClosedRange<Int64>) async throws {
         try await withOrigin { origin in
             origin.addObject(TestObject(size: Self.size), at: "/a.bin")
@@ -193,13 +194,20 @@ import Testing
             origin.addObject(object, at: "/a")
             let connection = try await RawHTTPConnection.connect(to: origin)
             let range = ("Range", "bytes=10-19")
-            #expect(try await connection.request(.GET, "/a", headers: [range, ("If-Range", object.etagValue!)]).status == 206)
-            #expect(try await connection.request(.GET, "/a", headers: [range, ("If-Range", object.lastModifiedValue!)]).status == 206)
+            #expect(
+                try await connection.request(.GET, "/a", headers: [range, ("If-Range", object.etagValue!)]).status
+                    == 206)
+            #expect(
+                try await connection.request(.GET, "/a", headers: [range, ("If-Range", object.lastModifiedValue!)])
+                    .status == 206)
             let stale = try await connection.request(.GET, "/a", headers: [range, ("If-Range", "\"old\"")])
             #expect(stale.status == 200)
             #expect(stale.body.count == 1000)
-            #expect(try await connection.request(.GET, "/a", headers: [("If-None-Match", object.etagValue!)]).status == 304)
-            #expect(try await connection.request(.GET, "/a", headers: [("If-Modified-Since", object.lastModifiedValue!)]).status == 304)
+            #expect(
+                try await connection.request(.GET, "/a", headers: [("If-None-Match", object.etagValue!)]).status == 304)
+            #expect(
+                try await connection.request(.GET, "/a", headers: [("If-Modified-Since", object.lastModifiedValue!)])
+                    .status == 304)
             #expect(try await connection.request(.GET, "/a", headers: [("If-None-Match", "\"other\"")]).status == 200)
         }
     }
@@ -278,7 +286,8 @@ import Testing
             #expect(missing.status == 404)
             #expect(!missing.body.isEmpty)
             for (path, location, status) in [
-                ("/r302", "/a", 302), ("/r301", "http://127.0.0.2:1/elsewhere", 301), ("/evil", "file:///etc/passwd", 307),
+                ("/r302", "/a", 302), ("/r301", "http://127.0.0.2:1/elsewhere", 301),
+                ("/evil", "file:///etc/passwd", 307),
             ] {
                 let response = try await connection.request(.GET, path)
                 #expect(response.status == status)

@@ -11,7 +11,9 @@ import Darwin
 @Suite struct PayloadTests {
     @Test func anyRangeEqualsTheSameSliceOfTheWholeStream() {
         let whole = Payload.bytes(seed: 9, offset: 0, count: 3 * 4096 + 123)
-        let ranges: [(Int, Int)] = [(0, 1), (0, 4096), (1, 7), (5, 4096), (4095, 2), (4093, 4099), (8, 8000), (12_000, 411)]
+        let ranges: [(Int, Int)] = [
+            (0, 1), (0, 4096), (1, 7), (5, 4096), (4095, 2), (4093, 4099), (8, 8000), (12_000, 411),
+        ]
         for (offset, count) in ranges {
             let part = Payload.bytes(seed: 9, offset: Int64(offset), count: count)
             #expect(part == Array(whole[offset..<(offset + count)]), "offset \(offset) count \(count)")
@@ -124,10 +126,11 @@ import Darwin
             Issue.record("list did not parse")
             return
         }
-        #expect(tags == [
-            EntityTag(isWeak: false, opaque: "a"), EntityTag(isWeak: true, opaque: "b"),
-            EntityTag(isWeak: false, opaque: "c,d"),
-        ])
+        #expect(
+            tags == [
+                EntityTag(isWeak: false, opaque: "a"), EntityTag(isWeak: true, opaque: "b"),
+                EntityTag(isWeak: false, opaque: "c,d"),
+            ])
         #expect(EntityTagList.parse("*").map { if case .any = $0 { true } else { false } } == true)
         #expect(EntityTagList.parse("abc") == nil)
         #expect(EntityTag(isWeak: true, opaque: "x").strongMatches(EntityTag(isWeak: true, opaque: "x")) == false)

@@ -94,7 +94,8 @@ struct CertificateAuthoritiesTests {
         let missing = "/nonexistent/swoop-ca.pem"
         let unreadable = TrustedCertificates(configuration) { $0 == "SSL_CERT_FILE" ? missing : nil }
         let said = unreadable.verificationNote
-        let expected = " (SSL_CERT_FILE names the CA bundle \(missing), which cannot be read: "
+        let expected =
+            " (SSL_CERT_FILE names the CA bundle \(missing), which cannot be read: "
             + "No such file or directory)"
         #expect(said == expected)
         configuration.certificateAuthorities = .custom(directory: "/")

@@ -6,11 +6,16 @@ import Testing
 @Suite("CompletedObject")
 struct CompletedObjectTests {
     @Test func keepsTheValidatorThePreconditionUses() {
-        let strong = CompletedObject(size: 4096, etag: "\"9b2cf535f27731c974343645a3985328\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT")
+        let strong = CompletedObject(
+            size: 4096, etag: "\"9b2cf535f27731c974343645a3985328\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT")
         #expect(strong.encoded == "s2\n4096\n\"9b2cf535f27731c974343645a3985328\"")
-        #expect(CompletedObject(encoded: strong.encoded) == CompletedObject(size: 4096, etag: "\"9b2cf535f27731c974343645a3985328\"", lastModified: nil))
+        #expect(
+            CompletedObject(encoded: strong.encoded)
+                == CompletedObject(size: 4096, etag: "\"9b2cf535f27731c974343645a3985328\"", lastModified: nil))
         let dated = CompletedObject(size: 7, etag: "W/\"w\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT")
-        #expect(CompletedObject(encoded: dated.encoded) == CompletedObject(size: 7, etag: nil, lastModified: "Tue, 15 Nov 1994 12:45:26 GMT"))
+        #expect(
+            CompletedObject(encoded: dated.encoded)
+                == CompletedObject(size: 7, etag: nil, lastModified: "Tue, 15 Nov 1994 12:45:26 GMT"))
         let weak = CompletedObject(size: 7, etag: "W/\"w\"", lastModified: nil)
         #expect(CompletedObject(encoded: weak.encoded) == weak)
         let bare = CompletedObject(size: 0, etag: nil, lastModified: nil)
@@ -26,8 +31,13 @@ struct CompletedObjectTests {
     }
 
     @Test func readsTheFirstFormat() {
-        let old = CompletedObject(encoded: "swoop1\n10\n\"e\"\nTue, 15 Nov 1994 12:45:26 GMT\nhttps://example.com/a.bin")
-        #expect(old == CompletedObject(size: 10, etag: "\"e\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", url: "https://example.com/a.bin"))
+        let old = CompletedObject(
+            encoded: "swoop1\n10\n\"e\"\nTue, 15 Nov 1994 12:45:26 GMT\nhttps://example.com/a.bin")
+        #expect(
+            old
+                == CompletedObject(
+                    size: 10, etag: "\"e\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT",
+                    url: "https://example.com/a.bin"))
         #expect(CompletedObject(encoded: "s3\n1\nx") == nil)
         #expect(CompletedObject(encoded: "s2\nten\n") == nil)
     }

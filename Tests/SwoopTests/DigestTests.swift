@@ -35,7 +35,9 @@ struct DigestTests {
         }
         // Incremental updates agree with one pass, at any split (the tail loop and the 8-byte loop).
         let incremental = bytes.withUnsafeBytes { all in
-            kind.update(kind.update(0, UnsafeRawBufferPointer(rebasing: all[..<13])), UnsafeRawBufferPointer(rebasing: all[13...]))
+            kind.update(
+                kind.update(0, UnsafeRawBufferPointer(rebasing: all[..<13])),
+                UnsafeRawBufferPointer(rebasing: all[13...]))
         }
         #expect(incremental == whole)
     }
@@ -52,7 +54,9 @@ struct DigestTests {
                 var reference = ~start & (kind.width == 64 ? .max : 0xFFFF_FFFF)
                 for byte in piece {
                     reference ^= UInt64(byte)
-                    for _ in 0..<8 { reference = reference & 1 != 0 ? (reference >> 1) ^ kind.polynomial : reference >> 1 }
+                    for _ in 0..<8 {
+                        reference = reference & 1 != 0 ? (reference >> 1) ^ kind.polynomial : reference >> 1
+                    }
                 }
                 reference = ~reference & (kind.width == 64 ? .max : 0xFFFF_FFFF)
                 #expect(kind.update(start, piece) == reference, "\(count) bytes")
@@ -90,7 +94,8 @@ struct DigestTests {
         var runs = CRCRuns(algorithm: .crc64nvme)
         runs.insert(ByteRange(0, 4096), crc: 0xDEAD_BEEF_0000_0001)
         runs.insert(ByteRange(6 * 1024, 8 * 1024), crc: 42)  // chunks 6 and 7: not complete
-        let map = SegmentMap(objectSize: 10 * 1024, chunkSize: 1024, etag: "\"e\"", url: "https://h/x", chunks: chunks, crcRuns: runs)
+        let map = SegmentMap(
+            objectSize: 10 * 1024, chunkSize: 1024, etag: "\"e\"", url: "https://h/x", chunks: chunks, crcRuns: runs)
         let decoded = try SegmentMap.decode(map.encoded())
         #expect(decoded == map)
         let kept = try #require(decoded.crcRuns).keeping(complete: decoded.chunks, layout: decoded.layout)
@@ -134,7 +139,11 @@ struct DigestTests {
     private static let shaBase64 = Data(sha).base64EncodedString()
 
     @Test func reprDigestIsOfTheWholeObjectContentDigestOfTheResponse() throws {
-        let found = PublishedDigests(head([("Repr-Digest", "sha-256=:\(Self.shaBase64):, unixsum=:AAA=:"), ("Content-Digest", "sha-512=:\(Data(repeating: 1, count: 64).base64EncodedString()):")]), bodyIsWholeObject: false)
+        let found = PublishedDigests(
+            head([
+                ("Repr-Digest", "sha-256=:\(Self.shaBase64):, unixsum=:AAA=:"),
+                ("Content-Digest", "sha-512=:\(Data(repeating: 1, count: 64).base64EncodedString()):"),
+            ]), bodyIsWholeObject: false)
         #expect(found.object.map(\.checksum) == [Checksum(algorithm: .sha256, digest: Self.sha)!])
         #expect(found.preferredForResponse?.checksum.algorithm == .sha512)
         #expect(found.unusable.contains { $0.contains("unixsum") })
@@ -143,11 +152,16 @@ struct DigestTests {
 
     @Test func googleAmazonAndAlibabaHeaders() throws {
         let crc32c = Data([0xE3, 0x06, 0x92, 0x83]).base64EncodedString()
-        let found = PublishedDigests(head([
-            ("x-goog-hash", "crc32c=\(crc32c)"), ("x-goog-hash", "md5=\(Data(repeating: 7, count: 16).base64EncodedString())"),
-            ("x-amz-checksum-crc64nvme", Data([0xAE, 0x8B, 0x14, 0x86, 0x0A, 0x79, 0x98, 0x88]).base64EncodedString()),
-            ("x-oss-hash-crc64ecma", "11051210869376104954"),
-        ]), bodyIsWholeObject: false)
+        let found = PublishedDigests(
+            head([
+                ("x-goog-hash", "crc32c=\(crc32c)"),
+                ("x-goog-hash", "md5=\(Data(repeating: 7, count: 16).base64EncodedString())"),
+                (
+                    "x-amz-checksum-crc64nvme",
+                    Data([0xAE, 0x8B, 0x14, 0x86, 0x0A, 0x79, 0x98, 0x88]).base64EncodedString()
+                ),
+                ("x-oss-hash-crc64ecma", "11051210869376104954"),
+            ]), bodyIsWholeObject: false)
         #expect(found.object.count == 4)
         // The CRC-64s come first: checked chunk by chunk.
         #expect(found.preferred?.header == "x-amz-checksum-crc64nvme")
@@ -159,18 +173,23 @@ struct DigestTests {
     @Test func compositeS3ChecksumsAndPartialContentMD5AreNotUsed() {
         let composite = PublishedDigests(head([("x-amz-checksum-crc32c", "sOO8/Q==-3")]), bodyIsWholeObject: false)
         #expect(composite.object.isEmpty && composite.unusable.first?.contains("composite") == true)
-        let typed = PublishedDigests(head([("x-amz-checksum-crc32", "AAAAAA=="), ("x-amz-checksum-type", "COMPOSITE")]), bodyIsWholeObject: false)
+        let typed = PublishedDigests(
+            head([("x-amz-checksum-crc32", "AAAAAA=="), ("x-amz-checksum-type", "COMPOSITE")]), bodyIsWholeObject: false
+        )
         #expect(typed.object.isEmpty)
         let md5 = Data(repeating: 9, count: 16).base64EncodedString()
-        let partial = PublishedDigests(head([("Content-MD5", md5), ("Digest", "SHA-256=\(Self.shaBase64)")]), bodyIsWholeObject: false)
+        let partial = PublishedDigests(
+            head([("Content-MD5", md5), ("Digest", "SHA-256=\(Self.shaBase64)")]), bodyIsWholeObject: false)
         #expect(partial.object.isEmpty && partial.response.isEmpty && partial.unusable.count == 2)
-        let whole = PublishedDigests(head([("Content-MD5", md5), ("Digest", "SHA-256=\(Self.shaBase64)")], status: 200), bodyIsWholeObject: true)
+        let whole = PublishedDigests(
+            head([("Content-MD5", md5), ("Digest", "SHA-256=\(Self.shaBase64)")], status: 200), bodyIsWholeObject: true)
         #expect(whole.object.count == 2 && whole.preferred?.header == "digest")
     }
 
     @Test func contentDigestRepeatingTheObjectsOnAPartIsNotUsed() {
         let value = "sha-256=:\(Self.shaBase64):"
-        let found = PublishedDigests(head([("Repr-Digest", value), ("Content-Digest", value)]), bodyIsWholeObject: false)
+        let found = PublishedDigests(
+            head([("Repr-Digest", value), ("Content-Digest", value)]), bodyIsWholeObject: false)
         #expect(found.response.isEmpty && found.object.count == 1)
         let whole = PublishedDigests(head([("Content-Digest", value)], status: 200), bodyIsWholeObject: true)
         #expect(whole.response.count == 1 && whole.object.count == 1)
@@ -178,13 +197,18 @@ struct DigestTests {
 
     @Test func aChangedDigestIsAnotherObject() {
         let first = PublishedDigests(head([("x-oss-hash-crc64ecma", "1")]), bodyIsWholeObject: false)
-        #expect(first.change(in: PublishedDigests(head([("x-oss-hash-crc64ecma", "1")]), bodyIsWholeObject: false)) == nil)
+        #expect(
+            first.change(in: PublishedDigests(head([("x-oss-hash-crc64ecma", "1")]), bodyIsWholeObject: false)) == nil)
         #expect(first.change(in: PublishedDigests(head([]), bodyIsWholeObject: false)) == nil)
-        #expect(first.change(in: PublishedDigests(head([("x-oss-hash-crc64ecma", "2")]), bodyIsWholeObject: false)) == "x-oss-hash-crc64ecma was 1, now 2")
+        #expect(
+            first.change(in: PublishedDigests(head([("x-oss-hash-crc64ecma", "2")]), bodyIsWholeObject: false))
+                == "x-oss-hash-crc64ecma was 1, now 2")
     }
 
     @Test func garbageHeadersAreReportedNotTrusted() {
-        let found = PublishedDigests(head([("Repr-Digest", "sha-256=nonsense"), ("x-goog-hash", "crc32c=!!"), ("x-oss-hash-crc64ecma", "-5")]), bodyIsWholeObject: false)
+        let found = PublishedDigests(
+            head([("Repr-Digest", "sha-256=nonsense"), ("x-goog-hash", "crc32c=!!"), ("x-oss-hash-crc64ecma", "-5")]),
+            bodyIsWholeObject: false)
         #expect(found.object.isEmpty)
         #expect(found.unusable.count == 3)
     }
@@ -192,7 +216,9 @@ struct DigestTests {
     // MARK: The scheduler's hold
 
     @Test func heldBytesCountOnlyOnceConfirmedAndRewindLosesThem() throws {
-        let plan = SegmentScheduler(layout: ChunkLayout(objectSize: 8192, chunkSize: 1024), missing: [ByteRange(0, 8192)], minimumSegmentSize: 1024)
+        let plan = SegmentScheduler(
+            layout: ChunkLayout(objectSize: 8192, chunkSize: 1024), missing: [ByteRange(0, 8192)],
+            minimumSegmentSize: 1024)
         var reported: [Range<Int>] = []
         plan.onChunksCompleted = { reported.append($0) }
         let segment = try #require(plan.claim(now: .now))

@@ -35,7 +35,9 @@ struct PartialStateTests {
         let layout = ChunkLayout(objectSize: size)
         var chunks = ChunkSet(count: layout.chunkCount)
         chunks.insert(contentsOf: 0..<(layout.chunkCount / 2))
-        let map = SegmentMap(objectSize: size, chunkSize: layout.chunkSize, etag: etag, lastModified: nil, url: url ?? self.url, chunks: chunks)
+        let map = SegmentMap(
+            objectSize: size, chunkSize: layout.chunkSize, etag: etag, lastModified: nil, url: url ?? self.url,
+            chunks: chunks)
         try SegmentMapFile.write(map, to: paths.map)
     }
 
@@ -48,18 +50,26 @@ struct PartialStateTests {
         defer { cleanUp() }
         try writeMap()
         try writeFile(paths.part, size: 1 << 20)
-        guard case .resumable(let map) = PartialState.inspect(paths, url: url) else { Issue.record("expected resumable"); return }
+        guard case .resumable(let map) = PartialState.inspect(paths, url: url) else {
+            Issue.record("expected resumable"); return
+        }
         #expect(map.objectSize == 1 << 20)
-        guard case .resumable = PartialState.inspect(paths, url: nil) else { Issue.record("no URL: the map's own"); return }
+        guard case .resumable = PartialState.inspect(paths, url: nil) else {
+            Issue.record("no URL: the map's own"); return
+        }
         #expect(Downloader.status(of: paths.target).canResume)
     }
 
     @Test func staleStateSaysWhy() throws {
         defer { cleanUp() }
         try writeFile(paths.part, size: 0)
-        guard case .absent = PartialState.inspect(paths, url: url) else { Issue.record("an empty part without a map is nothing"); return }
+        guard case .absent = PartialState.inspect(paths, url: url) else {
+            Issue.record("an empty part without a map is nothing"); return
+        }
         try writeFile(paths.part, size: 10)
-        guard case .orphanedPart(let orphan) = PartialState.inspect(paths, url: url) else { Issue.record("a part without a map"); return }
+        guard case .orphanedPart(let orphan) = PartialState.inspect(paths, url: url) else {
+            Issue.record("a part without a map"); return
+        }
         #expect(orphan.contains("has no segment map"))
         try writeMap()
         #expect(staleReason()?.contains("is shorter") == true)
@@ -75,7 +85,9 @@ struct PartialStateTests {
         try writeFile(paths.part, size: 1 << 20)
         try writeMap(etag: "W/\"v1\"")
         #expect(staleReason(url: "https://mirror.example.org/big.iso")?.contains("no strong ETag") == true)
-        guard case .resumable = PartialState.inspect(paths, url: url) else { Issue.record("same URL: resumable"); return }
+        guard case .resumable = PartialState.inspect(paths, url: url) else {
+            Issue.record("same URL: resumable"); return
+        }
         try writeMap(etag: "\"v1\"")
         guard case .resumable = PartialState.inspect(paths, url: "https://mirror.example.org/big.iso") else {
             Issue.record("a strong ETag lets the probe prove it"); return
@@ -91,17 +103,23 @@ struct PartialStateTests {
         try writeMap()
         try writeFile(paths.part, size: 1 << 20)
         try writeFile(paths.target, size: 5)
-        guard case .complete(5, nil) = PartialState.inspect(paths, url: url) else { Issue.record("a foreign file at the target"); return }
+        guard case .complete(5, nil) = PartialState.inspect(paths, url: url) else {
+            Issue.record("a foreign file at the target"); return
+        }
         #expect(Downloader.status(of: paths.target).state == .complete)
         CompletedObject(size: 5, etag: "\"v1\"", lastModified: nil, url: url).write(to: paths.target)
         if case .complete(5, let record) = PartialState.inspect(paths, url: url), record == nil {
             // This file system keeps no user xattrs: nothing more to check.
         } else {
-            guard case .complete(5, let record?) = PartialState.inspect(paths, url: url) else { Issue.record("ours"); return }
+            guard case .complete(5, let record?) = PartialState.inspect(paths, url: url) else {
+                Issue.record("ours"); return
+            }
             #expect(record.etag == "\"v1\"")
         }
         // Overwriting: the target is ignored, the partial state decides.
-        guard case .resumable = PartialState.inspect(paths, url: url, overwritesTarget: true) else { Issue.record("overwrite"); return }
+        guard case .resumable = PartialState.inspect(paths, url: url, overwritesTarget: true) else {
+            Issue.record("overwrite"); return
+        }
         unlink(paths.target)
         mkdir(paths.target, 0o755)
         guard case .directory = PartialState.inspect(paths, url: url) else { Issue.record("a directory"); return }

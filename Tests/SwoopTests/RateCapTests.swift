@@ -61,7 +61,8 @@ struct RateCapTests {
         for _ in 0..<20 {  // the cap stops binding: the same rate, now measured
             tick += 1
             bytes += 1_600_000
-            if let target = controller.observe(totalBytes: bytes, remainingBytes: 1 << 40, at: now(), roundTrip: 0.001) {
+            if let target = controller.observe(totalBytes: bytes, remainingBytes: 1 << 40, at: now(), roundTrip: 0.001)
+            {
                 grown = target
                 break
             }

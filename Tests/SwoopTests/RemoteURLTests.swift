@@ -14,10 +14,14 @@ struct RemoteURLTests {
         }
     }
 
-    @Test("http and https in any case", arguments: [
-        "http://example.com/file.iso", "https://example.com/file.iso", "HTTP://EXAMPLE.COM/file.iso", "hTtPs://Example.Com:8443/x",
-        "  https://example.com/padded  ", "http://[::1]:8080/x", "http://127.0.0.1/x", "https://user:pw@example.com/x?q=1#frag",
-    ])
+    @Test(
+        "http and https in any case",
+        arguments: [
+            "http://example.com/file.iso", "https://example.com/file.iso", "HTTP://EXAMPLE.COM/file.iso",
+            "hTtPs://Example.Com:8443/x",
+            "  https://example.com/padded  ", "http://[::1]:8080/x", "http://127.0.0.1/x",
+            "https://user:pw@example.com/x?q=1#frag",
+        ])
     func accepted(_ string: String) throws {
         let url = try RemoteURL(string)
         #expect(url.scheme == "http" || url.scheme == "https")
@@ -63,7 +67,10 @@ struct RemoteURLTests {
     }
 
     @Test func controlCharacters() throws {
-        for string in ["http://example.com/a\nb", "http://example.com/\u{0}", "http://exa\tmple.com/", "http://example.com/\u{7F}", "http://example.com/a\rb"] {
+        for string in [
+            "http://example.com/a\nb", "http://example.com/\u{0}", "http://exa\tmple.com/", "http://example.com/\u{7F}",
+            "http://example.com/a\rb",
+        ] {
             let error = try #require(parseError(string), "\(string.debugDescription)")
             #expect(error.message.contains("control characters"), "\(string.debugDescription)")
             #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 }, "the message itself is printable")
@@ -96,7 +103,9 @@ struct RemoteURLTests {
     }
 
     @Test func redactedDropsCredentialsQueryAndFragment() throws {
-        #expect(try RemoteURL("https://user:pw@Example.com:8443/a%20b/c?token=secret#frag").redacted == "https://example.com:8443/a%20b/c")
+        #expect(
+            try RemoteURL("https://user:pw@Example.com:8443/a%20b/c?token=secret#frag").redacted
+                == "https://example.com:8443/a%20b/c")
         #expect(try RemoteURL("https://example.com:443/x?y").redacted == "https://example.com/x")
         #expect(try RemoteURL("http://example.com:80/x").redacted == "http://example.com/x")
         #expect(try RemoteURL("http://example.com:443/x").redacted == "http://example.com:443/x")
@@ -114,8 +123,11 @@ struct RemoteURLTests {
         #expect(try base.resolving(redirect: "other.iso").absoluteString == "https://example.com/dir/other.iso")
         #expect(try base.resolving(redirect: "../up.iso").absoluteString == "https://example.com/up.iso")
         #expect(try base.resolving(redirect: "/root.iso").absoluteString == "https://example.com/root.iso")
-        #expect(try base.resolving(redirect: "//cdn.example.net/x.iso").absoluteString == "https://cdn.example.net/x.iso")
-        #expect(try base.resolving(redirect: "http://mirror.example.org:8080/y").absoluteString == "http://mirror.example.org:8080/y")
+        #expect(
+            try base.resolving(redirect: "//cdn.example.net/x.iso").absoluteString == "https://cdn.example.net/x.iso")
+        #expect(
+            try base.resolving(redirect: "http://mirror.example.org:8080/y").absoluteString
+                == "http://mirror.example.org:8080/y")
         #expect(try base.resolving(redirect: "  /padded  ").absoluteString == "https://example.com/padded")
         let kept = try base.resolving(redirect: "https://s3.example.com/b/k?X-Amz-Signature=abc")
         #expect(kept.absoluteString.hasSuffix("?X-Amz-Signature=abc"))
@@ -189,7 +201,9 @@ struct FileNameTests {
         #expect(!name.isEmpty, "from \(input.debugDescription)", sourceLocation: sourceLocation)
         #expect(name != "." && name != "..", "\(name) from \(input.debugDescription)", sourceLocation: sourceLocation)
         #expect(!name.contains("/") && !name.contains("\\"), "\(name.debugDescription)", sourceLocation: sourceLocation)
-        #expect(!name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(name.debugDescription)", sourceLocation: sourceLocation)
+        #expect(
+            !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(name.debugDescription)",
+            sourceLocation: sourceLocation)
         #expect(name.utf8.count <= 255, "\(name.utf8.count) bytes", sourceLocation: sourceLocation)
     }
 
@@ -231,7 +245,10 @@ struct FileNameTests {
     @Test("random names are always one safe component", arguments: 0..<2)
     func randomNames(batch: Int) {
         var random = SplitMix64(seed: 0xF11E_0000 &+ UInt64(batch))
-        let alphabet: [String] = ["a", "Z", "0", ".", "..", "/", "\\", " ", "\t", "\n", "\r", "\u{0}", "\u{7F}", "\u{85}", "é", "漢", "🙂", "%", ":", "-", "_", "\u{202E}"]
+        let alphabet: [String] = [
+            "a", "Z", "0", ".", "..", "/", "\\", " ", "\t", "\n", "\r", "\u{0}", "\u{7F}", "\u{85}", "é", "漢", "🙂", "%",
+            ":", "-", "_", "\u{202E}",
+        ]
         for _ in 0..<3000 {
             let length = Int(random.logUniform(0...400))
             let input = (0..<length).map { _ in alphabet.randomElement(using: &random)! }.joined()
@@ -245,8 +262,11 @@ struct FileNameTests {
 
     static func percentEncoded(_ string: String) -> String {
         string.utf8.map { byte in
-            let unreserved = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || "-._~".utf8.contains(byte)
-            return unreserved ? String(UnicodeScalar(byte)) : "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            let unreserved =
+                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+                || "-._~".utf8.contains(byte)
+            return unreserved
+                ? String(UnicodeScalar(byte)) : "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
         }.joined()
     }
 
@@ -254,7 +274,8 @@ struct FileNameTests {
         "a long name made of one huge character never becomes '..' or empty"
     )
     func hugeGraphemeClusters() {
-        let marks = String(repeating: "\u{301}", count: 200)  // one 'a' with 200 combining accents: 401 bytes, one Character
+        // One 'a' with 200 combining accents: 401 bytes, one Character.
+        let marks = String(repeating: "\u{301}", count: 200)
         checkSafe(FileName.sanitized("a" + marks) ?? "index.html", from: "a + 200 combining marks")
         checkSafe(FileName.sanitized("a" + marks + ".") ?? "index.html", from: "a + marks + '.'")
         // Through a URL the result is a path to the parent directory.
@@ -282,23 +303,29 @@ struct FileNameTests {
         ])
     }
 
-    @Test("bad names are refused", arguments: ["", "X Header", "X:Header", "Header:", "X\tY", "Ünï", "X\nY", "(x)", "a/b", "a@b", "a=b", "\"q\""])
+    @Test(
+        "bad names are refused",
+        arguments: ["", "X Header", "X:Header", "Header:", "X\tY", "Ünï", "X\nY", "(x)", "a/b", "a@b", "a=b", "\"q\""])
     func badNames(_ name: String) throws {
         let error = try #require(headerError(name, "v"))
         #expect(error.kind == .invalidRequest)
         #expect(error.message.contains("invalid header name"))
     }
 
-    @Test("values with line breaks or NUL are refused", arguments: ["a\rb", "a\nb", "a\r\nInjected: 1", "a\u{0}b", "\n"])
+    @Test(
+        "values with line breaks or NUL are refused", arguments: ["a\rb", "a\nb", "a\r\nInjected: 1", "a\u{0}b", "\n"])
     func badValues(_ value: String) throws {
         let error = try #require(headerError("X-Test", value))
         #expect(error.message.contains("line break or NUL"))
         #expect(error.message.contains("X-Test"))
     }
 
-    @Test("headers Swoop sets itself are refused", arguments: [
-        "Range", "range", "RANGE", "If-Match", "if-unmodified-since", "Accept-Encoding", "Host", "Content-Length", "Transfer-Encoding", "Connection",
-    ])
+    @Test(
+        "headers Swoop sets itself are refused",
+        arguments: [
+            "Range", "range", "RANGE", "If-Match", "if-unmodified-since", "Accept-Encoding", "Host", "Content-Length",
+            "Transfer-Encoding", "Connection",
+        ])
     func reservedNames(_ name: String) throws {
         let error = try #require(headerError(name, "x"))
         #expect(error.message.contains("set by Swoop itself"))
@@ -307,7 +334,9 @@ struct FileNameTests {
 
     @Test func oneBadHeaderAmongGoodOnesIsFound() {
         #expect(throws: DownloadError.self) {
-            try Downloader.validate([(name: "Accept", value: "*/*"), (name: "Host", value: "evil"), (name: "X", value: "y")])
+            try Downloader.validate([
+                (name: "Accept", value: "*/*"), (name: "Host", value: "evil"), (name: "X", value: "y"),
+            ])
         }
     }
 }

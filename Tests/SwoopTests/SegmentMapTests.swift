@@ -27,7 +27,8 @@ struct RawSegmentMap {
 
     /// Everything before the checksum.
     var body: [UInt8] {
-        magic + Self.littleEndian(version) + Self.littleEndian(flags) + Self.littleEndian(objectSize) + Self.littleEndian(chunkSize)
+        magic + Self.littleEndian(version) + Self.littleEndian(flags) + Self.littleEndian(objectSize)
+            + Self.littleEndian(chunkSize)
             + Self.string(etag) + Self.string(lastModified) + Self.string(url)
             + Self.littleEndian(bitmapLength ?? UInt32(bitmap.count)) + bitmap + trailing
     }
@@ -58,7 +59,8 @@ struct SegmentMapTests {
         let modified = Self.strings.randomElement(using: &random)!
         return SegmentMap(
             objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,
-            lastModified: modified.isEmpty ? nil : modified, url: Self.strings.randomElement(using: &random)!, chunks: chunks)
+            lastModified: modified.isEmpty ? nil : modified, url: Self.strings.randomElement(using: &random)!,
+            chunks: chunks)
     }
 
     @Test("random maps round-trip", arguments: 0..<2)
@@ -79,8 +81,12 @@ struct SegmentMapTests {
         var chunks = ChunkSet(count: 10)
         chunks.insert(0)
         chunks.insert(9)
-        let map = SegmentMap(objectSize: 10 << 20, chunkSize: 1 << 20, etag: "\"e\"", lastModified: nil, url: "https://h/x", chunks: chunks)
-        let raw = RawSegmentMap(objectSize: 10 << 20, chunkSize: 1 << 20, etag: Array("\"e\"".utf8), url: Array("https://h/x".utf8), bitmap: [0b1, 0b10])
+        let map = SegmentMap(
+            objectSize: 10 << 20, chunkSize: 1 << 20, etag: "\"e\"", lastModified: nil, url: "https://h/x",
+            chunks: chunks)
+        let raw = RawSegmentMap(
+            objectSize: 10 << 20, chunkSize: 1 << 20, etag: Array("\"e\"".utf8), url: Array("https://h/x".utf8),
+            bitmap: [0b1, 0b10])
         #expect(map.encoded() == raw.bytes)
         #expect(map.encoded().count == 8 + 2 + 2 + 8 + 8 + (2 + 3) + 2 + (2 + 11) + 4 + 2 + 32)
     }
@@ -107,13 +113,17 @@ struct SegmentMapTests {
     private func sampleMap() -> SegmentMap {
         var chunks = ChunkSet(count: 37)
         for chunk in [0, 1, 2, 10, 36] { chunks.insert(chunk) }
-        return SegmentMap(objectSize: 37 * 4096 - 100, chunkSize: 4096, etag: "\"v1\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT", url: "https://example.com/é.bin", chunks: chunks)
+        return SegmentMap(
+            objectSize: 37 * 4096 - 100, chunkSize: 4096, etag: "\"v1\"", lastModified: "Tue, 15 Nov 1994 12:45:26 GMT",
+            url: "https://example.com/é.bin", chunks: chunks)
     }
 
     @Test func everyTruncationIsRefused() {
         let bytes = sampleMap().encoded()
         for length in 0..<bytes.count {
-            #expect(throws: SegmentMapError.self, "prefix of \(length) bytes") { try SegmentMap.decode(Array(bytes.prefix(length))) }
+            #expect(throws: SegmentMapError.self, "prefix of \(length) bytes") {
+                try SegmentMap.decode(Array(bytes.prefix(length)))
+            }
         }
         for length in 0..<(8 + 4 + 32) {
             #expect(throws: SegmentMapError.truncated) { try SegmentMap.decode(Array(bytes.prefix(length))) }
@@ -215,7 +225,8 @@ struct SegmentMapTests {
         // A bitmap length larger than what follows reads past the checksummed part: truncated.
         #expect(throws: SegmentMapError.truncated) { try SegmentMap.decode(lyingLength.bytes) }
         // A string length larger than what follows, likewise.
-        var lyingString = RawSegmentMap.sealed(Array(valid.body.prefix(28)) + RawSegmentMap.littleEndian(UInt16(500)) + [1, 2, 3])
+        var lyingString = RawSegmentMap.sealed(
+            Array(valid.body.prefix(28)) + RawSegmentMap.littleEndian(UInt16(500)) + [1, 2, 3])
         #expect(throws: SegmentMapError.truncated) { try SegmentMap.decode(lyingString) }
         lyingString.removeLast()
         #expect(throws: SegmentMapError.checksumMismatch) { try SegmentMap.decode(lyingString) }

@@ -45,7 +45,9 @@ struct ShardAssignmentTests {
         #expect(bytes.max()! - bytes.min()! <= 106_000, "within the largest small file: \(bytes)")
         // The same sizes added in another order give the same split.
         var reversed = ShardAssignment.Sizes()
-        for index in (0..<200).reversed() { reversed.add(key: "small-\(index)", size: 100_000 + Int64(index % 7) * 1000) }
+        for index in (0..<200).reversed() {
+            reversed.add(key: "small-\(index)", size: 100_000 + Int64(index % 7) * 1000)
+        }
         for key in big.reversed() { reversed.add(key: key, size: 64 << 20) }
         let again = ShardAssignment(count: 4, sizes: reversed)
         for key in big + (0..<200).map({ "small-\($0)" }) {
@@ -55,7 +57,9 @@ struct ShardAssignmentTests {
 
     @Test func bySizeIsPinned() {
         var sizes = ShardAssignment.Sizes()
-        for (key, size) in [("a", 10), ("b", 10), ("c", 30), ("d", 5), ("e", 10)] { sizes.add(key: key, size: Int64(size)) }
+        for (key, size) in [("a", 10), ("b", 10), ("c", 30), ("d", 5), ("e", 10)] {
+            sizes.add(key: key, size: Int64(size))
+        }
         let split = ShardAssignment(count: 3, sizes: sizes)
         // c (30) → 0; the 10s in hash order: b (0x3e23…) → 1, e (0x3f79…) → 2, a (0xca97…) → 1
         // (1 and 2 hold 10 each: the lower index); d (5) → 2, the lightest.

@@ -48,9 +48,11 @@ struct BulkLedger {
             case .succeeded(let alreadyComplete):
                 // The repeat received nothing itself; it shares the leader's file.
                 let size = (try? fileInfo(item.destination)).map { Int64($0.st_size) } ?? 0
-                return .success(DownloadResult(
-                    path: item.destination, bytes: size, bytesReceived: 0, bytesResumed: alreadyComplete ? size : 0,
-                    duration: .zero, connectionsUsed: 0, requests: 0, retries: 0, etag: nil, alreadyComplete: alreadyComplete))
+                return .success(
+                    DownloadResult(
+                        path: item.destination, bytes: size, bytesReceived: 0, bytesResumed: alreadyComplete ? size : 0,
+                        duration: .zero, connectionsUsed: 0, requests: 0, retries: 0, etag: nil,
+                        alreadyComplete: alreadyComplete))
             }
         }
     }
@@ -87,7 +89,9 @@ struct BulkLedger {
         if let hash = url.firstIndex(of: "#") { url = url[..<hash] }
         let keys = Keys(download: Key(String(url) + "\n" + FileName.absolute(item.destination)))
         if succeeded.contains(keys.download) { return (keys, .repeats(.succeeded(alreadyComplete: false))) }
-        if succeeded.contains(keys.download.markedAlreadyComplete) { return (keys, .repeats(.succeeded(alreadyComplete: true))) }
+        if succeeded.contains(keys.download.markedAlreadyComplete) {
+            return (keys, .repeats(.succeeded(alreadyComplete: true)))
+        }
         if let failure = failed[keys.download] { return (keys, .repeats(.failed(failureIndex: failure))) }
         if running[keys.download] != nil {
             running[keys.download]!.followers.append((index, item))
@@ -98,10 +102,13 @@ struct BulkLedger {
     }
 
     /// Records how the download led by `index` ended; returns the items that waited for it.
-    mutating func finish(_ keys: Keys, index: Int, outcome: Result<DownloadResult, DownloadError>, failureIndex: Int) -> [(Int, BulkItem)] {
+    mutating func finish(
+        _ keys: Keys, index: Int, outcome: Result<DownloadResult, DownloadError>, failureIndex: Int
+    ) -> [(Int, BulkItem)] {
         guard let entry = running.removeValue(forKey: keys.download) else { return [] }
         switch outcome {
-        case .success(let result): succeeded.insert(result.alreadyComplete ? keys.download.markedAlreadyComplete : keys.download)
+        case .success(let result):
+            succeeded.insert(result.alreadyComplete ? keys.download.markedAlreadyComplete : keys.download)
         case .failure: failed[keys.download] = failureIndex
         }
         return entry.followers

@@ -90,7 +90,8 @@ extension Downloader {
         _ items: Items, limit: Int, continuation: AsyncStream<BulkEvent>.Continuation
     ) async -> BulkSummary where Items.Element == BulkItem {
         let started = ContinuousClock.now
-        var summary = BulkSummary(files: 0, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
+        var summary = BulkSummary(
+            files: 0, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
         var ledger = BulkLedger(expected: items.underestimatedCount)
         var iterator = items.makeIterator()
         var input = 0
@@ -99,7 +100,10 @@ extension Downloader {
         let mailbox = BulkMailbox()
         let active = Mutex<[Int: DownloadTask]>([:])
 
-        func report(_ index: Int, _ item: BulkItem, _ outcome: Result<DownloadResult, DownloadError>, leader keys: BulkLedger.Keys?) {
+        func report(
+            _ index: Int, _ item: BulkItem, _ outcome: Result<DownloadResult, DownloadError>,
+            leader keys: BulkLedger.Keys?
+        ) {
             switch outcome {
             case .success(let result):
                 summary.succeeded += 1
@@ -147,7 +151,10 @@ extension Downloader {
                     transferEnded: { mailbox.post(.fetched(index)) },
                     runEnded: { mailbox.post(.ended(index, item, keys, $0)) })
                 do throws(DownloadError) {
-                    let task = try start(item.request, to: item.destination, configuration: configuration, sink: .partFile, observer: observer) { progress in
+                    let task = try start(
+                        item.request, to: item.destination, configuration: configuration, sink: .partFile,
+                        observer: observer
+                    ) { progress in
                         continuation.yield(.progress(index: index, progress))
                     }
                     active.withLock { $0[index] = task }
@@ -170,7 +177,9 @@ extension Downloader {
                     unfinished -= 1
                     active.withLock { _ = $0.removeValue(forKey: leader) }
                     report(leader, item, outcome, leader: keys)
-                    for (index, follower) in ledger.finish(keys, index: leader, outcome: outcome, failureIndex: summary.failures.count - 1) {
+                    for (index, follower) in ledger.finish(
+                        keys, index: leader, outcome: outcome, failureIndex: summary.failures.count - 1)
+                    {
                         report(index, follower, outcome, leader: nil)
                     }
                 }

@@ -45,7 +45,9 @@ public struct ShardAssignment: Sendable {
     public init(count: Int, sizes: Sizes) {
         precondition(count >= 1, "a list is split over at least one worker")
         self.count = count
-        let order = sizes.files.sorted { $0.value.bytes != $1.value.bytes ? $0.value.bytes > $1.value.bytes : $0.key < $1.key }
+        let order = sizes.files.sorted {
+            $0.value.bytes != $1.value.bytes ? $0.value.bytes > $1.value.bytes : $0.key < $1.key
+        }
         var loads = Array(repeating: (files: 0, bytes: Int64(0)), count: count)
         var workers: [UInt64: Int] = [:]
         workers.reserveCapacity(order.count)

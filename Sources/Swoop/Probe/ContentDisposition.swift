@@ -45,7 +45,8 @@ struct ContentDisposition: Equatable, Sendable {
         while let (name, value) = scanner.parameter() {
             parameters.add(name, value)
         }
-        fileName = parameters.single("filename*").flatMap(Self.decodeExtendedValue)
+        fileName =
+            parameters.single("filename*").flatMap(Self.decodeExtendedValue)
             ?? parameters.single("filename").flatMap(Self.plainName)
     }
 
@@ -56,7 +57,8 @@ struct ContentDisposition: Equatable, Sendable {
     /// back to the URL's name.
     var safeFileName: String? {
         guard let fileName else { return nil }
-        let last = fileName.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? ""
+        let last =
+            fileName.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? ""
         return FileName.sanitized(String(last))
     }
 
@@ -82,7 +84,9 @@ struct ContentDisposition: Equatable, Sendable {
         var scalars = parts[2].unicodeScalars.makeIterator()
         while let scalar = scalars.next() {
             if scalar == "%" {
-                guard let high = scalars.next().flatMap(hexValue), let low = scalars.next().flatMap(hexValue) else { return nil }
+                guard let high = scalars.next().flatMap(hexValue), let low = scalars.next().flatMap(hexValue) else {
+                    return nil
+                }
                 bytes.append(high << 4 | low)
             } else if isAttributeCharacter(scalar) {
                 bytes.append(UInt8(scalar.value))
@@ -137,7 +141,7 @@ struct ContentDisposition: Equatable, Sendable {
         /// The parameter's value if it was given once (or repeated identically) and parsed.
         func single(_ name: String) -> Value? {
             guard let all = values[name], let first = all.first, let value = first,
-                  all.allSatisfy({ $0 == value })
+                all.allSatisfy({ $0 == value })
             else { return nil }
             return value
         }

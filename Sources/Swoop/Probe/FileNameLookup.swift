@@ -104,7 +104,9 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
 
     // MARK: ProberDelegate
 
-    func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError) {
+    func prober(
+        _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
+    ) throws(DownloadError) {
         // A head-only probe ends with its step instead; nothing is transferred.
         throw DownloadError(.cancelled, "a file name lookup transfers nothing")
     }

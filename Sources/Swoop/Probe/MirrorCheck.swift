@@ -68,8 +68,10 @@ final class MirrorCheck: ProbeExchangeDelegate {
 
     // MARK: ProbeExchangeDelegate
 
-    func probeExchange(_ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
-                       body: BodyDisposition) -> BodyDisposition {
+    func probeExchange(
+        _ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
+        body: BodyDisposition
+    ) -> BodyDisposition {
         found = nil
         unusable = nil
         guard case .ranged(let object, let served) = step else { return body }
@@ -91,10 +93,12 @@ final class MirrorCheck: ProbeExchangeDelegate {
         switch (step, outcome) {
         case (.ranged?, .completed):
             guard let found else { return fail("no object") }
-            delegate?.mirrorCheck(self, sampled: found, headers: exchange.headers, bytes: exchange.connection.takeSample())
+            delegate?.mirrorCheck(
+                self, sampled: found, headers: exchange.headers, bytes: exchange.connection.takeSample())
         case (_, .failed(let error, let retryAfter)):
             guard let final = exchange.retryOrGiveUp(error, retryAfter: retryAfter) else {
-                logger.debug("mirror check failed; retrying", metadata: ["mirror": "\(url.redacted)", "error": "\(error)"])
+                logger.debug(
+                    "mirror check failed; retrying", metadata: ["mirror": "\(url.redacted)", "error": "\(error)"])
                 return
             }
             fail(final.reason)

@@ -5,8 +5,10 @@ import SwoopTransfer
 protocol ProbeExchangeDelegate: AnyObject {
     /// A head decided `step` (not a redirect, which the exchange follows itself): what becomes of
     /// its body. The delegate may take the connection over here (``ProbeExchange/connection``).
-    func probeExchange(_ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
-                       body: BodyDisposition) -> BodyDisposition
+    func probeExchange(
+        _ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
+        body: BodyDisposition
+    ) -> BodyDisposition
     /// The exchange of `step` ended with `outcome`; `step` is `nil` when no head arrived.
     func probeExchange(_ exchange: ProbeExchange, ended step: ProbeDecision.Step?, outcome: Connection.Outcome)
 }
@@ -118,7 +120,9 @@ final class ProbeExchange: ConnectionDelegate {
 
     // MARK: ConnectionDelegate
 
-    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
+    func connection(
+        _ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange
+    ) -> BodyDisposition {
         let (step, body) = decision.decide(head, requested: requested)
         pending = (step, head.retryAfterSeconds)
         if case .redirect = step { return body }
@@ -137,10 +141,12 @@ final class ProbeExchange: ConnectionDelegate {
             decision.followed(to: next)
             return start()
         }
-        delegate?.probeExchange(self, ended: decided?.step, outcome: decided.map { decided in
-            // A head's own failure (a 5xx, a bad head) is the exchange's failure, with its Retry-After.
-            if case .fail(let error) = decided.step { return .failed(error, retryAfter: decided.retryAfter) }
-            return outcome
-        } ?? outcome)
+        delegate?.probeExchange(
+            self, ended: decided?.step,
+            outcome: decided.map { decided in
+                // A head's own failure (a 5xx, a bad head) is the exchange's failure, with its Retry-After.
+                if case .fail(let error) = decided.step { return .failed(error, retryAfter: decided.retryAfter) }
+                return outcome
+            } ?? outcome)
     }
 }

@@ -7,7 +7,8 @@ protocol ProberDelegate: AnyObject {
     /// The probe's response carries the object's first bytes (``ProbeDecision/Step/ranged(_:firstRange:)``
     /// or ``ProbeDecision/Step/stream(_:discardsPartial:)``): start the transfer on `connection`
     /// now, inside the head callback, so its body is stored. Throwing fails the probe.
-    func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError)
+    func prober(
+        _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError)
     /// The probe ended without a transfer: already complete, nothing left to fetch, an empty
     /// object, a restart, or a failure (after the retries it allows). A ``Prober/Purpose/headOnly``
     /// probe always ends here, `ranged` and `stream` included.
@@ -57,10 +58,11 @@ final class Prober: ProbeExchangeDelegate {
         // The first response is at most about a MiB: a smaller receive buffer does it no harm,
         // and with many small files in flight each buffer is memory held per file.
         options.receiveBufferSize = min(options.receiveBufferSize, 64 << 10)
-        let probeSize = switch purpose {
-        case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
-        case .headOnly: Int64(1)
-        }
+        let probeSize =
+            switch purpose {
+            case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
+            case .headOnly: Int64(1)
+            }
         let decision = ProbeDecision(
             url: url, originalURL: headers.originalURL, basis: basis, redirects: 0,
             maxRedirects: configuration.redirect.maxRedirects, target: target, expectedSize: expectedSize,
@@ -107,8 +109,10 @@ final class Prober: ProbeExchangeDelegate {
 
     // MARK: ProbeExchangeDelegate
 
-    func probeExchange(_ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
-                       body: BodyDisposition) -> BodyDisposition {
+    func probeExchange(
+        _ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,
+        body: BodyDisposition
+    ) -> BodyDisposition {
         lastHead = head
         switch (step, purpose) {
         case (.ranged, .headOnly):
@@ -146,7 +150,9 @@ final class Prober: ProbeExchangeDelegate {
         case (let step?, _):
             delegate?.prober(self, didEndWith: step)
         case (nil, _):
-            failed(.invalidResponse("the server's response ended without a complete header (\(exchange.decision.url))"), retryAfter: nil)
+            failed(
+                .invalidResponse("the server's response ended without a complete header (\(exchange.decision.url))"),
+                retryAfter: nil)
         }
     }
 

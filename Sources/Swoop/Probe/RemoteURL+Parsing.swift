@@ -9,17 +9,27 @@ extension RemoteURL {
         if trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it contains control characters")
         }
-        guard let colon = trimmed.firstIndex(of: ":"), trimmed[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
-              !trimmed[..<colon].isEmpty
+        guard let colon = trimmed.firstIndex(of: ":"),
+            trimmed[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+            !trimmed[..<colon].isEmpty
         else {
-            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it needs a scheme, e.g. https://\(RemoteURL.printable(trimmed))")
+            throw .invalidRequest(
+                "invalid URL '\(RemoteURL.printable(trimmed))': it needs a scheme, e.g. "
+                    + "https://\(RemoteURL.printable(trimmed))"
+            )
         }
         let scheme = trimmed[..<colon].lowercased()
         guard scheme == "http" || scheme == "https" else {
-            throw .invalidRequest("unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http and https URLs")
+            throw .invalidRequest(
+                "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http and "
+                    + "https URLs"
+            )
         }
         guard let url = URL(string: trimmed) else {
-            throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it cannot be parsed; check the host name and the port (digits only)")
+            throw .invalidRequest(
+                "invalid URL '\(RemoteURL.printable(trimmed))': it cannot be parsed; check the host name and the port "
+                    + "(digits only)"
+            )
         }
         guard let host = url.host(percentEncoded: false), !host.isEmpty else {
             throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it has no host name")
@@ -47,14 +57,19 @@ extension RemoteURL {
     /// The target of a redirect: `location` resolved against this URL, which must be http or https.
     func resolving(redirect location: String) throws(DownloadError) -> RemoteURL {
         guard let base = URL(string: absoluteString),
-              let resolved = URL(string: location.trimmingWhitespace, relativeTo: base)?.absoluteURL
+            let resolved = URL(string: location.trimmingWhitespace, relativeTo: base)?.absoluteURL
         else {
-            throw .invalidResponse("the server redirected to an invalid location '\(RemoteURL.printable(location))' (from \(redacted))")
+            throw .invalidResponse(
+                "the server redirected to an invalid location '\(RemoteURL.printable(location))' (from \(redacted))")
         }
         do {
             return try RemoteURL(resolved.absoluteString)
         } catch {
-            throw .invalidResponse("refusing a redirect from \(redacted) to '\(RemoteURL.printable(RemoteURL.strippingQuery(resolved.absoluteString)))': only http and https redirects are followed")
+            throw .invalidResponse(
+                "refusing a redirect from \(redacted) to "
+                    + "'\(RemoteURL.printable(RemoteURL.strippingQuery(resolved.absoluteString)))': only http and "
+                    + "https redirects are followed"
+            )
         }
     }
 

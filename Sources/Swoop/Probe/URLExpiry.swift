@@ -26,7 +26,9 @@ enum URLExpiry {
             if parts.count == 2 { fields[parts[0].lowercased()] = String(parts[1]) }
         }
         for prefix in ["x-amz-", "x-goog-"] {
-            if let date = fields[prefix + "date"].flatMap(basicISO8601), let seconds = fields[prefix + "expires"].flatMap({ Int64($0) }) {
+            if let date = fields[prefix + "date"].flatMap(basicISO8601),
+                let seconds = fields[prefix + "expires"].flatMap({ Int64($0) })
+            {
                 return date + seconds
             }
         }
@@ -46,7 +48,8 @@ enum URLExpiry {
             return value
         }
         guard let year = number(0..<4), let month = number(4..<6), let day = number(6..<8),
-              let hour = number(9..<11), let minute = number(11..<13), let second = number(13..<15) else { return nil }
+            let hour = number(9..<11), let minute = number(11..<13), let second = number(13..<15)
+        else { return nil }
         var parts = tm()
         parts.tm_year = year - 1900
         parts.tm_mon = month - 1

@@ -10,13 +10,15 @@ extension DownloadError {
         case .freeSpaceAndResume?: remedy = .freeSpace
         default: return self
         }
-        let why = if let store {
-            store.plan == nil
-                ? " (the server does not support ranges, so a download from it cannot resume)"
-                : " (a file that arrives in one response keeps no partial state)"
-        } else {
-            ""
-        }
-        return DownloadError(kind, reason + why, remedy: remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
+        let why =
+            if let store {
+                store.plan == nil
+                    ? " (the server does not support ranges, so a download from it cannot resume)"
+                    : " (a file that arrives in one response keeps no partial state)"
+            } else {
+                ""
+            }
+        return DownloadError(
+            kind, reason + why, remedy: remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
     }
 }

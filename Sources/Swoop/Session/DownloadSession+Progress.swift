@@ -8,16 +8,19 @@ extension DownloadSession {
         guard !isStopped else { return }
         progress.report(progressSnapshot())
         if case .transferring(let transfer) = stage { transfer.store.checkpointIfDue() }
-        let idle: IdleWait? = switch stage {
-        case .probing(let prober): prober.idle
-        case .transferring(let transfer): transfer.run.idle
-        default: nil
-        }
+        let idle: IdleWait? =
+            switch stage {
+            case .probing(let prober): prober.idle
+            case .transferring(let transfer): transfer.run.idle
+            default: nil
+            }
         let others = context.loop.budget.active > 0
-        guard let failure = progress.watch(idle: idle, bytes: context.counters.bytesReceived, othersActive: others) else {
+        guard let failure = progress.watch(idle: idle, bytes: context.counters.bytesReceived, othersActive: others)
+        else {
             return
         }
-        logger.error("no request in flight and no progress; stopping", metadata: ["waiting for": "\(idle?.description ?? "")"])
+        logger.error(
+            "no request in flight and no progress; stopping", metadata: ["waiting for": "\(idle?.description ?? "")"])
         stop(with: .failure(failure))
     }
 

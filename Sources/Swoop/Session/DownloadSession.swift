@@ -85,7 +85,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             for: context.paths, url: url, sink: context.sink, rules: PartialState.Rules(context.configuration),
             logger: logger, reading: reading)
         if case .resuming(let map) = basis, map.url != url.redacted,
-           let index = mirrors.firstIndex(where: { $0.redacted == map.url }) {
+            let index = mirrors.firstIndex(where: { $0.redacted == map.url })
+        {
             swap(&url, &mirrors[index])
         }
         return basis
@@ -114,7 +115,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         return nil
     }
 
-    func prober(_ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError) {
+    func prober(
+        _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
+    ) throws(DownloadError) {
         guard isCurrent(prober) else { throw DownloadError(.cancelled, "the download stopped") }
         let found: RemoteObject
         let store: DownloadStore
@@ -192,8 +195,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             let message = "\(url.redacted) is \(size) bytes, not the \(expected) expected"
             return stop(with: .failure(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize)))
         }
-        finalize(SessionStage.Finishing(
-            run: run, store: transfer.store, object: transfer.object, verifier: transfer.verifier, size: size))
+        finalize(
+            SessionStage.Finishing(
+                run: run, store: transfer.store, object: transfer.object, verifier: transfer.verifier, size: size))
     }
 
     func transfer(_ run: TransferRun, foundObjectChanged reason: String) {
@@ -270,7 +274,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         finishing.run?.stop()
         transferEnded()
         let size = finishing.size
-        let record = CompletedObject(size: size, etag: finishing.object.etag, lastModified: finishing.object.lastModified)
+        let record = CompletedObject(
+            size: size, etag: finishing.object.etag, lastModified: finishing.object.lastModified)
         guard let verifier = finishing.verifier else {
             return publish(finishing, record: record, verified: [])
         }
@@ -284,7 +289,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             switch outcome {
             case .success(let verified):
                 if !verified.isEmpty {
-                    logger.info("verified", metadata: ["digests": "\(verified.map(\.description).joined(separator: ", "))"])
+                    logger.info(
+                        "verified", metadata: ["digests": "\(verified.map(\.description).joined(separator: ", "))"])
                 }
                 publish(finishing, record: record, verified: verified)
             case .failure(let error):
@@ -305,7 +311,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     }
 
     private func result(
-        size: Int64, object: RemoteObject?, store: DownloadStore?, alreadyComplete: Bool, verified: [VerifiedDigest] = []
+        size: Int64, object: RemoteObject?, store: DownloadStore?, alreadyComplete: Bool,
+        verified: [VerifiedDigest] = []
     ) -> DownloadResult {
         var etag = object?.strongETag
         if etag == nil, case .completed(let record) = basis { etag = record.etag }
@@ -324,7 +331,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     func pause() {
         switch stage {
         case .starting, .probing, .transferring:
-            let kept = stage.store?.keepsPartialState == true
+            let kept =
+                stage.store?.keepsPartialState == true
                 ? "; \(bytesDone) bytes are kept in \(context.paths.part)" : ""
             stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
         case .finalizing, .stopped:

@@ -7,18 +7,23 @@ enum TransferSetup {
     /// The probe's 206 arrived: opens the sink and plans the missing bytes of `found`, resuming
     /// `map` if there is one. `url` is the source the map names.
     static func ranged(
-        _ found: RemoteObject, firstRange: ByteRange, resuming map: SegmentMap?, url: RemoteURL, _ context: SessionContext
+        _ found: RemoteObject, firstRange: ByteRange, resuming map: SegmentMap?, url: RemoteURL,
+        _ context: SessionContext
     ) throws(DownloadError) -> DownloadStore {
         let configuration = context.configuration
         let size = found.size ?? firstRange.upperBound
         try context.sink.open(size: size, resuming: map != nil)
-        let plan = SegmentScheduler(objectSize: size, resuming: map, minimumSegmentSize: configuration.minimumSegmentSize)
+        let plan = SegmentScheduler(
+            objectSize: size, resuming: map, minimumSegmentSize: configuration.minimumSegmentSize)
         // An object that arrives whole in this first response needs no segment map: a crash
         // loses at most this one response, and the file is published with others in a group.
         let arrivesWhole = map == nil && firstRange == ByteRange(0, size)
-        let template = arrivesWhole ? nil : SegmentMap(
-            objectSize: size, chunkSize: plan.layout.chunkSize, etag: found.etag, lastModified: found.lastModified,
-            url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
+        let template =
+            arrivesWhole
+            ? nil
+            : SegmentMap(
+                objectSize: size, chunkSize: plan.layout.chunkSize, etag: found.etag, lastModified: found.lastModified,
+                url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
         let store = DownloadStore(
             sink: context.sink, plan: plan, bytesResumed: map?.completedBytes ?? 0, checkpoint: template,
             checkpointInterval: configuration.checkpointInterval, counters: context.counters,
@@ -26,7 +31,8 @@ enum TransferSetup {
         if let map { context.logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"]) }
         if configuration.verifiesPublishedDigests, let digest = found.digests.preferredForResponse {
             store.checksEachResponse = true
-            context.logger.info("the server sends a digest of each response (\(digest.header)); checking each before it counts")
+            context.logger.info(
+                "the server sends a digest of each response (\(digest.header)); checking each before it counts")
         }
         return store
     }
@@ -53,6 +59,7 @@ enum TransferSetup {
             sink.verifyInOrder(checks)
             return nil
         }
-        return ObjectVerifier.start(checks, for: found, paths: context.paths, store: store, resumed: map, loop: context.loop)
+        return ObjectVerifier.start(
+            checks, for: found, paths: context.paths, store: store, resumed: map, loop: context.loop)
     }
 }

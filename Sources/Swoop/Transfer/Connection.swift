@@ -6,7 +6,9 @@ protocol ConnectionDelegate: AnyObject {
     /// The head of a probe's response arrived: decide what becomes of its body. The delegate may
     /// give the connection a new job (``Connection/adopt(_:store:object:)``) before answering
     /// ``BodyDisposition/deliver``.
-    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition
+    func connection(
+        _ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange
+    ) -> BodyDisposition
     /// A segment's response head passed its checks: the server answers, and its bytes follow.
     func connectionWasAnswered(_ connection: Connection)
     /// An exchange ended; `job` is what it was doing, `outcome` how it went.
@@ -17,7 +19,9 @@ extension ConnectionDelegate {
     func connectionWasAnswered(_ connection: Connection) {}
 
     /// A delegate that sends no probes (the transfer's segments) never gets a probe's head.
-    func connection(_ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange) -> BodyDisposition {
+    func connection(
+        _ connection: Connection, didReceiveProbeHead head: ResponseHead, requested: RequestedRange
+    ) -> BodyDisposition {
         .abort
     }
 }
@@ -186,7 +190,9 @@ final class Connection: ExchangeDelegate {
     /// Checks this response's bytes against `digest` before they count, if the store wants it.
     private func expectDigest(_ digest: PublishedDigest?, for segment: Segment) {
         current.responseCheck = nil
-        guard let digest, let store, store.checksEachResponse, let plan = store.plan, segment.partner == nil else { return }
+        guard let digest, let store, store.checksEachResponse, let plan = store.plan, segment.partner == nil else {
+            return
+        }
         current.responseCheck = (digest, DigestHasher(digest.checksum.algorithm))
         plan.hold(segment)
     }
@@ -304,7 +310,10 @@ final class Connection: ExchangeDelegate {
 
     /// A checked response ended: its bytes count if it arrived whole and matches its digest;
     /// otherwise they are fetched again (a mismatch is a bad response, retried).
-    private func settle(_ check: (expected: PublishedDigest, hasher: DigestHasher), of segment: Segment, requested: ByteRange, outcome: Outcome) -> Outcome {
+    private func settle(
+        _ check: (expected: PublishedDigest, hasher: DigestHasher), of segment: Segment, requested: ByteRange,
+        outcome: Outcome
+    ) -> Outcome {
         current.responseCheck = nil
         guard let plan = store?.plan else { return outcome }
         guard case .completed = outcome else {
@@ -315,7 +324,9 @@ final class Connection: ExchangeDelegate {
         guard computed == check.expected.checksum else {
             plan.rewind(segment)
             let location = object?.url.redacted ?? url?.redacted ?? ""
-            let message = "the response for bytes \(requested) does not match its \(check.expected.header): it says \(check.expected.written(check.expected.checksum)), "
+            let message =
+                "the response for bytes \(requested) does not match its \(check.expected.header): it says "
+                    + "\(check.expected.written(check.expected.checksum)), "
                 + "its bytes give \(check.expected.written(computed)); fetching them again (\(location))"
             return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
         }
@@ -334,18 +345,26 @@ final class Connection: ExchangeDelegate {
         case .aborted:
             return .stopped
         case .failed(let transport):
-            let isProbe = switch job {
-            case .probe, .sample: true
-            default: false
-            }
-            return .failed(.transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: current.retryAfter)
+            let isProbe =
+                switch job {
+                case .probe, .sample: true
+                default: false
+                }
+            return .failed(
+                .transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: current.retryAfter)
         case .completed:
             if case .sample(.bounded(let range)) = job, Int64(current.sampled.count) != range.count {
-                return .failed(.invalidResponse("the server sent \(current.sampled.count) of the \(range.count) bytes asked for (\(location))"), retryAfter: current.retryAfter)
+                return .failed(
+                    .invalidResponse(
+                        "the server sent \(current.sampled.count) of the \(range.count) bytes asked for (\(location))"),
+                    retryAfter: current.retryAfter)
             }
             if case .segment(let segment, let requested) = job,
-               !segment.isDone, segment.position < min(requested.upperBound, segment.end) {
-                let message = "the server closed the response after \(segment.position - requested.lowerBound) of \(requested.count) bytes (\(location))"
+                !segment.isDone, segment.position < min(requested.upperBound, segment.end)
+            {
+                let message =
+                    "the server closed the response after \(segment.position - requested.lowerBound) of "
+                        + "\(requested.count) bytes (\(location))"
                 return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }
             return .completed

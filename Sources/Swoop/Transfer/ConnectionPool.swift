@@ -26,7 +26,8 @@ final class ConnectionPool {
     }
 
     /// Slot `index`: the one that exists, or a new one whose bytes go to `store`.
-    func slot(_ index: Int, store: DownloadStore, object: RemoteObject, delegate: any ConnectionDelegate) -> Connection {
+    func slot(_ index: Int, store: DownloadStore, object: RemoteObject, delegate: any ConnectionDelegate) -> Connection
+    {
         if index < connections.count { return connections[index] }
         let connection = Connection(id: connections.count, loop: loop, delegate: delegate)
         connection.attach(to: store, object: object)
@@ -48,8 +49,11 @@ final class ConnectionPool {
     }
 
     /// Slots within ``target`` with nothing in flight, opening the missing ones.
-    func idleWithinTarget(store: DownloadStore, object: RemoteObject, delegate: any ConnectionDelegate) -> [Connection] {
-        while connections.count < target { _ = slot(connections.count, store: store, object: object, delegate: delegate) }
+    func idleWithinTarget(store: DownloadStore, object: RemoteObject, delegate: any ConnectionDelegate) -> [Connection]
+    {
+        while connections.count < target {
+            _ = slot(connections.count, store: store, object: object, delegate: delegate)
+        }
         return connections.prefix(target).filter { !$0.isBusy }
     }
 

@@ -81,7 +81,8 @@ final class SourceChecks: MirrorCheckDelegate {
         of source: Source, with url: RemoteURL, range: ByteRange, done: @escaping (ReplacementVerdict) -> Void
     ) {
         guard let size = source.object.size else { return done(.unusable("the object's size is unknown")) }
-        let headers = source.headers.mayCarryCredentials(to: url)
+        let headers =
+            source.headers.mayCarryCredentials(to: url)
             ? context.requestHeaders
             : context.requestHeaders.filter { RequestHeaders.safeAcrossHosts.contains($0.name.lowercased()) }
         let check = MirrorCheck(
@@ -121,7 +122,8 @@ final class SourceChecks: MirrorCheckDelegate {
                         done(nil)
                     case .otherObject(let reason):
                         isRefreshingPrimary = false
-                        let message = "the fresh URL \(url.redacted) leads to another object than \(refused.redacted): "
+                        let message =
+                            "the fresh URL \(url.redacted) leads to another object than \(refused.redacted): "
                             + "\(reason); not mixing two objects"
                         done(DownloadError(.urlRefreshFailed, message, remedy: .checkURLProvider))
                     case .unusable(let reason):
@@ -161,15 +163,19 @@ final class SourceChecks: MirrorCheckDelegate {
         defer { for verdict in verdicts { verdict() } }
         samples.removeAll { sample in
             let range = sample.check.range
-            let chunks = layout.chunksCompleted(from: layout.alignDown(range.lowerBound), to: layout.alignUp(range.upperBound))
+            let chunks = layout.chunksCompleted(
+                from: layout.alignDown(range.lowerBound), to: layout.alignUp(range.upperBound))
             let written = chunks.allSatisfy { plan.written.contains($0) } || plan.isComplete
             guard written else { return false }
             mirrors.removeAll { $0 === sample.check }
             let ours = store.readBack(range)
             if let done = takeReplacement(sample.check) {
-                let verdict: ReplacementVerdict = ours == nil ? .unusable("the bytes to compare it with cannot be read back")
-                    : ours == sample.bytes ? .same(sample.object)
-                    : .otherObject("it serves other bytes at \(range) (same size, different content)")
+                let verdict: ReplacementVerdict =
+                    ours == nil
+                    ? .unusable("the bytes to compare it with cannot be read back")
+                    : ours == sample.bytes
+                        ? .same(sample.object)
+                        : .otherObject("it serves other bytes at \(range) (same size, different content)")
                 verdicts.append { done(verdict) }  // after this pass: the verdict may settle more
                 return true
             }

@@ -42,7 +42,8 @@ final class SourceSet {
     func sampleRange(near firstRange: ByteRange) -> ByteRange? {
         guard let plan = store.plan else { return nil }
         let layout = plan.layout
-        let chunk = (0..<layout.chunkCount).first { plan.written.contains($0) } ?? Int(firstRange.lowerBound / layout.chunkSize)
+        let chunk =
+            (0..<layout.chunkCount).first { plan.written.contains($0) } ?? Int(firstRange.lowerBound / layout.chunkSize)
         let start = layout.byteRange(ofChunks: chunk..<(chunk + 1)).lowerBound
         return ByteRange(start, min(start + min(layout.chunkSize, 1 << 20), layout.objectSize))
     }
@@ -75,10 +76,13 @@ final class SourceSet {
             refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now)
         switch verdict {
         case .limited:
-            logger.debug("source limits connections", metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
+            logger.debug(
+                "source limits connections",
+                metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
         case .down where !wasDown:
             let seconds = (trial: Int(policy.maxTrialInterval.seconds), outage: Int(policy.maxOutage.seconds))
-            logger.warning("""
+            logger.warning(
+                """
                 \(source.hostAndPort) is not answering (\(error.reason)); trying one connection at a time, \
                 at most every \(seconds.trial) s, for up to \(seconds.outage) s
                 """)
@@ -123,7 +127,8 @@ final class SourceSet {
 
     /// Why the mirrors given are of no use now, when some were given.
     var whyOthersCannotHelp: String? {
-        let reasons = sources.dropFirst().compactMap { source in source.dropped.map { "\(source.object.url.redacted): \($0)" } }
+        let reasons =
+            sources.dropFirst().compactMap { source in source.dropped.map { "\(source.object.url.redacted): \($0)" } }
             + checks.rejected.map { "\($0.url): \($0.reason)" }
         return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }

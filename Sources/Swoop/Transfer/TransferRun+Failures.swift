@@ -13,11 +13,13 @@ extension TransferRun {
     ) {
         guard let plan = store.plan else { return }
         if let refresher, source === sources.primary, let sent = connection.url,
-           URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange) {
+            URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange)
+        {
             // The URL expired: the range waits for a fresh one, which every refused request shares.
             source?.health.abandonTrial()  // an answer, though not a usable one: no outage
             plan.release(segment, failed: false)
-            sources.checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) { [weak self] error in
+            sources.checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) {
+                [weak self] error in
                 guard let self, !stopped else { return }
                 if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
             }
@@ -37,9 +39,11 @@ extension TransferRun {
             dispatchWork()
             return
         }
-        let verdict = source.map {
-            sources.failed($0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: settings.failures)
-        } ?? .retryRange
+        let verdict =
+            source.map {
+                sources.failed(
+                    $0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: settings.failures)
+            } ?? .retryRange
         switch verdict {
         case .limited, .rest, .down:
             // Another source takes the range over, or it waits for its source; it is not to blame.
@@ -65,7 +69,9 @@ extension TransferRun {
                 return
             }
             counters.retries += 1
-            logger.info("request failed; retrying", metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
+            logger.info(
+                "request failed; retrying",
+                metadata: ["range": "\(requested)", "error": "\(error)", "delay": "\(delay)"])
         }
         store.checkpointIfDue()
         dispatchWork()

@@ -32,7 +32,8 @@ extension TransferRun {
     /// digest, nor under a byte-rate cap (it would spend the cap on bytes fetched twice).
     func hedgeSlowTailIfAllowed(now: ContinuousClock.Instant) {
         guard settings.configuration.hedgesSlowTail, !store.checksEachResponse, !isCapped(at: now),
-              let plan = store.plan, plan.allAvailableWorkOwned else { return }
+            let plan = store.plan, plan.allAvailableWorkOwned
+        else { return }
         let all = pool.samples(at: now)
         let busy = all.filter { pool.connections[$0.id].isBusy && $0.segment != nil }
         let victims = settings.policy.tailsToHedge(
@@ -43,12 +44,14 @@ extension TransferRun {
             // Another source if there is one: the straggler's server may be the slow part.
             let straggler = pool.connections[id]
             guard let victim = straggler.segment, let source = sources.choose(avoiding: pool.source(of: id), now: now),
-                  let helper = helpers.next(), acquirePermit(helper, for: source) else { return }
+                let helper = helpers.next(), acquirePermit(helper, for: source)
+            else { return }
             guard let hedge = plan.hedge(victim, ownerID: helper.id) else {
                 helper.releasePermit()
                 return
             }
-            logger.debug("hedging a slow tail", metadata: ["segment": "\(victim)", "rate": "\(Int(straggler.recentRate))"])
+            logger.debug(
+                "hedging a slow tail", metadata: ["segment": "\(victim)", "rate": "\(Int(straggler.recentRate))"])
             request(hedge, on: helper, from: source)
         }
     }
@@ -61,7 +64,8 @@ extension TransferRun {
         for id in slow {
             let connection = pool.connections[id]
             logger.debug(
-                "replacing a slow connection", metadata: ["connection": "\(id)", "rate": "\(Int(connection.recentRate))"])
+                "replacing a slow connection",
+                metadata: ["connection": "\(id)", "rate": "\(Int(connection.recentRate))"])
             connection.replacements += 1
             connection.wantsFreshConnection = true
             connection.cancel()
@@ -83,14 +87,16 @@ extension TransferRun {
             totalBytes: counters.bytesReceived, remainingBytes: plan.remainingBytes, at: now, roundTrip: roundTrip)
         if let count = observed {
             logger.debug(
-                "adapting connections", metadata: ["from": "\(pool.target)", "to": "\(count)", "why": "\(controller.lastReason)"])
+                "adapting connections",
+                metadata: ["from": "\(pool.target)", "to": "\(count)", "why": "\(controller.lastReason)"])
             pool.target = count
             self.controller = controller
             dispatchWork()
             return
         }
         if controller.isSettled {
-            logger.debug("connections settled", metadata: ["count": "\(pool.target)", "why": "\(controller.lastReason)"])
+            logger.debug(
+                "connections settled", metadata: ["count": "\(pool.target)", "why": "\(controller.lastReason)"])
         }
     }
 }

@@ -224,7 +224,8 @@ final class TransferRun: ConnectionDelegate {
             position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
         let object = source.object
-        logger.trace("request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
+        logger.trace(
+            "request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
         connection.attach(to: store, object: object)
         pool.send(connection, to: source)
         let request = source.headers.request(
@@ -238,7 +239,8 @@ final class TransferRun: ConnectionDelegate {
     private func cutPoint(_ victim: Segment, roundTrip: Double) -> Int64? {
         // A response checked against its own digest (Content-Digest) is never cut, nor hedged.
         guard let plan = store.plan, !store.checksEachResponse, let id = victim.ownerID,
-              let owner = pool.connection(id), owner.isTransferring else { return nil }
+            let owner = pool.connection(id), owner.isTransferring
+        else { return nil }
         return settings.policy.cutPoint(
             SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),
             rate: owner.recentRate, others: pool.transferringRates, roundTrip: roundTrip,
@@ -271,10 +273,12 @@ final class TransferRun: ConnectionDelegate {
     ) {
         guard let plan = store.plan else { return }
         let source = pool.requestEnded(connection)
-        logger.trace("request ended", metadata: [
-            "connection": "\(connection.id)", "range": "\(requested)", "bytes": "\(connection.bytesThisRequest)",
-            "outcome": "\(outcome)",
-        ])
+        logger.trace(
+            "request ended",
+            metadata: [
+                "connection": "\(connection.id)", "range": "\(requested)", "bytes": "\(connection.bytesThisRequest)",
+                "outcome": "\(outcome)",
+            ])
         if let source, connection.bytesThisRequest > 0 {
             source.health.delivered()
             if source === sources.primary { refresher?.noteProgress() }
@@ -295,7 +299,8 @@ final class TransferRun: ConnectionDelegate {
             // The other half of a hedge pair has nothing left to fetch.
             if let partner { pool.connection(filling: partner)?.cancel() }
         } else if segment.isOwned && segment.partner == nil, pool.isWithinTarget(connection),
-                  let next = sources.next(after: source, now: .now), acquirePermit(connection, for: next) {
+            let next = sources.next(after: source, now: .now), acquirePermit(connection, for: next)
+        {
             // The request ended inside the segment: the same connection asks for the next part
             // (of the same source while it may be asked, keeping its connection).
             store.checkpointIfDue()

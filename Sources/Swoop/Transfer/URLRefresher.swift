@@ -28,7 +28,10 @@ final class URLRefresher: @unchecked Sendable {
     private var timer: LoopTimer?
     private var stopped = false
 
-    init(provider: @escaping Provider, url: RemoteURL, configuration: Downloader.Configuration, loop: TransferLoop, logger: Logger) {
+    init(
+        provider: @escaping Provider, url: RemoteURL, configuration: Downloader.Configuration, loop: TransferLoop,
+        logger: Logger
+    ) {
         self.provider = provider
         self.current = url
         self.loop = loop
@@ -57,7 +60,8 @@ final class URLRefresher: @unchecked Sendable {
 
     /// The URL the provider gave cannot be used (refused again, or not the same object): counts
     /// as a failed try, and asks again while tries remain.
-    func reject(_ url: RemoteURL, because reason: String, _ done: @escaping (Result<RemoteURL, DownloadError>) -> Void) {
+    func reject(_ url: RemoteURL, because reason: String, _ done: @escaping (Result<RemoteURL, DownloadError>) -> Void)
+    {
         logger.warning("the refreshed URL cannot be used: \(reason)", metadata: ["url": "\(url.redacted)"])
         refresh(after: url, done)
     }
@@ -72,16 +76,26 @@ final class URLRefresher: @unchecked Sendable {
     private func startCall() {
         triesWithoutProgress += 1
         guard triesWithoutProgress <= maxTries else {
-            finish(.failure(DownloadError(
-                .urlRefreshFailed, "\(current.redacted) was refused \(maxTries) times in a row after a fresh URL each time",
-                remedy: .checkURLProvider)))
+            finish(
+                .failure(
+                    DownloadError(
+                        .urlRefreshFailed,
+                        "\(current.redacted) was refused \(maxTries) times in a row after a fresh URL each time",
+                        remedy: .checkURLProvider)))
             return
         }
         refreshes += 1
         let provider = provider, loop = loop, old = current.absoluteString, attempt = refreshes
-        logger.info("the URL was refused; asking for a fresh one", metadata: ["url": "\(current.redacted)", "refresh": "\(attempt)"])
+        logger.info(
+            "the URL was refused; asking for a fresh one",
+            metadata: ["url": "\(current.redacted)", "refresh": "\(attempt)"])
         timer = loop.schedule(after: timeout) { [weak self] in
-            self?.answered(attempt, .failure(DownloadError(.urlRefreshFailed, "the URL refresh did not answer within \(self?.timeout ?? .zero)", remedy: .checkURLProvider)))
+            self?.answered(
+                attempt,
+                .failure(
+                    DownloadError(
+                        .urlRefreshFailed, "the URL refresh did not answer within \(self?.timeout ?? .zero)",
+                        remedy: .checkURLProvider)))
         }
         call = Task {
             let result: Result<RemoteURL, DownloadError>
@@ -92,10 +106,15 @@ final class URLRefresher: @unchecked Sendable {
                 } catch {
                     // Not the parser's words: they quote the URL, signature included.
                     let shown = RemoteURL.printable(RemoteURL.strippingQuery(fresh))
-                    result = .failure(DownloadError(.urlRefreshFailed, "the URL refresh gave an unusable URL '\(shown)' (an absolute http or https URL is needed)", remedy: .checkURLProvider))
+                    result = .failure(
+                        DownloadError(
+                            .urlRefreshFailed,
+                            "the URL refresh gave an unusable URL '\(shown)' (an absolute http or https URL is needed)",
+                            remedy: .checkURLProvider))
                 }
             } catch {
-                result = .failure(DownloadError(.urlRefreshFailed, "the URL refresh failed: \(error)", remedy: .checkURLProvider))
+                result = .failure(
+                    DownloadError(.urlRefreshFailed, "the URL refresh failed: \(error)", remedy: .checkURLProvider))
             }
             loop.execute { [weak self] in self?.answered(attempt, result) }
         }

@@ -65,7 +65,9 @@ package struct ConnectionController {
 
     /// Records the running total of bytes received at `now`; returns a new target when the count
     /// should change. `roundTrip` (seconds) sets how long a measurement takes.
-    package mutating func observe(totalBytes: Int64, remainingBytes: Int64, at now: ContinuousClock.Instant, roundTrip: Double) -> Int? {
+    package mutating func observe(
+        totalBytes: Int64, remainingBytes: Int64, at now: ContinuousClock.Instant, roundTrip: Double
+    ) -> Int? {
         guard !isSettled else { return nil }
         if changedAt == nil { changedAt = now }
         samples.append((now, totalBytes))
@@ -75,7 +77,7 @@ package struct ConnectionController {
         guard let changedAt, now - changedAt >= warmUp + window else { return nil }
         let start = changedAt + warmUp
         guard let first = samples.first(where: { $0.time >= start }), let last = samples.last,
-              last.time > first.time
+            last.time > first.time
         else { return nil }
         let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
         guard rate > 0 else {

@@ -73,7 +73,9 @@ package struct FailurePolicy: Equatable {
     /// The wait before the trial after `failedTrials` failed ones of a down source: from twice
     /// ``baseDelay`` up to ``maxTrialInterval`` (or ``maxDelay`` if lower), with jitter, at least
     /// `Retry-After` (capped by ``maxDelay``).
-    package func trialDelay(failedTrials: Int, retryAfter: Int?, using random: inout some RandomNumberGenerator) -> Duration {
+    package func trialDelay(
+        failedTrials: Int, retryAfter: Int?, using random: inout some RandomNumberGenerator
+    ) -> Duration {
         let cap = min(maxTrialInterval, maxDelay)
         return jittered(exponential(tries: failedTrials + 2, cap: cap), retryAfter: retryAfter, using: &random)
     }

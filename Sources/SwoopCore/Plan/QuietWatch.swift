@@ -19,7 +19,9 @@ package struct QuietWatch {
 
     /// One look: `idle` is what the download waits for with nothing in flight (`nil`: a request
     /// is in flight), `bytes` what it received so far. Returns the failure once quiet too long.
-    package mutating func look(idle: IdleWait?, bytes: Int64, othersActive: Bool, now: ContinuousClock.Instant) -> DownloadError? {
+    package mutating func look(
+        idle: IdleWait?, bytes: Int64, othersActive: Bool, now: ContinuousClock.Instant
+    ) -> DownloadError? {
         defer { bytesAtLastLook = bytes }
         guard let idle, bytes == bytesAtLastLook, !(idle == .permit && othersActive) else {
             quietSince = nil

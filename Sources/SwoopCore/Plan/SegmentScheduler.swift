@@ -51,7 +51,9 @@ package final class Segment: CustomStringConvertible {
     package var remaining: Int64 { max(0, end - frontier) }
     package var isDone: Bool { frontier >= end }
 
-    package var description: String { "[\(start) \(position)/\(end)\(isOwned ? " owned" : "")\(partner != nil ? " hedged" : "")]" }
+    package var description: String {
+        "[\(start) \(position)/\(end)\(isOwned ? " owned" : "")\(partner != nil ? " hedged" : "")]"
+    }
 }
 
 /// Decides which bytes each connection fetches next.
@@ -99,7 +101,9 @@ package final class SegmentScheduler {
 
     package var isComplete: Bool { segments.isEmpty }
     /// Bytes not yet written (a hedge pair's shared tail counted once).
-    package var remainingBytes: Int64 { segments.reduce(0) { $0 + ($1.isHedge && $1.partner != nil ? 0 : $1.remaining) } }
+    package var remainingBytes: Int64 {
+        segments.reduce(0) { $0 + ($1.isHedge && $1.partner != nil ? 0 : $1.remaining) }
+    }
     package var ownedCount: Int { segments.reduce(0) { $0 + ($1.isOwned ? 1 : 0) } }
 
     /// Carves `range` (chunk-aligned start) out of the unowned work as an owned segment: the
@@ -144,7 +148,8 @@ package final class SegmentScheduler {
         for segment in segments where !segment.isOwned && !segment.isDone {
             var current = segment
             while current.end - current.frontier > size,
-                  let piece = split(current, exactlyAt: current.frontier + size, minimum: layout.chunkSize) {
+                let piece = split(current, exactlyAt: current.frontier + size, minimum: layout.chunkSize)
+            {
                 insert(piece)
                 current = piece
             }
@@ -173,9 +178,15 @@ package final class SegmentScheduler {
     /// In order: the largest ready unowned segment; else half of the largest tail nobody has
     /// requested yet; else, where `cut` names a point, the far part of a request in flight (its
     /// connection then stops at that point).
-    package func claim(now: ContinuousClock.Instant, ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }) -> Segment? {
-        let ready = segments.filter { !$0.isOwned && !$0.isDone && $0.start < limit && ($0.notBefore.map { $0 <= now } ?? true) }
-        if let largest = inOrder ? ready.min(by: { $0.start < $1.start }) : ready.max(by: { $0.remaining < $1.remaining }) {
+    package func claim(
+        now: ContinuousClock.Instant, ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }
+    ) -> Segment? {
+        let ready = segments.filter {
+            !$0.isOwned && !$0.isDone && $0.start < limit && ($0.notBefore.map { $0 <= now } ?? true)
+        }
+        if let largest = inOrder
+            ? ready.min(by: { $0.start < $1.start }) : ready.max(by: { $0.remaining < $1.remaining })
+        {
             largest.isOwned = true
             largest.ownerID = ownerID
             largest.notBefore = nil
@@ -190,9 +201,12 @@ package final class SegmentScheduler {
         let candidates = segments.filter { $0.isOwned && $0.partner == nil && !$0.isDone }
         var piece: Segment?
         // Tails nobody asked for yet, largest first: taking one costs nothing.
-        for victim in candidates.sorted(by: { $0.unrequested > $1.unrequested }) where victim.unrequested >= minimumStealSize {
+        for victim in candidates.sorted(by: { $0.unrequested > $1.unrequested })
+        where victim.unrequested >= minimumStealSize {
             let half = victim.frontier + (victim.end - victim.frontier) / 2
-            if let taken = split(victim, near: half, notBelow: max(victim.frontier, victim.requestedUpTo), minimum: minimumStealSize) {
+            if let taken = split(
+                victim, near: half, notBelow: max(victim.frontier, victim.requestedUpTo), minimum: minimumStealSize)
+            {
                 piece = taken
                 break
             }
@@ -200,7 +214,8 @@ package final class SegmentScheduler {
         if piece == nil {
             // Requests in flight, where the session judges cutting worth it.
             for victim in candidates.sorted(by: { $0.remaining > $1.remaining }) {
-                guard let point = cut(victim), let taken = split(victim, exactlyAt: point, minimum: minimumStealSize) else { continue }
+                guard let point = cut(victim), let taken = split(victim, exactlyAt: point, minimum: minimumStealSize)
+                else { continue }
                 piece = taken
                 break
             }
@@ -347,7 +362,9 @@ package final class SegmentScheduler {
     /// minimum segment size.
     private func splitOff(_ segment: Segment, keeping numerator: Int64, of denominator: Int64) -> Segment? {
         let from = segment.frontier
-        return split(segment, near: from + (segment.end - from) * numerator / denominator, notBelow: from, minimum: minimumSegmentSize)
+        return split(
+            segment, near: from + (segment.end - from) * numerator / denominator, notBelow: from,
+            minimum: minimumSegmentSize)
     }
 
     /// Cuts `segment` at the chunk boundary at or above `offset`, or not at all when that leaves

@@ -15,7 +15,8 @@ package struct ConnectionSample: Equatable {
     package var segment: SegmentSample?
 
     package init(
-        id: Int, rate: Double, timeToFirstByte: Double, isTransferring: Bool, secondsSinceFirstByte: Double? = nil, replacements: Int, segment: SegmentSample? = nil
+        id: Int, rate: Double, timeToFirstByte: Double, isTransferring: Bool, secondsSinceFirstByte: Double? = nil,
+        replacements: Int, segment: SegmentSample? = nil
     ) {
         self.id = id
         self.rate = rate
@@ -140,9 +141,9 @@ package struct TransferPolicy {
         let roundTrip = Self.roundTrip(connections)
         return measured.filter { connection in
             guard connection.rate < median / 4, connection.replacements < 3,
-                  let since = connection.secondsSinceFirstByte, since > max(0.2, 25 * roundTrip),
-                  let segment = connection.segment, !segment.isHedged,
-                  segment.remaining >= 2 * minimumStealSize
+                let since = connection.secondsSinceFirstByte, since > max(0.2, 25 * roundTrip),
+                let segment = connection.segment, !segment.isHedged,
+                segment.remaining >= 2 * minimumStealSize
             else { return false }
             return true
         }.map(\.id)
@@ -166,7 +167,8 @@ package struct TransferPolicy {
         var chosen: [(id: Int, timeLeft: Double)] = []
         for connection in withSegments {
             guard let segment = connection.segment, !segment.isHedged, segment.remaining > 0, connection.rate > 0,
-                  let since = connection.secondsSinceFirstByte, since > 2 * roundTrip else { continue }
+                let since = connection.secondsSinceFirstByte, since > 2 * roundTrip
+            else { continue }
             let timeLeft = Double(segment.remaining) / connection.rate
             let timeOnFresh = Double(segment.remaining) / median
             if timeLeft > 1.5 * (roundTrip + timeOnFresh) { chosen.append((connection.id, timeLeft)) }

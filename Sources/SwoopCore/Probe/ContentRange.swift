@@ -26,9 +26,9 @@ package enum ContentRange: Equatable, Sendable {
             return
         }
         guard let dash = rangePart.firstIndex(of: "-"),
-              let first = ContentRange.decimal(rangePart[..<dash]),
-              let last = ContentRange.decimal(rangePart[rangePart.index(after: dash)...]),
-              first <= last, last < Int64.max
+            let first = ContentRange.decimal(rangePart[..<dash]),
+            let last = ContentRange.decimal(rangePart[rangePart.index(after: dash)...]),
+            first <= last, last < Int64.max
         else { return nil }
         if let total, last >= total { return nil }
         self = .satisfied(ByteRange(first, last + 1), total: total)

@@ -70,7 +70,9 @@ package struct ObjectIdentity: Sendable, Equatable {
     /// Compares what was observed with this identity: sizes and content codings must agree when
     /// both are known; a strong ETag must match exactly; a weak ETag must match weakly; without a
     /// strong ETag, the Last-Modified dates must agree when both are known.
-    package func compare(_ observed: ObjectIdentity, observedIn observation: Observation = .representation) -> Comparison {
+    package func compare(
+        _ observed: ObjectIdentity, observedIn observation: Observation = .representation
+    ) -> Comparison {
         if let size, let other = observed.size, size != other {
             return .changed("its size \(size) became \(other) bytes")
         }
@@ -79,7 +81,8 @@ package struct ObjectIdentity: Sendable, Equatable {
         }
         if let expected = strongETag {
             guard let etag = observed.etag else {
-                return observation == .representation ? .validatorMissing("the server stopped sending an ETag (expected \(expected))") : .same
+                return observation == .representation
+                    ? .validatorMissing("the server stopped sending an ETag (expected \(expected))") : .same
             }
             return etag == expected ? .same : .changed("ETag \(expected) became \(etag)")
         }

@@ -57,7 +57,8 @@ package struct ProbeDecision {
     package let resolve: (_ base: RemoteURL, _ location: String) throws(DownloadError) -> RemoteURL
 
     package init(
-        url: RemoteURL, originalURL: RemoteURL, basis: ProbeBasis, redirects: Int = 0, maxRedirects: Int, target: String,
+        url: RemoteURL, originalURL: RemoteURL, basis: ProbeBasis, redirects: Int = 0, maxRedirects: Int,
+        target: String,
         expectedSize: Int64? = nil, resolve: @escaping (RemoteURL, String) throws(DownloadError) -> RemoteURL
     ) {
         self.url = url
@@ -118,7 +119,9 @@ package struct ProbeDecision {
     /// size (Apache httpd and lighttpd do not: ``Step/confirm(_:)`` then asks for the last byte); a
     /// partial download asks for its first missing bytes; a new one for its first `probeSize`
     /// bytes. Known validators go in the precondition.
-    package static func request(for basis: ProbeBasis, probeSize: Int64) -> (range: RequestedRange, precondition: (name: String, value: String)?) {
+    package static func request(
+        for basis: ProbeBasis, probeSize: Int64
+    ) -> (range: RequestedRange, precondition: (name: String, value: String)?) {
         switch basis {
         case .fresh:
             return (.bounded(ByteRange(0, probeSize)), nil)
@@ -135,7 +138,9 @@ package struct ProbeDecision {
     package func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
         let decided = decideAnySize(head, requested: requested)
         guard let expected = expectedSize, let size = objectSize(decided.step), size != expected else { return decided }
-        let error = DownloadError(.sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected", remedy: .correctExpectedSize)
+        let error = DownloadError(
+            .sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected",
+            remedy: .correctExpectedSize)
         return (.fail(error), .abort)
     }
 
@@ -180,7 +185,10 @@ package struct ProbeDecision {
             case .completed:
                 return (.fail(targetDiffers("the object on the server has changed since")), .discard)
             case .resuming:
-                return (.restart("the object changed on the server since the partial download (412 Precondition Failed)"), .discard)
+                return (
+                    .restart("the object changed on the server since the partial download (412 Precondition Failed)"),
+                    .discard
+                )
             case .fresh:
                 return (.fail(.httpStatus(412, url: url.redacted)), .discard)
             }
@@ -212,13 +220,17 @@ package struct ProbeDecision {
             }
         case .whole(let found):
             if Self.looksLikeErrorPage(head, url: url) {
-                let message = "the server answered a range request with an HTML page (200 \(head.contentType ?? "text/html")) instead of \(url.lastPathComponent), likely an error or 'busy' page (\(url))"
+                let message =
+                    "the server answered a range request with an HTML page (200 \(head.contentType ?? "text/html")) "
+                        + "instead of \(url.lastPathComponent), likely an error or 'busy' page (\(url))"
                 return (.fail(.invalidResponse(message, httpStatus: 200)), .abort)
             }
             switch basis {
             case .completed(let record):
                 // A 200 may not say its size (chunked); without it, nothing is confirmed.
-                if found.size == record.size, record.identity.compare(found.identity) == .same { return (.alreadyComplete, .abort) }
+                if found.size == record.size, record.identity.compare(found.identity) == .same {
+                    return (.alreadyComplete, .abort)
+                }
                 return (.fail(targetDiffers("differs from the object on the server")), .abort)
             case .resuming:
                 return (.stream(found, discardsPartial: true), .deliver)
@@ -244,7 +256,8 @@ package struct ProbeDecision {
             case .completed(let record): return .fail(targetDiffers("\(shorter), not \(record.size)"))
             case .resuming(let map): return .restart("\(shorter); the partial download expected \(map.size)")
             case .fresh:
-                let message = "the server answered 416 to \(requested.headerValue) without saying the object's size "
+                let message =
+                    "the server answered 416 to \(requested.headerValue) without saying the object's size "
                     + "(\(url))"
                 return .fail(.invalidResponse(message, httpStatus: 416))
             }
@@ -258,18 +271,24 @@ package struct ProbeDecision {
             switch map.identity.compare(observed, observedIn: .unsatisfiedRange) {
             case .same where map.isComplete:
                 let identity = map.identity
-                return .finishResumed(RemoteObject(
-                    url: url, size: map.size, etag: identity.etag, lastModified: identity.lastModified, acceptsRanges: true))
+                return .finishResumed(
+                    RemoteObject(
+                        url: url, size: map.size, etag: identity.etag, lastModified: identity.lastModified,
+                        acceptsRanges: true))
             case .changed(let what):
                 return .restart("the object changed on the server since the partial download: \(what)")
             default:
-                return .restart("the object on the server has \(total) bytes, the partial download expected \(map.size)")
+                return .restart(
+                    "the object on the server has \(total) bytes, the partial download expected \(map.size)")
             }
         case .fresh:
             if requested.lowerBound == 0 && total == 0 {
                 return .empty(RemoteObject(url: url, size: 0, etag: etag, lastModified: nil, acceptsRanges: true))
             }
-            return .fail(.invalidResponse("the server answered 416 to \(requested.headerValue) for an object of \(total) bytes (\(url))", httpStatus: 416))
+            return .fail(
+                .invalidResponse(
+                    "the server answered 416 to \(requested.headerValue) for an object of \(total) bytes (\(url))",
+                    httpStatus: 416))
         }
     }
 

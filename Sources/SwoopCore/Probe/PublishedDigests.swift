@@ -49,7 +49,9 @@ package struct PublishedDigests: Sendable, Equatable {
 
     /// Algorithms in the order one is chosen to verify: the CRCs first (checked chunk by chunk
     /// as the bytes arrive, no ordering needed), then the hashes.
-    package static let preference: [Checksum.Algorithm] = [.crc64nvme, .crc64xz, .crc32c, .crc32, .sha256, .sha512, .sha384, .sha1, .md5]
+    package static let preference: [Checksum.Algorithm] = [
+        .crc64nvme, .crc64xz, .crc32c, .crc32, .sha256, .sha512, .sha384, .sha1, .md5,
+    ]
 
     package init() {}
 
@@ -66,23 +68,31 @@ package struct PublishedDigests: Sendable, Equatable {
             case "x-goog-hash":
                 object += keyed(name, value, accepting: ["crc32c": .crc32c, "md5": .md5])
             case "digest":
-                let found = keyed(name, value, accepting: ["sha-256": .sha256, "sha-512": .sha512, "md5": .md5, "sha": .sha1])
-                if bodyIsWholeObject { object += found } else if !found.isEmpty {
+                let found = keyed(
+                    name, value, accepting: ["sha-256": .sha256, "sha-512": .sha512, "md5": .md5, "sha": .sha1])
+                if bodyIsWholeObject {
+                    object += found
+                } else if !found.isEmpty {
                     unusable.append("\(name): on a partial response it may describe only the part; not used")
                 }
             case "content-md5":
                 // RFC 1864 says of the body, but servers that add it as a static header send the
                 // object's on every 206 too: only a whole body is trusted to match it.
-                if bodyIsWholeObject { object += plain(name, value, .md5) } else {
+                if bodyIsWholeObject {
+                    object += plain(name, value, .md5)
+                } else {
                     unusable.append("\(name): on a partial response it may describe the object, not the part; not used")
                 }
             case "x-oss-hash-crc64ecma":
                 if let crc = UInt64(value.trimmingWhitespace) {
-                    object.append(PublishedDigest(header: name, checksum: Checksum(algorithm: .crc64xz, crc: crc), notation: .decimal))
+                    object.append(
+                        PublishedDigest(
+                            header: name, checksum: Checksum(algorithm: .crc64xz, crc: crc), notation: .decimal))
                 } else {
                     unusable.append("\(name): '\(value)' is not a decimal CRC-64; not used")
                 }
-            case _ where name.hasPrefix("x-amz-checksum-") && name != "x-amz-checksum-type" && name != "x-amz-checksum-mode":
+            case _
+            where name.hasPrefix("x-amz-checksum-") && name != "x-amz-checksum-type" && name != "x-amz-checksum-mode":
                 amazon(name, value, type: head.value("x-amz-checksum-type"))
             default:
                 continue
@@ -99,7 +109,10 @@ package struct PublishedDigests: Sendable, Equatable {
         let before = response.count
         response.removeAll { part in object.contains { $0.checksum == part.checksum } }
         if response.count < before {
-            unusable.append("content-digest: repeats the object's digest on a partial response, so it describes the object, not the part; not used")
+            unusable.append(
+                "content-digest: repeats the object's digest on a partial response, so it describes the object, not "
+                    + "the part; not used"
+            )
         }
     }
 
@@ -123,9 +136,13 @@ package struct PublishedDigests: Sendable, Equatable {
     /// object changed. `nil` when nothing does; a header that is missing later is no change.
     package func change(in later: PublishedDigests) -> String? {
         for digest in later.object {
-            if let earlier = object.first(where: { $0.header == digest.header && $0.checksum.algorithm == digest.checksum.algorithm }),
-               earlier.checksum != digest.checksum {
-                return "\(digest.header) was \(earlier.written(earlier.checksum)), now \(digest.written(digest.checksum))"
+            if let earlier = object.first(where: {
+                $0.header == digest.header && $0.checksum.algorithm == digest.checksum.algorithm
+            }),
+                earlier.checksum != digest.checksum
+            {
+                return
+                    "\(digest.header) was \(earlier.written(earlier.checksum)), now \(digest.written(digest.checksum))"
             }
         }
         return nil
@@ -151,20 +168,23 @@ package struct PublishedDigests: Sendable, Equatable {
         }
         var found: [PublishedDigest] = []
         for (key, member) in dictionary {
-            let algorithm: Checksum.Algorithm? = switch key {
-            case "sha-256": .sha256
-            case "sha-512": .sha512
-            case "md5": .md5
-            case "crc32c": .crc32c
-            default: nil
-            }
+            let algorithm: Checksum.Algorithm? =
+                switch key {
+                case "sha-256": .sha256
+                case "sha-512": .sha512
+                case "md5": .md5
+                case "crc32c": .crc32c
+                default: nil
+                }
             guard let algorithm else {
                 unusable.append("\(name): algorithm '\(key)' is not supported; not used")
                 continue
             }
             guard case .item(let item) = member, case .undecodedByteSequence(let text) = item.rfc9651BareItem,
-                  let digest = Self.decode(text, algorithm) else {
-                unusable.append("\(name): the \(key) value is not a byte sequence of \(algorithm.byteCount) bytes; not used")
+                let digest = Self.decode(text, algorithm)
+            else {
+                unusable.append(
+                    "\(name): the \(key) value is not a byte sequence of \(algorithm.byteCount) bytes; not used")
                 continue
             }
             found.append(PublishedDigest(header: name, checksum: digest, notation: .structured(key: key)))
@@ -172,7 +192,9 @@ package struct PublishedDigests: Sendable, Equatable {
         return found
     }
 
-    private mutating func keyed(_ name: String, _ value: String, accepting names: [String: Checksum.Algorithm]) -> [PublishedDigest] {
+    private mutating func keyed(
+        _ name: String, _ value: String, accepting names: [String: Checksum.Algorithm]
+    ) -> [PublishedDigest] {
         var found: [PublishedDigest] = []
         for member in value.split(separator: ",") {
             let text = member.trimmingWhitespace
@@ -203,13 +225,20 @@ package struct PublishedDigests: Sendable, Equatable {
     /// COMPOSITE`) is a checksum of the parts' checksums, which the object's bytes cannot give.
     private mutating func amazon(_ name: String, _ value: String, type: String?) {
         let suffix = String(name.dropFirst("x-amz-checksum-".count))
-        guard let algorithm: Checksum.Algorithm = ["crc32": .crc32, "crc32c": .crc32c, "crc64nvme": .crc64nvme, "sha1": .sha1, "sha256": .sha256][suffix] else {
+        guard
+            let algorithm: Checksum.Algorithm = [
+                "crc32": .crc32, "crc32c": .crc32c, "crc64nvme": .crc64nvme, "sha1": .sha1, "sha256": .sha256,
+            ][suffix]
+        else {
             unusable.append("\(name): algorithm '\(suffix)' is not supported; not used")
             return
         }
         let text = value.trimmingWhitespace
         if let dash = text.lastIndex(of: "-"), Int(text[text.index(after: dash)...]) != nil {
-            unusable.append("\(name): \(text) is a composite of \(text[text.index(after: dash)...]) parts' checksums, not of the object's bytes; not checked")
+            unusable.append(
+                "\(name): \(text) is a composite of \(text[text.index(after: dash)...]) parts' checksums, not of the "
+                    + "object's bytes; not checked"
+            )
             return
         }
         if type?.uppercased() == "COMPOSITE" {

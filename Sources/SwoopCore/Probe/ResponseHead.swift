@@ -30,7 +30,7 @@ package struct ResponseHead: Sendable {
     /// `Content-Length` as a non-negative decimal (no sign), or `nil`.
     package var contentLength: Int64? {
         guard let raw = value("content-length"), !raw.isEmpty, raw.count <= 18,
-              raw.allSatisfy({ $0.isASCII && $0.isNumber })
+            raw.allSatisfy({ $0.isASCII && $0.isNumber })
         else { return nil }
         return Int64(raw)
     }
@@ -78,7 +78,8 @@ package struct ResponseHeadParser {
         }
         if line.starts(with: "HTTP/".utf8) {
             // "HTTP/1.1 206 Partial Content": a new block starts.
-            let parts = String(decoding: line, as: UTF8.self).split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+            let parts = String(decoding: line, as: UTF8.self).split(
+                separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
             status = parts.count >= 2 ? Int(parts[1]) : nil
             fields.removeAll()
             return nil
@@ -102,7 +103,8 @@ package struct ResponseHeadParser {
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\n")
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+            || byte == UInt8(ascii: "\n")
     }
 }
 

@@ -18,13 +18,16 @@ package enum ResponseValidator {
         case preconditionFailed
     }
 
-    package static func probe(_ head: ResponseHead, requested: RequestedRange, url: RemoteURL) throws(DownloadError) -> ProbeResult {
+    package static func probe(
+        _ head: ResponseHead, requested: RequestedRange, url: RemoteURL
+    ) throws(DownloadError) -> ProbeResult {
         switch head.status {
         case 206:
             try checkSingleValued(head, url: url)
             try checkNotMultipart(head, url: url)
             guard let value = head.contentRange, let contentRange = ContentRange(value) else {
-                throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) at \(url)")
+                throw .invalidResponse(
+                    "the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) at \(url)")
             }
             guard case .satisfied(let range, let total?) = contentRange else {
                 throw .invalidResponse("the server's Content-Range '\(value)' does not give the object's size (\(url))")
@@ -35,7 +38,10 @@ package enum ResponseValidator {
             case .from: expectedUpper = total
             }
             guard range.lowerBound == requested.lowerBound, range.upperBound == expectedUpper else {
-                throw .invalidResponse("the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range '\(value)', \(url))")
+                throw .invalidResponse(
+                    "the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range "
+                        + "'\(value)', \(url))"
+                )
             }
             try checkLength(head, expected: range.count, url: url)
             var object = RemoteObject(
@@ -59,14 +65,17 @@ package enum ResponseValidator {
             try checkSingleValued(head, url: url)
             guard let value = head.contentRange else { return .unsatisfiable(total: nil, etag: head.etag) }
             guard case .unsatisfied(let total)? = ContentRange(value) else {
-                let message = "the server answered 416 Range Not Satisfiable with an invalid Content-Range "
+                let message =
+                    "the server answered 416 Range Not Satisfiable with an invalid Content-Range "
                     + "'\(value)' (\(url))"
                 throw .invalidResponse(message, httpStatus: 416)
             }
             return .unsatisfiable(total: total, etag: head.etag)
         case 301, 302, 303, 307, 308:
             guard let location = head.location, !location.isEmpty else {
-                throw .invalidResponse("the server answered \(head.status) (a redirect) without a Location header (\(url))", httpStatus: head.status)
+                throw .invalidResponse(
+                    "the server answered \(head.status) (a redirect) without a Location header (\(url))",
+                    httpStatus: head.status)
             }
             return .redirect(location: location)
         case 412:
@@ -78,32 +87,49 @@ package enum ResponseValidator {
 
     /// Checks a segment's response: 206, exactly the requested range of an object of the planned
     /// size, the same version (ETag / Last-Modified) and the same content coding.
-    package static func segment(_ head: ResponseHead, requested: ByteRange, object: RemoteObject) throws(DownloadError) {
+    package static func segment(_ head: ResponseHead, requested: ByteRange, object: RemoteObject) throws(DownloadError)
+    {
         let url = object.url
         switch head.status {
         case 206:
             break
         case 412:
-            throw DownloadError(.objectChanged, "the object changed on the server (412 Precondition Failed for \(object.precondition?.name ?? "the precondition") at \(url))", httpStatus: 412)
+            throw DownloadError(
+                .objectChanged,
+                "the object changed on the server (412 Precondition Failed for "
+                    + "\(object.precondition?.name ?? "the precondition") at \(url))",
+                httpStatus: 412)
         case 200:
             let type = head.contentType.map { " (\($0))" } ?? ""
             let hint = head.contentType?.lowercased().contains("text/html") == true ? ", likely an error page" : ""
-            throw .invalidResponse("the server answered a range request with 200\(type) instead of 206\(hint) (\(url))", httpStatus: 200)
+            throw .invalidResponse(
+                "the server answered a range request with 200\(type) instead of 206\(hint) (\(url))", httpStatus: 200)
         case 416:
-            throw DownloadError(.objectChanged, "the server no longer has bytes \(requested) (416 Range Not Satisfiable); the object shrank (\(url))", httpStatus: 416)
+            throw DownloadError(
+                .objectChanged,
+                "the server no longer has bytes \(requested) (416 Range Not Satisfiable); the object shrank (\(url))",
+                httpStatus: 416)
         default:
             throw .httpStatus(head.status, url: url.redacted)
         }
         try checkSingleValued(head, url: url)
         try checkNotMultipart(head, url: url)
         guard let value = head.contentRange, let contentRange = ContentRange(value) else {
-            throw .invalidResponse("the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) for bytes \(requested) (\(url))")
+            throw .invalidResponse(
+                "the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) for bytes "
+                    + "\(requested) (\(url))"
+            )
         }
         guard case .satisfied(let range, let total) = contentRange, range == requested else {
-            throw .invalidResponse("the server's Content-Range '\(value)' does not match the requested bytes \(requested) (\(url))")
+            throw .invalidResponse(
+                "the server's Content-Range '\(value)' does not match the requested bytes \(requested) (\(url))")
         }
         if let size = object.size, total != size {
-            throw DownloadError(.objectChanged, "the object's size changed from \(size) to \(total.map(String.init) ?? "unknown") bytes (Content-Range '\(value)', \(url))")
+            throw DownloadError(
+                .objectChanged,
+                "the object's size changed from \(size) to \(total.map(String.init) ?? "unknown") bytes (Content-Range "
+                    + "'\(value)', \(url))"
+            )
         }
         try checkLength(head, expected: requested.count, url: url)
         try checkIdentity(head, object: object)
@@ -148,20 +174,25 @@ package enum ResponseValidator {
     /// We ask for one range; a multipart body would be written as if it were file bytes.
     private static func checkNotMultipart(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
         if head.values("content-type").contains(where: { $0.lowercased().hasPrefix("multipart/") }) {
-            throw .invalidResponse("the server sent a multipart body (\(head.values("content-type").joined(separator: ", "))) for a single range (\(url))")
+            throw .invalidResponse(
+                "the server sent a multipart body (\(head.values("content-type").joined(separator: ", "))) for a "
+                    + "single range (\(url))"
+            )
         }
     }
 
     private static func checkSingleValued(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
         for name in ["content-range", "content-length", "etag", "content-type"] where head.isConflicting(name) {
-            throw .invalidResponse("the server sent conflicting \(name) headers (\(head.values(name).joined(separator: ", "))) at \(url)")
+            throw .invalidResponse(
+                "the server sent conflicting \(name) headers (\(head.values(name).joined(separator: ", "))) at \(url)")
         }
     }
 
     private static func checkLength(_ head: ResponseHead, expected: Int64, url: RemoteURL) throws(DownloadError) {
         if let raw = head.value("content-length") {
             guard let length = head.contentLength, length == expected else {
-                throw .invalidResponse("the server's Content-Length \(raw) does not match its Content-Range (\(expected) bytes) at \(url)")
+                throw .invalidResponse(
+                    "the server's Content-Length \(raw) does not match its Content-Range (\(expected) bytes) at \(url)")
             }
         }
     }

@@ -49,7 +49,9 @@ public struct Checksum: Sendable, Equatable, CustomStringConvertible {
                 self = .crc64xz
                 return
             }
-            guard let found = Self.allCases.first(where: { $0.rawValue.filter { $0 != "-" } == key }) else { return nil }
+            guard let found = Self.allCases.first(where: { $0.rawValue.filter { $0 != "-" } == key }) else {
+                return nil
+            }
             self = found
         }
     }
@@ -61,14 +63,18 @@ public struct Checksum: Sendable, Equatable, CustomStringConvertible {
     /// Parses `ALGORITHM=HEX` (aria2's form: `sha-256=...`; `sha256=...` also works). The
     /// algorithms are ``Algorithm``'s; a CRC's hex is its value, e.g. `crc32c=e3069283`.
     public init?(_ text: String) {
-        guard let equals = text.firstIndex(of: "="), let algorithm = Algorithm(name: text[..<equals]) else { return nil }
+        guard let equals = text.firstIndex(of: "="), let algorithm = Algorithm(name: text[..<equals]) else {
+            return nil
+        }
         self.init(algorithm: algorithm, hex: String(text[text.index(after: equals)...]))
     }
 
     /// A digest from its hexadecimal form; `nil` if it is not one of the right length.
     public init?(algorithm: Algorithm, hex: String) {
         let digits = Array(hex.lowercased().utf8)
-        guard digits.count == 2 * algorithm.byteCount, digits.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else { return nil }
+        guard digits.count == 2 * algorithm.byteCount,
+            digits.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
+        else { return nil }
         func value(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit - 48 : digit - 87 }
         self.algorithm = algorithm
         digest = stride(from: 0, to: digits.count, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }

@@ -59,7 +59,9 @@ package enum Finalizer {
                     try opened.descriptor.writeAll(toAbsoluteOffset: 0, bytes)
                 } catch {
                     opened.discard(paths)
-                    throw .localIO("cannot write to", path: opened.unnamed ? paths.directory : paths.part, errno: (error as? Errno)?.rawValue ?? EIO)
+                    throw .localIO(
+                        "cannot write to", path: opened.unnamed ? paths.directory : paths.part,
+                        errno: (error as? Errno)?.rawValue ?? EIO)
                 }
                 return opened
             }
@@ -89,7 +91,8 @@ package enum Finalizer {
             }
             do { try systemCall { swoop_link_unnamed(descriptor.rawValue, item.paths.target) } } catch {
                 if error == .fileExists {
-                    throw DownloadError(.targetExists, "\(item.paths.target) appeared while downloading; it was left as it is")
+                    throw DownloadError(
+                        .targetExists, "\(item.paths.target) appeared while downloading; it was left as it is")
                 }
                 throw .localIO("cannot create", path: item.paths.target, errno: error.rawValue)
             }
@@ -175,7 +178,8 @@ package enum Finalizer {
         for (directory, indices) in directories {
             do { try syncDirectory(containing: directory + "/.") } catch {
                 for index in indices {
-                    failures[index] = .localIO("cannot flush the directory of", path: items[index].paths.target, errno: error.rawValue)
+                    failures[index] = .localIO(
+                        "cannot flush the directory of", path: items[index].paths.target, errno: error.rawValue)
                 }
             }
         }
@@ -184,8 +188,11 @@ package enum Finalizer {
 
     /// The first half of ``finalize(_:alreadyDurable:)`` for a part file, done while its digests
     /// are still being checked: cut to size, record, `fsync`. The descriptor stays open.
-    package static func makeDurable(_ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject) throws(DownloadError) {
-        let item = Item(body: .written(descriptor), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
+    package static func makeDurable(
+        _ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject
+    ) throws(DownloadError) {
+        let item = Item(
+            body: .written(descriptor), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
         try prepare(item, descriptor)
         do { try descriptor.sync() } catch {
             throw .localIO("cannot flush", path: paths.part, errno: error.rawValue)
@@ -211,11 +218,14 @@ package enum Finalizer {
     /// Renames `source` to `target`; without `overwrite` an existing target is an error, checked
     /// atomically where the file system allows.
     package static func publish(_ source: String, as target: String, overwrite: Bool) throws(DownloadError) {
-        let appeared = DownloadError(.targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
+        let appeared = DownloadError(
+            .targetExists, "\(target) appeared while downloading; the download is kept in \(source)")
         func renameFailed(_ error: Errno) -> DownloadError {
             if error == .noSuchFileOrDirectory, (try? fileInfo(source)) == nil {
                 return DownloadError(
-                    .localIO, "cannot rename \(source) to \(target): \(source) no longer exists (something else removed it during the download)",
+                    .localIO,
+                    "cannot rename \(source) to \(target): \(source) no longer exists (something else removed it "
+                        + "during the download)",
                     errno: error.rawValue)
             }
             return .localIO("cannot rename \(source) to", path: target, errno: error.rawValue)

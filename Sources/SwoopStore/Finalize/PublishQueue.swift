@@ -38,9 +38,11 @@ package final class PublishQueue: @unchecked Sendable {
         let batch = Array(waiting.prefix(Self.batchLimit))
         waiting.removeFirst(batch.count)
         let items = batch.map(\.item)
-        disk.run({ Finalizer.finalize(batch: items) }, then: { [self] failures in
-            for (entry, failure) in zip(batch, failures) { entry.then(failure) }
-            publishWaiting()
-        })
+        disk.run(
+            { Finalizer.finalize(batch: items) },
+            then: { [self] failures in
+                for (entry, failure) in zip(batch, failures) { entry.then(failure) }
+                publishWaiting()
+            })
     }
 }

@@ -40,11 +40,13 @@ package struct CompletedObject: Equatable, Sendable {
             guard fields.count == 3, let size = Int64(fields[1]) else { return nil }
             let validator = fields[2]
             let isETag = validator.hasPrefix("\"") || validator.hasPrefix("W/\"")
-            self.init(size: size, etag: isETag ? validator : nil, lastModified: isETag || validator.isEmpty ? nil : validator)
+            self.init(
+                size: size, etag: isETag ? validator : nil, lastModified: isETag || validator.isEmpty ? nil : validator)
         case "swoop1":
             guard fields.count == 5, let size = Int64(fields[1]) else { return nil }
-            self.init(size: size, etag: fields[2].isEmpty ? nil : fields[2],
-                      lastModified: fields[3].isEmpty ? nil : fields[3], url: fields[4])
+            self.init(
+                size: size, etag: fields[2].isEmpty ? nil : fields[2],
+                lastModified: fields[3].isEmpty ? nil : fields[3], url: fields[4])
         default:
             return nil
         }

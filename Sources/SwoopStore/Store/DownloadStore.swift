@@ -30,8 +30,10 @@ package final class DownloadStore {
 
     /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
     /// when the sink keeps partial state.
-    package init(sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
-         checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant) {
+    package init(
+        sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
+        checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant
+    ) {
         self.sink = sink
         self.plan = plan
         self.bytesResumed = bytesResumed

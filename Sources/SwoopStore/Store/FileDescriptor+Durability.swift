@@ -135,7 +135,8 @@ package func createDirectories(_ path: String) throws(DownloadError) {
             current = parent
             continue
         } catch {
-            throw .localIO("cannot create the directory \(path): cannot read", path: current.string, errno: error.rawValue)
+            throw .localIO(
+                "cannot create the directory \(path): cannot read", path: current.string, errno: error.rawValue)
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw DownloadError(

@@ -60,7 +60,8 @@ package final class PartFile {
         while written < bytes.count {
             let count: Int
             do {
-                count = try descriptor.write(toAbsoluteOffset: offset + Int64(written), UnsafeRawBufferPointer(rebasing: bytes[written...]))
+                count = try descriptor.write(
+                    toAbsoluteOffset: offset + Int64(written), UnsafeRawBufferPointer(rebasing: bytes[written...]))
             } catch {
                 throw (error as? Errno) ?? .ioError
             }

@@ -104,7 +104,8 @@ package final class PartFileSink: BodySink {
                 let start = Int(offset)
                 let end = min(target.count, start + bytes.count)
                 guard start < end else { return }
-                UnsafeMutableRawBufferPointer(rebasing: target[start..<end]).copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[..<(end - start)]))
+                UnsafeMutableRawBufferPointer(rebasing: target[start..<end]).copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: bytes[..<(end - start)]))
             }
             return
         }
@@ -129,7 +130,9 @@ package final class PartFileSink: BodySink {
         var done = 0
         while done < bytes.count {
             let count = try? bytes.withUnsafeMutableBytes {
-                try descriptor.read(fromAbsoluteOffset: range.lowerBound + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]))
+                try descriptor.read(
+                    fromAbsoluteOffset: range.lowerBound + Int64(done),
+                    into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]))
             }
             guard let count, count > 0 else { return nil }
             done += count
@@ -154,19 +157,20 @@ package final class PartFileSink: BodySink {
         }
         let paths = self.paths
         mapMayExist = true
-        disk.run({ () -> DownloadError? in
-            do throws(Errno) {
-                try descriptor.syncData()
-            } catch {
-                return .localIO("cannot flush", path: paths.part, errno: error.rawValue)
-            }
-            do throws(DownloadError) {
-                try SegmentMapFile.write(map, to: paths.map)
-            } catch {
-                return error
-            }
-            return nil
-        }, then: then)
+        disk.run(
+            { () -> DownloadError? in
+                do throws(Errno) {
+                    try descriptor.syncData()
+                } catch {
+                    return .localIO("cannot flush", path: paths.part, errno: error.rawValue)
+                }
+                do throws(DownloadError) {
+                    try SegmentMapFile.write(map, to: paths.map)
+                } catch {
+                    return error
+                }
+                return nil
+            }, then: then)
     }
 
     /// Cuts the part to size, records it and fsyncs it on the disk queue while the verifier
@@ -177,7 +181,9 @@ package final class PartFileSink: BodySink {
         durable = step
         let paths = self.paths
         disk.run {
-            do throws(DownloadError) { try Finalizer.makeDurable(descriptor, paths: paths, size: size, record: record) } catch {
+            do throws(DownloadError) {
+                try Finalizer.makeDurable(descriptor, paths: paths, size: size, record: record)
+            } catch {
                 step.failure = error
             }
         }
@@ -204,20 +210,21 @@ package final class PartFileSink: BodySink {
         }
         let step = durable
         durable = nil
-        disk.run({ () -> DownloadError? in
-            // The durable step ran before this on the same serial queue.
-            if let failure = step?.failure {
-                // As when finalizing fails: the part file stays, its descriptor is closed.
-                if case .written(let descriptor) = item.body { try? descriptor.close() }
-                return failure
-            }
-            do throws(DownloadError) {
-                try Finalizer.finalize(item, alreadyDurable: step != nil)
-                return nil
-            } catch {
-                return error
-            }
-        }, then: then)
+        disk.run(
+            { () -> DownloadError? in
+                // The durable step ran before this on the same serial queue.
+                if let failure = step?.failure {
+                    // As when finalizing fails: the part file stays, its descriptor is closed.
+                    if case .written(let descriptor) = item.body { try? descriptor.close() }
+                    return failure
+                }
+                do throws(DownloadError) {
+                    try Finalizer.finalize(item, alreadyDurable: step != nil)
+                    return nil
+                } catch {
+                    return error
+                }
+            }, then: then)
     }
 
     package func close(discarding: Bool, then: @escaping () -> Void) {
@@ -230,12 +237,13 @@ package final class PartFileSink: BodySink {
             return
         }
         let paths = self.paths
-        disk.run({
-            // Only what this download holds: the files are deleted under its lock, then it goes.
-            // (Without a descriptor it never claimed the target: what is there is not its own.)
-            if discarding, descriptor != nil { paths.discardPartialState() }
-            try? descriptor?.close()
-        }, then: then)
+        disk.run(
+            {
+                // Only what this download holds: the files are deleted under its lock, then it goes.
+                // (Without a descriptor it never claimed the target: what is there is not its own.)
+                if discarding, descriptor != nil { paths.discardPartialState() }
+                try? descriptor?.close()
+            }, then: then)
     }
 }
 

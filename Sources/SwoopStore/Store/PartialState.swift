@@ -64,10 +64,12 @@ package enum PartialState {
                 return .stale("\(paths.part) is missing although \(paths.map) describes it", map)
             }
             if partLength < map.objectSize {
-                return .stale("\(paths.part) is shorter (\(partLength) bytes) than the segment map says (\(map.objectSize))", map)
+                return .stale(
+                    "\(paths.part) is shorter (\(partLength) bytes) than the segment map says (\(map.objectSize))", map)
             }
             if let url, map.url != url, !map.identity.provesIdentityAcrossURLs {
-                return .stale("\(paths.map) is for \(map.url) and has no strong ETag to prove it is the same object", map)
+                return .stale(
+                    "\(paths.map) is for \(map.url) and has no strong ETag to prove it is the same object", map)
             }
             return .resumable(map)
         }
@@ -95,18 +97,26 @@ package struct DownloadPaths: Sendable, Equatable {
     /// one directory asks once); if it vanished since, creating the part file fails.
     package func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
         let now = ContinuousClock.now
-        if DownloadPaths.recentDirectory.withLock({ $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false }) {
+        if DownloadPaths.recentDirectory.withLock({
+            $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false
+        }) {
             return
         }
         do {
             let info = try fileInfo(directory)
             guard info.st_mode & S_IFMT == S_IFDIR else {
-                throw DownloadError(.localIO, "cannot write into \(directory): it is not a directory", remedy: .chooseWritableLocation, errno: ENOTDIR)
+                throw DownloadError(
+                    .localIO, "cannot write into \(directory): it is not a directory", remedy: .chooseWritableLocation,
+                    errno: ENOTDIR)
             }
         } catch let error as Errno where error == .noSuchFileOrDirectory || error == .notDirectory {
             // Missing, or a file where a directory should be (which creating names).
-            if creatingMissing { try createDirectories(directory) } else {
-                throw DownloadError(.localIO, "cannot write into \(directory): the directory does not exist", remedy: .createDirectory, errno: error.rawValue)
+            if creatingMissing {
+                try createDirectories(directory)
+            } else {
+                throw DownloadError(
+                    .localIO, "cannot write into \(directory): the directory does not exist", remedy: .createDirectory,
+                    errno: error.rawValue)
             }
         } catch let error as Errno {
             throw .localIO("cannot write into", path: directory, errno: error.rawValue)
@@ -135,7 +145,8 @@ extension PartialState {
     /// then what ``inspect(_:url:overwritesTarget:)`` finds. Any thread: it changes nothing of the
     /// target's (a partial state is read again under the target's lock before it is trusted or
     /// changed).
-    package static func read(_ paths: DownloadPaths, url: RemoteURL, rules: Rules) throws(DownloadError) -> PartialState {
+    package static func read(_ paths: DownloadPaths, url: RemoteURL, rules: Rules) throws(DownloadError) -> PartialState
+    {
         try paths.prepareDirectory(creatingMissing: rules.createsMissingDirectories)
         return inspect(paths, url: url.redacted, overwritesTarget: rules.overwritesTarget)
     }
@@ -167,7 +178,8 @@ extension PartialState {
         for paths: DownloadPaths, url: RemoteURL, sink: BodySink, rules: Rules, logger: Logger,
         reading: Result<PartialState, DownloadError>? = nil
     ) throws(DownloadError) -> LocalState {
-        var state = try (reading ?? Result { () throws(DownloadError) in try read(paths, url: url, rules: rules) }).get()
+        var state = try (reading ?? Result { () throws(DownloadError) in try read(paths, url: url, rules: rules) })
+            .get()
         if state.isPartial {
             // Another run's partial download: take the target before trusting or changing it,
             // then read it again (its holder may have changed or finished it meanwhile).
@@ -203,7 +215,8 @@ extension PartialState {
     }
 }
 
-/// What the disk holds for a download when it starts (``PartialState/basis(for:url:sink:configuration:logger:reading:)``).
+/// What the disk holds for a download when it starts
+/// (``PartialState/basis(for:url:sink:rules:logger:reading:)``).
 package enum LocalState {
     /// Nothing: the object is fetched from the start.
     case fresh

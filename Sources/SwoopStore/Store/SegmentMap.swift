@@ -32,7 +32,8 @@ package struct SegmentMap: Equatable, Sendable {
     package var crcRuns: CRCRuns?
 
     package init(
-        objectSize: Int64, chunkSize: Int64, etag: String? = nil, lastModified: String? = nil, url: String, chunks: ChunkSet, crcRuns: CRCRuns? = nil
+        objectSize: Int64, chunkSize: Int64, etag: String? = nil, lastModified: String? = nil, url: String,
+        chunks: ChunkSet, crcRuns: CRCRuns? = nil
     ) {
         self.objectSize = objectSize
         self.chunkSize = chunkSize
@@ -133,7 +134,9 @@ package struct SegmentMap: Equatable, Sendable {
                 guard start >= 0, start < end, end <= objectSize else { throw .malformed("CRC run \(start)..<\(end)") }
                 runs.append(CRCRuns.Run(range: ByteRange(start, end), crc: crc))
             }
-            guard let algorithm = Checksum.Algorithm(rawValue: name), let decoded = CRCRuns(algorithm: algorithm, runs: runs) else {
+            guard let algorithm = Checksum.Algorithm(rawValue: name),
+                let decoded = CRCRuns(algorithm: algorithm, runs: runs)
+            else {
                 throw .malformed("CRC runs of '\(name)'")
             }
             crcRuns = decoded
@@ -162,7 +165,8 @@ package enum SegmentMapError: Error, Equatable, CustomStringConvertible {
         switch self {
         case .truncated: "it is truncated"
         case .notASegmentMap: "it is not a Swoop segment map"
-        case .unsupportedVersion(let version): "it is from another version of Swoop (format \(version), this one reads \(SegmentMap.currentVersion))"
+        case .unsupportedVersion(let version):
+            "it is from another version of Swoop (format \(version), this one reads \(SegmentMap.currentVersion))"
         case .checksumMismatch: "it is corrupt (checksum mismatch)"
         case .malformed(let detail): "it is malformed (\(detail))"
         }

@@ -235,12 +235,14 @@ package final class StreamSink: BodySink, @unchecked Sendable {
         pending.insert(range, at: index)
         // Merge with the neighbours (writes of one request are adjacent).
         if index > 0, pending[index - 1].upperBound >= pending[index].lowerBound {
-            pending[index - 1] = ByteRange(pending[index - 1].lowerBound, max(pending[index - 1].upperBound, pending[index].upperBound))
+            pending[index - 1] = ByteRange(
+                pending[index - 1].lowerBound, max(pending[index - 1].upperBound, pending[index].upperBound))
             pending.remove(at: index)
             index -= 1
         }
         while index + 1 < pending.count, pending[index].upperBound >= pending[index + 1].lowerBound {
-            pending[index] = ByteRange(pending[index].lowerBound, max(pending[index].upperBound, pending[index + 1].upperBound))
+            pending[index] = ByteRange(
+                pending[index].lowerBound, max(pending[index].upperBound, pending[index + 1].upperBound))
             pending.remove(at: index + 1)
         }
     }
@@ -258,7 +260,10 @@ package final class StreamSink: BodySink, @unchecked Sendable {
     /// every byte, and they are wrong); otherwise the reader sees the end.
     package func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
         for (check, hasher) in zip(checks, hashers) where hasher.finalize() != check.expected {
-            then(check.mismatch(hasher.finalize(), target: "standard output", consequence: "every byte was written out, and they are wrong: discard them"))
+            then(
+                check.mismatch(
+                    hasher.finalize(), target: "standard output",
+                    consequence: "every byte was written out, and they are wrong: discard them"))
             return
         }
         buffer.finish(size: size)

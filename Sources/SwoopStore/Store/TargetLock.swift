@@ -41,7 +41,7 @@ package enum TargetLock {
             }
             do {
                 try retryingOnInterrupt { flock(descriptor.rawValue, LOCK_EX | LOCK_NB) }
-            } catch where error == .wouldBlock {
+            } catch  where error == .wouldBlock {
                 let holder = holder(of: descriptor)
                 try? descriptor.close()
                 throw inUse(target, by: holder)
@@ -98,7 +98,9 @@ package enum TargetLock {
             let file = fields[5].split(separator: ":")
             guard file.count == 3 else { continue }
             // The kernel prints the device as %02x: compare numerically.
-            let key = file.prefix(2).map { String(UInt64($0, radix: 16) ?? .max, radix: 16) }.joined(separator: ":") + ":" + file[2]
+            let key =
+                file.prefix(2).map { String(UInt64($0, radix: 16) ?? .max, radix: 16) }.joined(separator: ":") + ":"
+                + file[2]
             guard key == wanted else { continue }
             let name = readSmallFile("/proc/\(pid)/comm").map { $0.trimmingTrailingNewline }
             return (pid, name)

@@ -56,7 +56,9 @@ package struct CRC: Sendable {
         if width == 64, swoop_has_clmul() != 0 {
             func xPower(_ n: Int) -> UInt64 {
                 var value = UInt64(1) << 63
-                for bit in 0..<8 where n & (1 << bit) != 0 { value = Self.multiply(powers[bit], value, polynomial: polynomial, width: 64) }
+                for bit in 0..<8 where n & (1 << bit) != 0 {
+                    value = Self.multiply(powers[bit], value, polynomial: polynomial, width: 64)
+                }
                 return value
             }
             foldConstants = (xPower(191), xPower(127))
@@ -77,7 +79,9 @@ package struct CRC: Sendable {
             // The carry-less fold: the bulk to 16 bytes, which the tables finish, then the rest.
             let bulk = bytes.count & ~15
             var folded = (UInt64(0), UInt64(0))
-            withUnsafeMutableBytes(of: &folded) { swoop_clmul_fold(~crc & mask, base, bulk, first, second, $0.baseAddress) }
+            withUnsafeMutableBytes(of: &folded) {
+                swoop_clmul_fold(~crc & mask, base, bulk, first, second, $0.baseAddress)
+            }
             let value = withUnsafeBytes(of: folded) { step(0, $0) }
             return ~step(value, UnsafeRawBufferPointer(rebasing: bytes[bulk...])) & mask
         }
@@ -92,7 +96,8 @@ package struct CRC: Sendable {
         tables.withUnsafeBufferPointer { table in
             var index = 0
             @inline(__always) func fold(_ value: UInt64, _ at: Int) -> UInt64 {
-                Self.slice(value ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)), table)
+                Self.slice(
+                    value ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)), table)
             }
             while index < lane {
                 states.0 = fold(states.0, index)
@@ -125,7 +130,8 @@ package struct CRC: Sendable {
             var index = 0
             let count = bytes.count
             while count - index >= 8 {
-                value = Self.slice(value ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)), table)
+                value = Self.slice(
+                    value ^ UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)), table)
                 index += 8
             }
             while index < count {

@@ -21,7 +21,8 @@ package struct CRCRuns: Equatable, Sendable {
     /// Runs as decoded from a map: `nil` unless they are in order, disjoint and not adjacent.
     package init?(algorithm: Checksum.Algorithm, runs: [Run]) {
         guard algorithm.isCRC else { return nil }
-        for (index, run) in runs.enumerated() where run.range.isEmpty || (index > 0 && runs[index - 1].range.upperBound >= run.range.lowerBound) {
+        for (index, run) in runs.enumerated()
+        where run.range.isEmpty || (index > 0 && runs[index - 1].range.upperBound >= run.range.lowerBound) {
             return nil
         }
         self.algorithm = algorithm
@@ -44,17 +45,24 @@ package struct CRCRuns: Equatable, Sendable {
     package mutating func insert(_ range: ByteRange, crc value: UInt64) {
         guard !range.isEmpty, let crc = algorithm.crc else { return }
         let index = runs.firstIndex { $0.range.lowerBound >= range.upperBound } ?? runs.endIndex
-        if index > 0 { precondition(runs[index - 1].range.upperBound <= range.lowerBound, "\(range) overlaps \(runs[index - 1].range)") }
+        if index > 0 {
+            precondition(
+                runs[index - 1].range.upperBound <= range.lowerBound, "\(range) overlaps \(runs[index - 1].range)")
+        }
         var run = Run(range: range, crc: value)
         var at = index
         if at > 0, runs[at - 1].range.upperBound == range.lowerBound {
             let before = runs.remove(at: at - 1)
-            run = Run(range: ByteRange(before.range.lowerBound, range.upperBound), crc: crc.combine(before.crc, run.crc, secondLength: range.count))
+            run = Run(
+                range: ByteRange(before.range.lowerBound, range.upperBound),
+                crc: crc.combine(before.crc, run.crc, secondLength: range.count))
             at -= 1
         }
         if at < runs.count, runs[at].range.lowerBound == range.upperBound {
             let after = runs.remove(at: at)
-            run = Run(range: ByteRange(run.range.lowerBound, after.range.upperBound), crc: crc.combine(run.crc, after.crc, secondLength: after.range.count))
+            run = Run(
+                range: ByteRange(run.range.lowerBound, after.range.upperBound),
+                crc: crc.combine(run.crc, after.crc, secondLength: after.range.count))
         }
         runs.insert(run, at: at)
     }
@@ -70,8 +78,10 @@ package struct CRCRuns: Equatable, Sendable {
     package func keeping(complete chunks: ChunkSet, layout: ChunkLayout) -> CRCRuns {
         var kept = CRCRuns(algorithm: algorithm)
         kept.runs = runs.filter { run in
-            let aligned = run.range.lowerBound == layout.alignDown(run.range.lowerBound)
-                && (run.range.upperBound == layout.objectSize || run.range.upperBound == layout.alignDown(run.range.upperBound))
+            let aligned =
+                run.range.lowerBound == layout.alignDown(run.range.lowerBound)
+                && (run.range.upperBound == layout.objectSize
+                    || run.range.upperBound == layout.alignDown(run.range.upperBound))
             guard aligned, run.range.upperBound <= layout.objectSize else { return false }
             let first = Int(run.range.lowerBound / layout.chunkSize)
             let last = Int((run.range.upperBound + layout.chunkSize - 1) / layout.chunkSize)

@@ -27,13 +27,16 @@ package struct DigestCheck: Sendable {
         _ computed: Checksum, target: String,
         consequence: String = "nothing was kept at the target and the partial download was deleted"
     ) -> DownloadError {
-        let what = switch source {
-        case .expectedChecksum: "the expected checksum"
-        case .server(let header): "the server's \(header) header"
-        }
+        let what =
+            switch source {
+            case .expectedChecksum: "the expected checksum"
+            case .server(let header): "the server's \(header) header"
+            }
         return DownloadError(
             .checksumMismatch,
-            "checksum mismatch for \(target): \(what) says \(shown(expected)), the downloaded bytes give \(shown(computed)); \(consequence)")
+            "checksum mismatch for \(target): \(what) says \(shown(expected)), the downloaded bytes give "
+                + "\(shown(computed)); \(consequence)"
+        )
     }
 }
 
@@ -41,7 +44,9 @@ extension DigestCheck {
     /// What a download is checked against: `expected` (the caller's), and the whole-object
     /// digest the server published that ``PublishedDigests/preference`` puts first, when
     /// `verifyingPublished`. Says at `info` level what else was seen and why it is not used.
-    package static func checks(expected: Checksum?, published: PublishedDigests, verifyingPublished: Bool, logger: Logger) -> [DigestCheck] {
+    package static func checks(
+        expected: Checksum?, published: PublishedDigests, verifyingPublished: Bool, logger: Logger
+    ) -> [DigestCheck] {
         var checks: [DigestCheck] = []
         if let expected { checks.append(DigestCheck(expected: expected, source: .expectedChecksum, published: nil)) }
         for note in published.unusable { logger.info("server digest \(note)") }
@@ -139,33 +144,40 @@ package final class ObjectVerifier: @unchecked Sendable {
     /// Checks the rest (everything no stretch covered, as after a resume), compares, and calls
     /// `then` on the transfer thread with the digests verified or the mismatch. `inMemory`: the
     /// object's bytes, for one small enough to be held (nothing is read from disk then).
-    package func finish(size: Int64, inMemory: [UInt8]?, then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void) {
+    package func finish(
+        size: Int64, inMemory: [UInt8]?, then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void
+    ) {
         if let inMemory {
-            then(compare(checks.map { check in
-                var hasher = DigestHasher(check.expected.algorithm)
-                hasher.update(inMemory)
-                return hasher.finalize()
-            }))
+            then(
+                compare(
+                    checks.map { check in
+                        var hasher = DigestHasher(check.expected.algorithm)
+                        hasher.update(inMemory)
+                        return hasher.finalize()
+                    }))
             return
         }
-        work.run({ [self] () -> Result<[VerifiedDigest], DownloadError> in
-            defer { closeDescriptor() }
-            absorb(ByteRange(0, size))
-            advancePrefix(to: size)
-            if let failure { return .failure(failure) }
-            var computed: [Checksum] = []
-            for check in checks {
-                if let crc, crc.algorithm == check.expected.algorithm {
-                    guard let value = crc.whole(size: size) else {
-                        return .failure(DownloadError(.localIO, "internal: the CRC of \(path) does not cover its \(size) bytes"))
+        work.run(
+            { [self] () -> Result<[VerifiedDigest], DownloadError> in
+                defer { closeDescriptor() }
+                absorb(ByteRange(0, size))
+                advancePrefix(to: size)
+                if let failure { return .failure(failure) }
+                var computed: [Checksum] = []
+                for check in checks {
+                    if let crc, crc.algorithm == check.expected.algorithm {
+                        guard let value = crc.whole(size: size) else {
+                            return .failure(
+                                DownloadError(.localIO, "internal: the CRC of \(path) does not cover its \(size) bytes")
+                            )
+                        }
+                        computed.append(Checksum(algorithm: crc.algorithm, crc: value))
+                    } else if let hasher = ordered.first(where: { $0.algorithm == check.expected.algorithm }) {
+                        computed.append(hasher.finalize())
                     }
-                    computed.append(Checksum(algorithm: crc.algorithm, crc: value))
-                } else if let hasher = ordered.first(where: { $0.algorithm == check.expected.algorithm }) {
-                    computed.append(hasher.finalize())
                 }
-            }
-            return compare(computed)
-        }, then: then)
+                return compare(computed)
+            }, then: then)
     }
 
     private func compare(_ computed: [Checksum]) -> Result<[VerifiedDigest], DownloadError> {
@@ -253,13 +265,15 @@ package final class ObjectVerifier: @unchecked Sendable {
             let wanted = Int(min(Int64(buffer.count), range.upperBound - offset))
             let count: Int
             do {
-                count = try descriptor.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+                count = try descriptor.read(
+                    fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
             } catch {
                 failure = .localIO("cannot read back", path: path, errno: (error as? Errno)?.rawValue ?? EIO)
                 return
             }
             guard count > 0 else {
-                failure = DownloadError(.localIO, "cannot read back \(path): it ends at \(offset) bytes, before \(range.upperBound)")
+                failure = DownloadError(
+                    .localIO, "cannot read back \(path): it ends at \(offset) bytes, before \(range.upperBound)")
                 return
             }
             body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
@@ -283,7 +297,8 @@ extension ObjectVerifier {
     /// enough to be held in memory is checked there at the end instead); a resumed `map`'s CRC runs
     /// are kept, and its complete bytes are checked now, while the rest arrives.
     package static func start(
-        _ checks: [DigestCheck], for found: RemoteObject, paths: DownloadPaths, store: DownloadStore?, resumed map: SegmentMap?,
+        _ checks: [DigestCheck], for found: RemoteObject, paths: DownloadPaths, store: DownloadStore?,
+        resumed map: SegmentMap?,
         loop: any LoopExecutor
     ) -> ObjectVerifier {
         let runs = map.flatMap { map in map.crcRuns?.keeping(complete: map.chunks, layout: map.layout) }

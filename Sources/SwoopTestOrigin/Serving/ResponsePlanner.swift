@@ -130,7 +130,8 @@ struct ResponsePlanner {
         }
         let rangeField = request.headers.first(name: "Range")
         if faults.busyHTMLForRanges, isLying, rangeField != nil, ordinal <= (faults.busyFirstRequests ?? .max) {
-            let page = "<!DOCTYPE html>\n<html><head><title>Server busy</title></head>"
+            let page =
+                "<!DOCTYPE html>\n<html><head><title>Server busy</title></head>"
                 + "<body><h1>Server busy</h1><p>Please try again later.</p></body></html>\n"
             setText(&plan, status: .ok, page, contentType: "text/html; charset=utf-8")
             plan.faults.append("busyHTML")
@@ -166,7 +167,9 @@ struct ResponsePlanner {
 
         plan.head.headers.add(name: "Content-Type", value: object.contentType)
         if let value = object.contentDisposition { plan.head.headers.add(name: "Content-Disposition", value: value) }
-        for (name, value) in object.headers.sorted(by: { $0.key < $1.key }) { plan.head.headers.add(name: name, value: value) }
+        for (name, value) in object.headers.sorted(by: { $0.key < $1.key }) {
+            plan.head.headers.add(name: name, value: value)
+        }
         if faults.gzipEncoding, isLying {
             plan.head.headers.add(name: "Content-Encoding", value: "gzip")
             plan.faults.append("gzip")
@@ -174,8 +177,10 @@ struct ResponsePlanner {
         let first = range?.lowerBound ?? 0
         plan.bodyLength = range.map { $0.upperBound - $0.lowerBound + 1 } ?? object.size
         var flip: Int64?
-        if let fault = faults.flipByte, (fault.responses ?? 1) > 0, fault.offset >= first, fault.offset < first + plan.bodyLength,
-           request.method == .GET {
+        if let fault = faults.flipByte, (fault.responses ?? 1) > 0, fault.offset >= first,
+            fault.offset < first + plan.bodyLength,
+            request.method == .GET
+        {
             flip = fault.offset
             plan.faults.append("flip@\(fault.offset)")
         }
@@ -325,7 +330,9 @@ func base64(_ bytes: [UInt8]) -> String {
         var value: UInt32 = 0
         for (offset, byte) in chunk.enumerated() { value |= UInt32(byte) << (16 - 8 * UInt32(offset)) }
         for position in 0..<4 {
-            out.append(position <= chunk.count ? alphabet[Int((value >> (18 - 6 * UInt32(position))) & 63)] : UInt8(ascii: "="))
+            out.append(
+                position <= chunk.count ? alphabet[Int((value >> (18 - 6 * UInt32(position))) & 63)] : UInt8(ascii: "=")
+            )
         }
         index += 3
     }

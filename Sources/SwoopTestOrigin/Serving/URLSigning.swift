@@ -44,14 +44,16 @@ public struct URLSigning: Sendable, Hashable {
             if parts.count == 2 { fields[parts[0]] = parts[1] }
         }
         guard let expiresText = fields["expires"], let expires = Int64(expiresText),
-              let issuedText = fields["issued"], let issued = Int64(issuedText),
-              fields["sig"].map(String.init) == Self.signature(path: path, expires: expires, issued: issued)
+            let issuedText = fields["issued"], let issued = Int64(issuedText),
+            fields["sig"].map(String.init) == Self.signature(path: path, expires: expires, issued: issued)
         else { return "unsigned" }
         if issued < revokedBefore { return "revoked" }
         return Self.nowMilliseconds() >= expires ? "expired" : nil
     }
 
-    static let refusalBody = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>\n"
+    static let refusalBody =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>Request has "
+            + "expired</Message></Error>\n"
 
     private static func signature(path: String, expires: Int64, issued: Int64) -> String {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325 ^ 0x5EC2_E7A1_D0F0_0D42

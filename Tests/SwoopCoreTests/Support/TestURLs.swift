@@ -13,7 +13,8 @@ extension RemoteURL {
         let authority = userAndAuthority.split(separator: "@").last ?? userAndAuthority
         let path = String(pathAndQuery.prefix { $0 != "?" })
         let defaultPort = scheme == "https" ? 443 : 80
-        let (host, port) = authority.split(separator: ":").count == 2
+        let (host, port) =
+            authority.split(separator: ":").count == 2
             ? (String(authority.split(separator: ":")[0]), Int(authority.split(separator: ":")[1])!)
             : (String(authority), defaultPort)
         let shownPort = port == defaultPort ? "" : ":\(port)"

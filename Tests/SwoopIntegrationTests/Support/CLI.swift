@@ -16,7 +16,8 @@ enum CLI {
     }
 
     /// Runs `swoop arguments` in `directory` and waits for it (without blocking a thread).
-    static func run(_ arguments: [String], in directory: URL, timeout: Duration = .seconds(300)) async throws -> Result {
+    static func run(_ arguments: [String], in directory: URL, timeout: Duration = .seconds(300)) async throws -> Result
+    {
         let running = try start(arguments, in: directory)
         return try await running.wait(timeout: timeout)
     }

@@ -11,8 +11,10 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`, in `directory`, with stdin from /dev/null and
     /// stdout/stderr appended to the given files.
-    init(executable: String, arguments: [String], directory: String? = nil, environment: [String: String] = [:],
-         stdout: String = "/dev/null", stderr: String = "/dev/null") throws {
+    init(
+        executable: String, arguments: [String], directory: String? = nil, environment: [String: String] = [:],
+        stdout: String = "/dev/null", stderr: String = "/dev/null"
+    ) throws {
         self.arguments = arguments
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -98,5 +100,6 @@ final class ChildProcess: @unchecked Sendable {
 /// only for `_GNU_SOURCE`, so Swift does not see it; looked up at run time, `nil` where missing.
 private let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32)? = {
     guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
+    return unsafeBitCast(
+        symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
 }()

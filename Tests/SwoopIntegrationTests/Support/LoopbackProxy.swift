@@ -22,13 +22,19 @@ final class LoopbackProxy: Sendable {
         let script = directory.appendingPathComponent("proxy.py")
         try loopbackProxyScript.write(to: script, atomically: true, encoding: .utf8)
         let ready = directory.appendingPathComponent("ready")
-        let arguments = [script.path, directory.appendingPathComponent("log").path, ready.path] + (credentials.map { [$0] } ?? [])
-        let process = try ChildProcess(executable: "/usr/bin/python3", arguments: arguments, stderr: directory.appendingPathComponent("stderr").path)
+        let arguments =
+            [script.path, directory.appendingPathComponent("log").path, ready.path] + (credentials.map { [$0] } ?? [])
+        let process = try ChildProcess(
+            executable: "/usr/bin/python3", arguments: arguments,
+            stderr: directory.appendingPathComponent("stderr").path)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline && process.isRunning {
             if let text = try? String(contentsOf: ready, encoding: .utf8) {
                 let ports = text.split(separator: " ").compactMap { Int($0) }
-                if ports.count == 2 { return LoopbackProxy(httpPort: ports[0], socksPort: ports[1], directory: directory, process: process) }
+                if ports.count == 2 {
+                    return LoopbackProxy(
+                        httpPort: ports[0], socksPort: ports[1], directory: directory, process: process)
+                }
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -44,7 +50,9 @@ final class LoopbackProxy: Sendable {
     /// The lines logged so far, e.g. "HTTP GET http://127.0.0.1:4242/a.bin",
     /// "HTTP CONNECT 127.0.0.1:4243", "SOCKS5 CONNECT localhost:4242 (name)".
     var log: [String] {
-        ((try? String(contentsOf: directory.appendingPathComponent("log"), encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? String(contentsOf: directory.appendingPathComponent("log"), encoding: .utf8)) ?? "").split(
+            separator: "\n"
+        ).map(String.init)
     }
 
     func stop() async {
@@ -71,154 +79,154 @@ func withLoopbackProxy<T>(credentials: String? = nil, _ body: (LoopbackProxy) as
 }
 
 private let loopbackProxyScript = #"""
-"""A forward proxy for Swoop's tests, on loopback: HTTP (absolute-form requests and CONNECT)
-and SOCKS5 (no auth, or user/password), each connection logged as one line.
+    """A forward proxy for Swoop's tests, on loopback: HTTP (absolute-form requests and CONNECT)
+    and SOCKS5 (no auth, or user/password), each connection logged as one line.
 
-    python3 loopback_proxy.py LOG READY [USER:PASSWORD]
+        python3 loopback_proxy.py LOG READY [USER:PASSWORD]
 
-Writes "HTTP_PORT SOCKS_PORT" to READY once both listen; runs until killed."""
-import base64, socket, struct, sys, threading, urllib.parse
+    Writes "HTTP_PORT SOCKS_PORT" to READY once both listen; runs until killed."""
+    import base64, socket, struct, sys, threading, urllib.parse
 
-log_path, ready_path = sys.argv[1], sys.argv[2]
-auth = sys.argv[3] if len(sys.argv) > 3 else None
-lock = threading.Lock()
-
-
-def log(line):
-    with lock, open(log_path, "a") as f:
-        f.write(line + "\n")
+    log_path, ready_path = sys.argv[1], sys.argv[2]
+    auth = sys.argv[3] if len(sys.argv) > 3 else None
+    lock = threading.Lock()
 
 
-def recv_exactly(sock, count):
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data
+    def log(line):
+        with lock, open(log_path, "a") as f:
+            f.write(line + "\n")
 
 
-def pipe(source, sink):
-    try:
-        while True:
-            data = source.recv(1 << 16)
-            if not data:
-                break
-            sink.sendall(data)
-    except OSError:
-        pass
-    for s in (source, sink):
+    def recv_exactly(sock, count):
+        data = b""
+        while len(data) < count:
+            chunk = sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
+
+    def pipe(source, sink):
         try:
-            s.shutdown(socket.SHUT_RDWR)
+            while True:
+                data = source.recv(1 << 16)
+                if not data:
+                    break
+                sink.sendall(data)
         except OSError:
             pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
-def relay(client, upstream, first=b""):
-    if first:
-        upstream.sendall(first)
-    back = threading.Thread(target=pipe, args=(upstream, client), daemon=True)
-    back.start()
-    pipe(client, upstream)
-    back.join()
-    client.close()
-    upstream.close()
-
-
-def http_client(client):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = client.recv(1 << 16)
-        if not chunk:
-            client.close()
-            return
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    lines = head.decode("latin-1").split("\r\n")
-    method, target, version = lines[0].split(" ", 2)
-    headers = lines[1:]
-    given = [h.split(":", 1)[1].strip() for h in headers if h.lower().startswith("proxy-authorization:")]
-    if auth and given[:1] != ["Basic " + base64.b64encode(auth.encode()).decode()]:
-        log(f"HTTP 407 {method} {target}")
-        client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\n"
-                       b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+    def relay(client, upstream, first=b""):
+        if first:
+            upstream.sendall(first)
+        back = threading.Thread(target=pipe, args=(upstream, client), daemon=True)
+        back.start()
+        pipe(client, upstream)
+        back.join()
         client.close()
-        return
-    if method == "CONNECT":
-        host, port = target.rsplit(":", 1)
-        upstream = socket.create_connection((host.strip("[]"), int(port)))
-        log(f"HTTP CONNECT {target}")
-        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        relay(client, upstream, rest)
-        return
-    url = urllib.parse.urlsplit(target)
-    log(f"HTTP {method} {url.scheme}://{url.netloc}{url.path}")
-    upstream = socket.create_connection((url.hostname, url.port or 80))
-    path = (url.path or "/") + ("?" + url.query if url.query else "")
-    kept = [h for h in headers if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))]
-    request = f"{method} {path} {version}\r\n" + "".join(h + "\r\n" for h in kept) + "Connection: close\r\n\r\n"
-    relay(client, upstream, request.encode("latin-1") + rest)
+        upstream.close()
 
 
-def socks_client(client):
-    version, count = recv_exactly(client, 2)
-    methods = recv_exactly(client, count)
-    if auth:
-        if 2 not in methods:
-            client.sendall(b"\x05\xff")
+    def http_client(client):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = client.recv(1 << 16)
+            if not chunk:
+                client.close()
+                return
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, version = lines[0].split(" ", 2)
+        headers = lines[1:]
+        given = [h.split(":", 1)[1].strip() for h in headers if h.lower().startswith("proxy-authorization:")]
+        if auth and given[:1] != ["Basic " + base64.b64encode(auth.encode()).decode()]:
+            log(f"HTTP 407 {method} {target}")
+            client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\n"
+                           b"Content-Length: 0\r\nConnection: close\r\n\r\n")
             client.close()
             return
-        client.sendall(b"\x05\x02")
-        recv_exactly(client, 1)
-        user = recv_exactly(client, recv_exactly(client, 1)[0]).decode()
-        password = recv_exactly(client, recv_exactly(client, 1)[0]).decode()
-        if f"{user}:{password}" != auth:
-            log("SOCKS5 auth refused")
-            client.sendall(b"\x01\x01")
-            client.close()
+        if method == "CONNECT":
+            host, port = target.rsplit(":", 1)
+            upstream = socket.create_connection((host.strip("[]"), int(port)))
+            log(f"HTTP CONNECT {target}")
+            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            relay(client, upstream, rest)
             return
-        client.sendall(b"\x01\x00")
-    else:
-        client.sendall(b"\x05\x00")
-    _, command, _, kind = recv_exactly(client, 4)
-    if kind == 1:
-        host, form = socket.inet_ntoa(recv_exactly(client, 4)), "address"
-    elif kind == 3:
-        host, form = recv_exactly(client, recv_exactly(client, 1)[0]).decode(), "name"
-    else:
-        host, form = socket.inet_ntop(socket.AF_INET6, recv_exactly(client, 16)), "address"
-    port = struct.unpack(">H", recv_exactly(client, 2))[0]
-    log(f"SOCKS5 CONNECT {host}:{port} ({form})")
-    upstream = socket.create_connection((host, port))
-    client.sendall(b"\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")
-    relay(client, upstream)
+        url = urllib.parse.urlsplit(target)
+        log(f"HTTP {method} {url.scheme}://{url.netloc}{url.path}")
+        upstream = socket.create_connection((url.hostname, url.port or 80))
+        path = (url.path or "/") + ("?" + url.query if url.query else "")
+        kept = [h for h in headers if not h.lower().startswith(("proxy-", "connection:", "keep-alive:"))]
+        request = f"{method} {path} {version}\r\n" + "".join(h + "\r\n" for h in kept) + "Connection: close\r\n\r\n"
+        relay(client, upstream, request.encode("latin-1") + rest)
 
 
-def serve(listener, handler):
-    while True:
-        client, _ = listener.accept()
-        threading.Thread(target=guarded, args=(handler, client), daemon=True).start()
+    def socks_client(client):
+        version, count = recv_exactly(client, 2)
+        methods = recv_exactly(client, count)
+        if auth:
+            if 2 not in methods:
+                client.sendall(b"\x05\xff")
+                client.close()
+                return
+            client.sendall(b"\x05\x02")
+            recv_exactly(client, 1)
+            user = recv_exactly(client, recv_exactly(client, 1)[0]).decode()
+            password = recv_exactly(client, recv_exactly(client, 1)[0]).decode()
+            if f"{user}:{password}" != auth:
+                log("SOCKS5 auth refused")
+                client.sendall(b"\x01\x01")
+                client.close()
+                return
+            client.sendall(b"\x01\x00")
+        else:
+            client.sendall(b"\x05\x00")
+        _, command, _, kind = recv_exactly(client, 4)
+        if kind == 1:
+            host, form = socket.inet_ntoa(recv_exactly(client, 4)), "address"
+        elif kind == 3:
+            host, form = recv_exactly(client, recv_exactly(client, 1)[0]).decode(), "name"
+        else:
+            host, form = socket.inet_ntop(socket.AF_INET6, recv_exactly(client, 16)), "address"
+        port = struct.unpack(">H", recv_exactly(client, 2))[0]
+        log(f"SOCKS5 CONNECT {host}:{port} ({form})")
+        upstream = socket.create_connection((host, port))
+        client.sendall(b"\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")
+        relay(client, upstream)
 
 
-def guarded(handler, client):
-    try:
-        handler(client)
-    except (OSError, ValueError, ConnectionError):
-        client.close()
+    def serve(listener, handler):
+        while True:
+            client, _ = listener.accept()
+            threading.Thread(target=guarded, args=(handler, client), daemon=True).start()
 
 
-listeners = []
-for handler in (http_client, socks_client):
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(256)
-    listeners.append(listener)
-    threading.Thread(target=serve, args=(listener, handler), daemon=True).start()
-with open(ready_path + ".tmp", "w") as f:
-    f.write(" ".join(str(l.getsockname()[1]) for l in listeners))
-import os
-os.rename(ready_path + ".tmp", ready_path)
-threading.Event().wait()
-"""#
+    def guarded(handler, client):
+        try:
+            handler(client)
+        except (OSError, ValueError, ConnectionError):
+            client.close()
+
+
+    listeners = []
+    for handler in (http_client, socks_client):
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(256)
+        listeners.append(listener)
+        threading.Thread(target=serve, args=(listener, handler), daemon=True).start()
+    with open(ready_path + ".tmp", "w") as f:
+        f.write(" ".join(str(l.getsockname()[1]) for l in listeners))
+    import os
+    os.rename(ready_path + ".tmp", ready_path)
+    threading.Event().wait()
+    """#

@@ -55,7 +55,8 @@ final class NetworkNamespace: @unchecked Sendable {
         let names = tcp[0].split(separator: " ")
         let values = tcp[1].split(separator: " ")
         guard let index = names.firstIndex(of: "ActiveOpens"), index < values.count,
-              let count = Int(values[index]) else {
+            let count = Int(values[index])
+        else {
             throw TestFailure("no ActiveOpens in \(tcp)")
         }
         return count

@@ -43,7 +43,9 @@ final class Nginx: @unchecked Sendable {
         var lastError: Error?
         for _ in 0..<5 {
             do {
-                return try Nginx(limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls, host: host, extraHTTPConfig: extraHTTPConfig)
+                return try Nginx(
+                    limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls, host: host,
+                    extraHTTPConfig: extraHTTPConfig)
             } catch {
                 lastError = error
             }
@@ -53,7 +55,8 @@ final class Nginx: @unchecked Sendable {
 
     var scheme = "http"
 
-    private init(limitRate: String?, extraServerConfig: String, tls: Bool, host: String, extraHTTPConfig: String) throws {
+    private init(limitRate: String?, extraServerConfig: String, tls: Bool, host: String, extraHTTPConfig: String) throws
+    {
         self.host = host
         let prefix = try TemporaryDirectory.make(prefix: "swoop-nginx")
         self.prefix = prefix
@@ -68,8 +71,10 @@ final class Nginx: @unchecked Sendable {
             let certificate = prefix.appendingPathComponent("cert.pem").path
             let openssl = try ChildProcess(
                 executable: "/usr/bin/openssl",
-                arguments: ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate])
+                arguments: [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate,
+                ])
             guard openssl.waitBlocking() == 0 else { throw TestFailure("openssl could not make a certificate") }
             listen = "listen \(host):\(port) ssl; ssl_certificate \(certificate); ssl_certificate_key \(key);"
             scheme = "https"
@@ -93,7 +98,10 @@ final class Nginx: @unchecked Sendable {
                 fastcgi_temp_path \(prefix.path)/tmp_fastcgi;
                 uwsgi_temp_path \(prefix.path)/tmp_uwsgi;
                 scgi_temp_path \(prefix.path)/tmp_scgi;
-                log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,"method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,"range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since","authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
+                log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,\
+                "method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,\
+                "range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since",\
+                "authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
                 access_log \(prefix.path)/access.log swoop;
                 \(extraHTTPConfig)
                 server {
@@ -123,7 +131,8 @@ final class Nginx: @unchecked Sendable {
     }
 
     static var executable: String {
-        for candidate in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"] where FileManager.default.isExecutableFile(atPath: candidate) {
+        for candidate in ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        where FileManager.default.isExecutableFile(atPath: candidate) {
             return candidate
         }
         return "/usr/sbin/nginx"
@@ -164,7 +173,8 @@ final class Nginx: @unchecked Sendable {
 enum TemporaryDirectory {
     static func make(prefix: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("\(prefix)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
+            .appendingPathComponent(
+                "\(prefix)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
@@ -183,7 +193,9 @@ enum FreePort {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw TestFailure("bind() failed") }
         return Int(UInt16(bigEndian: address.sin_port))
@@ -198,7 +210,9 @@ enum FreePort {
         address.sin_addr.s_addr = inet_addr(host)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 }

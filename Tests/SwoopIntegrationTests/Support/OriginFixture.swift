@@ -9,7 +9,9 @@ func withTestOrigin<T>(threads: Int = 1, _ body: (TestOrigin) async throws -> T)
 }
 
 /// Runs `body` with a downloader, shutting it down however `body` ends.
-func withDownloader<T>(_ configuration: Downloader.Configuration = .init(), _ body: (Downloader) async throws -> T) async throws -> T {
+func withDownloader<T>(
+    _ configuration: Downloader.Configuration = .init(), _ body: (Downloader) async throws -> T
+) async throws -> T {
     let downloader = Downloader(configuration: configuration)
     do {
         let result = try await body(downloader)
@@ -29,7 +31,9 @@ extension TestObject {
         var offset: Int64 = 0
         while offset < size {
             let count = Int(min(Int64(buffer.count), size - offset))
-            buffer.withUnsafeMutableBytes { Payload.fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), seed: seed, offset: offset) }
+            buffer.withUnsafeMutableBytes {
+                Payload.fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), seed: seed, offset: offset)
+            }
             hasher.update(data: buffer[0..<count])
             offset += Int64(count)
         }

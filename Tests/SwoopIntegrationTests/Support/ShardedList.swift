@@ -39,7 +39,9 @@ struct ShardedList {
     let script: URL
 
     /// Puts objects of these names and sizes on nginx, except those named in `missing`.
-    static func serve(_ specs: [(name: String, size: Int)], on nginx: Nginx, missing: Set<String> = []) throws -> [Object] {
+    static func serve(
+        _ specs: [(name: String, size: Int)], on nginx: Nginx, missing: Set<String> = []
+    ) throws -> [Object] {
         try specs.enumerated().map { index, spec in
             var object = Object(name: spec.name, size: spec.size)
             if !missing.contains(spec.name) {
@@ -60,7 +62,8 @@ struct ShardedList {
         list = work.appendingPathComponent("list.txt")
         script = work.appendingPathComponent("fetch.sh")
         try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        let text = objects.map { nginx.url($0.path) + (sizes ? "\n  size=\($0.size)" : "") }.joined(separator: "\n") + "\n"
+        let text =
+            objects.map { nginx.url($0.path) + (sizes ? "\n  size=\($0.size)" : "") }.joined(separator: "\n") + "\n"
         try text.write(to: list, atomically: true, encoding: .utf8)
         // The README's recipe, plus a pid file (exec makes it swoop's pid) and a User-Agent naming
         // the task, so the nginx log shows which task fetched what.
@@ -80,18 +83,24 @@ struct ShardedList {
     /// Submits tasks `array` (e.g. "0-3", "1,2"); with `wait`, returns when they have all ended,
     /// with `sbatch --wait`'s status (the highest of the tasks').
     func submit(array: String, wait: Bool) async throws -> (job: String, status: Int32) {
-        var arguments = ["--parsable", "--array=\(array)", "-D", work.path,
-                         "-o", "\(work.path)/out-%A-%a.json", "-e", "\(work.path)/err-%A-%a.txt"]
+        var arguments = [
+            "--parsable", "--array=\(array)", "-D", work.path,
+            "-o", "\(work.path)/out-%A-%a.json", "-e", "\(work.path)/err-%A-%a.txt",
+        ]
         if wait { arguments.append("--wait") }
         let output = try await slurm.run("sbatch", arguments + [script.path], timeout: .seconds(300))
         let job = String(output.stdout.split(separator: "\n").first?.split(separator: ";").first ?? "")
-        guard !job.isEmpty else { throw TestFailure("sbatch failed (\(output.status)): \(output.stderr)\n\(slurm.logTail())") }
+        guard !job.isEmpty else {
+            throw TestFailure("sbatch failed (\(output.status)): \(output.stderr)\n\(slurm.logTail())")
+        }
         return (job, output.status)
     }
 
     /// The summary task `task` of job `job` printed (nil if it printed none).
     func summary(job: String, task: Int) -> TaskSummary? {
-        guard let text = try? Data(contentsOf: work.appendingPathComponent("out-\(job)-\(task).json")) else { return nil }
+        guard let text = try? Data(contentsOf: work.appendingPathComponent("out-\(job)-\(task).json")) else {
+            return nil
+        }
         return try? JSONDecoder().decode(TaskSummary.self, from: text)
     }
 
@@ -99,7 +108,8 @@ struct ShardedList {
         var result: [Int: TaskSummary] = [:]
         for task in tasks {
             guard let summary = summary(job: job, task: task) else {
-                throw TestFailure("task \(task) of job \(job) printed no summary; stderr: \(stderr(job: job, task: task))")
+                throw TestFailure(
+                    "task \(task) of job \(job) printed no summary; stderr: \(stderr(job: job, task: task))")
             }
             result[task] = summary
         }
@@ -148,7 +158,9 @@ struct ShardedList {
     static func waitUntil(_ timeout: Duration, _ what: String, _ condition: () throws -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while try !condition() {
-            guard ContinuousClock.now < deadline else { throw TestFailure("timed out after \(timeout) waiting until \(what)") }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("timed out after \(timeout) waiting until \(what)")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
     }

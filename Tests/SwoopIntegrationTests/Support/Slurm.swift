@@ -27,7 +27,8 @@ final class Slurm: @unchecked Sendable {
     /// Why a Slurm cluster cannot run on this machine, or `nil` when it can. Its daemons and
     /// `munged` need root; everything else is installed on demand.
     static var unavailableReason: String? {
-        getuid() == 0 ? nil : "a one-node Slurm cluster needs root (slurmd, munged); run the tests as root to include this one"
+        getuid() == 0
+            ? nil : "a one-node Slurm cluster needs root (slurmd, munged); run the tests as root to include this one"
     }
 
     /// The environment every Slurm command of this cluster needs.
@@ -42,7 +43,8 @@ final class Slurm: @unchecked Sendable {
         directory = try TemporaryDirectory.make(prefix: "swoop-slurm")
         configuration = directory.appendingPathComponent("slurm.conf")
         for name in ["state", "spool"] {
-            try FileManager.default.createDirectory(at: directory.appendingPathComponent(name), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent(name), withIntermediateDirectories: true)
         }
         startedMunge = try Self.startMungeIfNeeded(log: directory.appendingPathComponent("munge-start.log").path)
         let host = Self.shortHostName()
@@ -71,7 +73,8 @@ final class Slurm: @unchecked Sendable {
             AccountingStorageType=accounting_storage/none
             # scancel sends SIGTERM, then SIGKILL after KillWait: long, so a prompt exit is the program's own.
             KillWait=30
-            NodeName=\(host) NodeAddr=127.0.0.1 CPUs=\(ProcessInfo.processInfo.activeProcessorCount) RealMemory=2000 State=UNKNOWN
+            NodeName=\(host) NodeAddr=127.0.0.1 CPUs=\(ProcessInfo.processInfo.activeProcessorCount) \
+            RealMemory=2000 State=UNKNOWN
             PartitionName=swoop Nodes=\(host) Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 
             """
@@ -97,7 +100,9 @@ final class Slurm: @unchecked Sendable {
         var state = ""
         while Date() < deadline {
             guard controller.isRunning, node.isRunning else { break }
-            state = (try? runBlocking("sinfo", ["-h", "-o", "%t"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? ""
+            state =
+                (try? runBlocking("sinfo", ["-h", "-o", "%t"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                ?? ""
             if state == "idle" { return }
             usleep(200_000)
         }
@@ -136,7 +141,8 @@ final class Slurm: @unchecked Sendable {
         let out = directory.appendingPathComponent("cmd-\(id).out")
         let err = directory.appendingPathComponent("cmd-\(id).err")
         let process = try ChildProcess(
-            executable: "/usr/bin/\(tool)", arguments: arguments, environment: environment, stdout: out.path, stderr: err.path)
+            executable: "/usr/bin/\(tool)", arguments: arguments, environment: environment, stdout: out.path,
+            stderr: err.path)
         return (process, out, err)
     }
 
@@ -160,7 +166,9 @@ final class Slurm: @unchecked Sendable {
     func waitForNoJobs(timeout: Duration) async throws {
         let deadline = ContinuousClock.now + timeout
         while try await hasJobs() {
-            guard ContinuousClock.now < deadline else { throw TestFailure("jobs still running after \(timeout): \(try await run("squeue", []).stdout)") }
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("jobs still running after \(timeout): \(try await run("squeue", []).stdout)")
+            }
             try await Task.sleep(for: .milliseconds(200))
         }
     }
@@ -176,7 +184,11 @@ final class Slurm: @unchecked Sendable {
         return entries.compactMap { pid_t($0) }.filter { pid in
             guard pid != me else { return false }
             for file in ["cmdline", "environ"] {
-                if let data = FileManager.default.contents(atPath: "/proc/\(pid)/\(file)"), data.range(of: marker) != nil { return true }
+                if let data = FileManager.default.contents(atPath: "/proc/\(pid)/\(file)"),
+                    data.range(of: marker) != nil
+                {
+                    return true
+                }
             }
             return false
         }
@@ -185,7 +197,9 @@ final class Slurm: @unchecked Sendable {
     /// The running programs of this cluster's jobs whose executable is named `name`.
     func processes(named name: String) -> [pid_t] {
         processes().filter { pid in
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")).map { URL(fileURLWithPath: $0).lastPathComponent == name } ?? false
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")).map {
+                URL(fileURLWithPath: $0).lastPathComponent == name
+            } ?? false
         }
     }
 
@@ -199,7 +213,9 @@ final class Slurm: @unchecked Sendable {
         if controller.isRunning {
             _ = try? runBlocking("scancel", ["--user=root"])
             let deadline = Date().addingTimeInterval(15)
-            while Date() < deadline, let jobs = try? runBlocking("squeue", ["-h", "-o", "%i"]), !jobs.stdout.isEmpty, jobs.status == 0 {
+            while Date() < deadline, let jobs = try? runBlocking("squeue", ["-h", "-o", "%i"]), !jobs.stdout.isEmpty,
+                jobs.status == 0
+            {
                 usleep(200_000)
             }
         }
@@ -242,7 +258,10 @@ final class Slurm: @unchecked Sendable {
             executable: root.appendingPathComponent("scripts/setup").path, arguments: ["--quiet"],
             environment: ["CI": "true"], stdout: log.path, stderr: log.path)
         guard setup.waitBlocking() == 0 else {
-            throw TestFailure("scripts/setup could not install slurm-wlm and munge: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+            throw TestFailure(
+                "scripts/setup could not install slurm-wlm and munge: "
+                    + "\((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+            )
         }
     }
 

@@ -28,10 +28,12 @@ final class ConformanceLab: Sendable {
         async let seaweed = attempt { try await SeaweedS3Server.start() }
         let h2oResult = await h2o
         let h2oTLS = h2oResult.map { server -> any ConformanceServer in (server as? H2OServer)?.tls ?? server }
-        return ConformanceLab(pool: pool, servers: [
-            .apache: await apache, .lighttpd: await lighttpd, .caddy: await caddy, .h2o: h2oResult, .h2oTLS: h2oTLS,
-            .python: await python, .seaweedS3: await seaweed,
-        ])
+        return ConformanceLab(
+            pool: pool,
+            servers: [
+                .apache: await apache, .lighttpd: await lighttpd, .caddy: await caddy, .h2o: h2oResult, .h2oTLS: h2oTLS,
+                .python: await python, .seaweedS3: await seaweed,
+            ])
     }
 
     private static func attempt(

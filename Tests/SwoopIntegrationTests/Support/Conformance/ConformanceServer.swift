@@ -66,7 +66,8 @@ extension DocumentRootServer {
         try Data("sentinel\n".utf8).write(to: file)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
         defer { try? FileManager.default.removeItem(at: file) }
-        let script = "import ssl, sys, urllib.request; "
+        let script =
+            "import ssl, sys, urllib.request; "
             + "context = ssl.create_default_context(cafile=sys.argv[2] or None); "
             + "urllib.request.urlopen(sys.argv[1], context=context).read()"
         let python = try ServerPrograms.python()

@@ -43,10 +43,12 @@ final class H2OServer: DocumentRootServer {
         certificate = directory.appendingPathComponent("cert.pem")
         let key = directory.appendingPathComponent("key.pem")
         tls = H2OTLSEndpoint(root: root, port: tlsPort, accessLog: accessLog, caFile: certificate)
-        _ = try await ServerPrograms.run(openssl, [
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
-        ])
+        _ = try await ServerPrograms.run(
+            openssl,
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
+            ])
         let errorLog = directory.appendingPathComponent("error.log")
         let config = """
             error-log: \(errorLog.path)

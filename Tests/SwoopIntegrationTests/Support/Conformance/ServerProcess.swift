@@ -10,8 +10,10 @@ final class ServerProcess: Sendable {
     let output: URL
 
     /// Starts `executable`; `output` collects what it prints.
-    init(name: String, executable: String, arguments: [String], environment: [String: String] = [:],
-         directory: String? = nil, output: URL) throws {
+    init(
+        name: String, executable: String, arguments: [String], environment: [String: String] = [:],
+        directory: String? = nil, output: URL
+    ) throws {
         self.name = name
         self.output = output
         process = try ChildProcess(
@@ -21,13 +23,16 @@ final class ServerProcess: Sendable {
 
     /// Waits until `ready` holds, polling without blocking a thread. Fails at once, with the end
     /// of `logs` (its output first), when the server exits; fails after `timeout` otherwise.
-    func waitUntil(_ what: String, timeout: Duration = .seconds(30), logs: [URL] = [],
-                   _ ready: () -> Bool) async throws {
+    func waitUntil(
+        _ what: String, timeout: Duration = .seconds(30), logs: [URL] = [],
+        _ ready: () -> Bool
+    ) async throws {
         let deadline = ContinuousClock.now + timeout
         while !ready() {
             guard process.isRunning else {
-                throw TestFailure("\(name) exited (status \(process.exitStatus ?? -1)) before \(what): "
-                    + Self.tail(of: [output] + logs))
+                throw TestFailure(
+                    "\(name) exited (status \(process.exitStatus ?? -1)) before \(what): "
+                        + Self.tail(of: [output] + logs))
             }
             guard ContinuousClock.now < deadline else {
                 throw TestFailure("\(name) did not get to \(what) within \(timeout): " + Self.tail(of: [output] + logs))
@@ -90,7 +95,8 @@ enum ProcessTree {
     /// The parent pid from `/proc/PID/stat` (the field after the parenthesised command name).
     static func parent(of pid: pid_t) -> pid_t? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         return fields.count > 1 ? pid_t(fields[1]) : nil
     }
@@ -98,7 +104,8 @@ enum ProcessTree {
     /// Alive and not a zombie.
     static func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return false }
+            let close = stat.lastIndex(of: ")")
+        else { return false }
         return stat[stat.index(after: close)...].split(separator: " ").first != "Z"
     }
 }
@@ -122,8 +129,10 @@ enum ServerPrograms {
 
     /// Runs a short command to its end and returns its standard output; throws with what it
     /// printed when it fails or takes longer than `timeout`.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                    timeout: Duration = .seconds(120)) async throws -> String {
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        timeout: Duration = .seconds(120)
+    ) async throws -> String {
         let id = UUID().uuidString.prefix(8)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("swoop-cmd-\(id).out")
         let err = FileManager.default.temporaryDirectory.appendingPathComponent("swoop-cmd-\(id).err")
