@@ -13,7 +13,7 @@ struct ProbeDecisionTests {
 
     private func decision(_ basis: ProbeBasis = .fresh, redirects: Int = 0) -> ProbeDecision {
         ProbeDecision(
-            url: url, originalURL: url, basis: basis, redirects: redirects, maxRedirects: 3, target: "/data/big.iso",
+            url: url, originalURL: url, basis: basis, redirects: redirects, maxRedirects: 3,
             resolve: RemoteURL.testingResolve)
     }
 
@@ -26,11 +26,12 @@ struct ProbeDecisionTests {
         size: Int64 = 4 << 20, etag: String? = "\"v1\"", lastModified: String? = nil, complete: Bool = false
     ) -> LocalObject {
         let identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified)
-        return LocalObject(identity: identity, missingRanges: complete ? [] : [ByteRange(size / 2, size)])
+        return LocalObject(
+            identity: identity, missingRanges: complete ? [] : [ByteRange(size / 2, size)], path: "/data/big.iso")
     }
 
     private func record(size: Int64 = 1000, etag: String? = "\"v1\"") -> LocalObject {
-        LocalObject(identity: ObjectIdentity(size: size, etag: etag))
+        LocalObject(identity: ObjectIdentity(size: size, etag: etag), path: "/data/big.iso")
     }
 
     private let first = RequestedRange.bounded(ByteRange(0, 1 << 20))
@@ -105,7 +106,7 @@ struct ProbeDecisionTests {
         #expect(error.message.contains("too many redirects"))
         // A location the parser refuses (another scheme: RemoteURLTests) fails the probe with its reason.
         let refusing = ProbeDecision(
-            url: url, originalURL: url, basis: .fresh, maxRedirects: 3, target: "/data/big.iso",
+            url: url, originalURL: url, basis: .fresh, maxRedirects: 3,
             resolve: { _, _ throws(DownloadError) in
                 throw .invalidResponse("only http and https redirects are followed")
             })

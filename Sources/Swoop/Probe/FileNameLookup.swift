@@ -79,7 +79,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
         }
         guard isWaiting else { return }
         let prober = Prober(
-            url: url, basis: .fresh, target: url.lastPathComponent, headers: RequestHeaders(headers, originalURL: url),
+            url: url, basis: .fresh, headers: RequestHeaders(headers, originalURL: url),
             configuration: configuration, loop: loop, counters: DownloadCounters(), logger: logger, purpose: .headOnly)
         prober.delegate = self
         self.prober = prober

@@ -33,7 +33,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
     private(set) var stopped = false
 
     init(
-        url: RemoteURL, headers: [(name: String, value: String)], size: Int64, range: ByteRange, target: String,
+        url: RemoteURL, headers: [(name: String, value: String)], size: Int64, range: ByteRange,
         configuration: Downloader.Configuration, loop: TransferLoop, logger: Logger
     ) {
         self.url = url
@@ -42,7 +42,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
         self.logger = logger
         let decision = ProbeDecision(
             url: url, originalURL: url, basis: .fresh, redirects: 0,
-            maxRedirects: configuration.redirect.maxRedirects, target: target, resolve: RemoteURL.resolve)
+            maxRedirects: configuration.redirect.maxRedirects, resolve: RemoteURL.resolve)
         // A mirror the user named gets the request's headers; a redirect elsewhere does not.
         exchange = ProbeExchange(
             decision: decision, headers: RequestHeaders(headers, originalURL: url),

@@ -46,7 +46,7 @@ final class Prober: ProbeExchangeDelegate {
     private var transferRefused: DownloadError?
 
     init(
-        url: RemoteURL, basis: ProbeBasis, target: String, headers: RequestHeaders,
+        url: RemoteURL, basis: ProbeBasis, headers: RequestHeaders,
         configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger,
         purpose: Purpose = .download, refresher: URLRefresher? = nil, expectedSize: Int64? = nil
     ) {
@@ -65,7 +65,7 @@ final class Prober: ProbeExchangeDelegate {
             }
         let decision = ProbeDecision(
             url: url, originalURL: headers.originalURL, basis: basis, redirects: 0,
-            maxRedirects: configuration.redirect.maxRedirects, target: target, expectedSize: expectedSize,
+            maxRedirects: configuration.redirect.maxRedirects, expectedSize: expectedSize,
             resolve: RemoteURL.resolve)
         var confirmed: () -> RequestedRange? = { nil }
         exchange = ProbeExchange(

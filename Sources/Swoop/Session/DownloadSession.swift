@@ -96,7 +96,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     private func probe() {
         let prober = Prober(
-            url: url, basis: basis.probeBasis, target: context.paths.target,
+            url: url, basis: basis.probeBasis(target: context.paths.target),
             headers: RequestHeaders(context.request.headers, originalURL: url), configuration: context.configuration,
             loop: context.loop, counters: context.counters, logger: logger, refresher: refresher,
             expectedSize: context.request.expectedSize)
@@ -141,7 +141,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let run = TransferRun(
             object: found, store: store, headers: prober.headers, configuration: context.configuration,
             loop: context.loop, counters: context.counters, logger: logger, mirrors: mirrors,
-            requestHeaders: context.request.headers, target: context.paths.target, refresher: refresher)
+            requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
         if case .ranged(_, let firstRange) = step {
             try run.start(from: connection, firstRange: firstRange)

@@ -11,8 +11,6 @@ final class SourceChecks: MirrorCheckDelegate {
     struct Context {
         /// The request's headers (a redirect elsewhere keeps only the safe ones).
         let requestHeaders: [(name: String, value: String)]
-        /// The target path, for messages.
-        let target: String
         let configuration: Downloader.Configuration
         let loop: TransferLoop
         let logger: Logger
@@ -58,7 +56,7 @@ final class SourceChecks: MirrorCheckDelegate {
     func check(mirrors urls: [RemoteURL], size: Int64, range: ByteRange) {
         for url in urls {
             let check = MirrorCheck(
-                url: url, headers: context.requestHeaders, size: size, range: range, target: context.target,
+                url: url, headers: context.requestHeaders, size: size, range: range,
                 configuration: context.configuration, loop: context.loop, logger: logger)
             check.delegate = self
             mirrors.append(check)
@@ -86,7 +84,7 @@ final class SourceChecks: MirrorCheckDelegate {
             ? context.requestHeaders
             : context.requestHeaders.filter { RequestHeaders.safeAcrossHosts.contains($0.name.lowercased()) }
         let check = MirrorCheck(
-            url: url, headers: headers, size: size, range: range, target: context.target,
+            url: url, headers: headers, size: size, range: range,
             configuration: context.configuration, loop: context.loop, logger: logger)
         check.delegate = self
         replacements.append((check, done))

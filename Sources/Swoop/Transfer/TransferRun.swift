@@ -64,7 +64,7 @@ final class TransferRun: ConnectionDelegate {
     init(
         object: RemoteObject, store: DownloadStore, headers: RequestHeaders, configuration: Downloader.Configuration,
         loop: TransferLoop, counters: DownloadCounters, logger: Logger,
-        mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [], target: String = "",
+        mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [],
         refresher: URLRefresher? = nil
     ) {
         self.loop = loop
@@ -76,7 +76,7 @@ final class TransferRun: ConnectionDelegate {
         self.refresher = refresher
         self.pool = ConnectionPool(loop: loop, target: configuration.connections.initial)
         let context = SourceChecks.Context(
-            requestHeaders: requestHeaders, target: target, configuration: configuration, loop: loop, logger: logger)
+            requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
         self.sources = SourceSet(first: object, headers: headers, store: store, context: context)
         sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
     }

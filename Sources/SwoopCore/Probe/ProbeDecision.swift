@@ -1,14 +1,17 @@
 /// What the disk holds of an object, as the probe needs it: which object (its size always
-/// known) and which of its ranges are missing.
+/// known), which of its ranges are missing, and where it is (for messages).
 package struct LocalObject: Sendable, Equatable {
     package var identity: ObjectIdentity
     /// The ranges not on disk yet; none for a complete file.
     package var missingRanges: [ByteRange]
+    /// The file's path, as the messages about it name it.
+    package var path: String
 
-    package init(identity: ObjectIdentity, missingRanges: [ByteRange] = []) {
+    package init(identity: ObjectIdentity, missingRanges: [ByteRange] = [], path: String) {
         precondition(identity.size != nil, "a local object's size is known")
         self.identity = identity
         self.missingRanges = missingRanges
+        self.path = path
     }
 
     package var size: Int64 { identity.size ?? 0 }
@@ -32,6 +35,15 @@ package enum ProbeBasis {
         case .resuming(let map): map.identity
         }
     }
+
+    /// The file on disk, if any.
+    package var path: String? {
+        switch self {
+        case .fresh: nil
+        case .completed(let record): record.path
+        case .resuming(let map): map.path
+        }
+    }
 }
 
 /// The probe's decisions, as pure functions: which request to send, and what a response head
@@ -47,8 +59,6 @@ package struct ProbeDecision {
     package var maxRedirects: Int
     /// The URLs of the chain so far, the first one included (``followed(to:)`` adds to it).
     package private(set) var chain: [RemoteURL] = []
-    /// The target path, for messages.
-    package var target: String
     /// The size the request expects (``DownloadRequest/expectedSize``): an object of another size
     /// fails at its first response, before anything is written.
     package var expectedSize: Int64?
@@ -58,7 +68,6 @@ package struct ProbeDecision {
 
     package init(
         url: RemoteURL, originalURL: RemoteURL, basis: ProbeBasis, redirects: Int = 0, maxRedirects: Int,
-        target: String,
         expectedSize: Int64? = nil, resolve: @escaping (RemoteURL, String) throws(DownloadError) -> RemoteURL
     ) {
         self.url = url
@@ -66,7 +75,6 @@ package struct ProbeDecision {
         self.basis = basis
         self.redirects = redirects
         self.maxRedirects = maxRedirects
-        self.target = target
         self.expectedSize = expectedSize
         self.resolve = resolve
     }
@@ -222,7 +230,7 @@ package struct ProbeDecision {
             if Self.looksLikeErrorPage(head, url: url) {
                 let message =
                     "the server answered a range request with an HTML page (200 \(head.contentType ?? "text/html")) "
-                        + "instead of \(url.lastPathComponent), likely an error or 'busy' page (\(url))"
+                    + "instead of \(url.lastPathComponent), likely an error or 'busy' page (\(url))"
                 return (.fail(.invalidResponse(message, httpStatus: 200)), .abort)
             }
             switch basis {
@@ -303,7 +311,7 @@ package struct ProbeDecision {
     }
 
     private func targetDiffers(_ why: String) -> DownloadError {
-        DownloadError(.targetExists, "\(target) already exists and \(why)", remedy: .replaceTarget)
+        DownloadError(.targetExists, "\(basis.path ?? "the target") already exists and \(why)", remedy: .replaceTarget)
     }
 
     /// A 200 `text/html` answer to a range request for a file whose name says it is something

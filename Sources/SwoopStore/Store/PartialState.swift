@@ -225,12 +225,13 @@ package enum LocalState {
     /// A partial download and its segment map.
     case resuming(SegmentMap)
 
-    /// What the probe needs of it.
-    package var probeBasis: ProbeBasis {
+    /// What the probe needs of it, the file being at `target`.
+    package func probeBasis(target: String) -> ProbeBasis {
         switch self {
         case .fresh: .fresh
-        case .completed(let record): .completed(LocalObject(identity: record.identity))
-        case .resuming(let map): .resuming(LocalObject(identity: map.identity, missingRanges: map.missingRanges))
+        case .completed(let record): .completed(LocalObject(identity: record.identity, path: target))
+        case .resuming(let map):
+            .resuming(LocalObject(identity: map.identity, missingRanges: map.missingRanges, path: target))
         }
     }
 }
