@@ -6,6 +6,8 @@ later), so drifts hit every tool alike.
 Variants marked `single` run once after the rounds (a tool too slow to repeat) and say so.
 A scenario whose object is a file set (S5) gives every tool the same list of URLs and a fresh, empty
 output directory per run, and checks every file.
+For `run --ab-baseline`, `ab_scenario` turns a scenario into its Swoop variants only, each twice: the
+baseline's binary ("before") and this build's ("after"), paired in every round.
 """
 
 import contextlib
@@ -29,8 +31,13 @@ class Entry:
     """One tool variant in a scenario."""
 
     def __init__(self, id, tool, label, args=(), obj="main", origin="main", group="main",
-                 mode="alternate", note=None, ideal_mibps=None, ideal_label=None, pipe=None):
+                 mode="alternate", note=None, ideal_mibps=None, ideal_label=None, pipe=None,
+                 binary="swoop", ab=None):
         self.id, self.tool, self.label, self.args = id, tool, label, list(args)
+        # Swoop's binary: a key of `bins` ("swoop"; in an A/B run "swoop-before" for the baseline).
+        self.binary = binary
+        # In an A/B run: (the variant's id, "before" | "after"); the two sides of a variant are paired.
+        self.ab = ab
         # A stream to standard output into this shell pipeline (ending in sha256sum), no file.
         self.pipe = pipe
         self.obj, self.origin, self.group, self.mode, self.note = obj, origin, group, mode, note
@@ -67,7 +74,7 @@ class Scenario:
 
 def tool_command(entry, bins, url, output):
     if entry.tool == "swoop":
-        return [bins["swoop"], "get", url, "-o", output, "--force", "--quiet", "--json"] + entry.args
+        return [bins[entry.binary], "get", url, "-o", output, "--force", "--quiet", "--json"] + entry.args
     if entry.tool == "aria2c":
         directory, name = os.path.split(output)
         return (["aria2c"] + entry.args +
@@ -87,7 +94,7 @@ def pipe_command(entry, bins, url, digest_file):
     """A tool streaming `url` to standard output into the shell pipeline `entry.pipe`, which ends in
     sha256sum; the digest lands in digest_file."""
     if entry.tool == "swoop":
-        head = [bins["swoop"], "get", url, "-o", "-", "--quiet"] + entry.args
+        head = [bins[entry.binary], "get", url, "-o", "-", "--quiet"] + entry.args
     elif entry.tool == "curl":
         head = ["curl", "-sS", url] + entry.args
     else:
@@ -101,7 +108,7 @@ def fileset_command(entry, bins, url_list, curl_config, out_dir):
     input-file format, which Swoop reads too); curl_config: `url = ...` / `output = ...` pairs for curl -K,
     with outputs in out_dir."""
     if entry.tool == "swoop":
-        return [bins["swoop"], "get", "-i", url_list, "-d", out_dir] + entry.args + ["--quiet", "--json"]
+        return [bins[entry.binary], "get", "-i", url_list, "-d", out_dir] + entry.args + ["--quiet", "--json"]
     if entry.tool == "aria2c":
         return (["aria2c", "-i", url_list] + entry.args +
                 ["-d", out_dir, "--file-allocation=none", "--allow-overwrite=true", "--auto-file-renaming=false", "-q"])
@@ -577,6 +584,53 @@ def build(name, quick, cfg):
     raise ValueError("unknown scenario %s" % name)
 
 
+AB_SIDES = ("before", "after")
+
+
+def ab_scenario(sc):
+    """The A/B form of scenario `sc` (`run --ab-baseline`): each Swoop variant twice, as "before" (the
+    baseline's binary, bins["swoop-before"]) and "after" (bins["swoop"]), on the same origins, objects
+    and checks; the peers are left out and the targets dropped (the A/B report gives after ÷ before)."""
+    entries, peers = [], []
+    for e in sc.entries:
+        if not e.is_swoop:
+            if e.tool not in peers:
+                peers.append(e.tool)
+            continue
+        for side in AB_SIDES:
+            entries.append(Entry("%s-%s" % (e.id, side), e.tool, "%s, %s" % (e.label, side), e.args, obj=e.obj,
+                                 origin=e.origin, group=e.id, mode=e.mode, note=e.note, ideal_mibps=e.ideal_mibps,
+                                 ideal_label=e.ideal_label, pipe=e.pipe,
+                                 binary="swoop-before" if side == "before" else "swoop", ab=(e.id, side)))
+    skipped = list(sc.skipped)
+    if peers:
+        skipped.append((", ".join(peers), "the A/B mode measures only Swoop, before and after"))
+    sc.entries, sc.skipped, sc.targets = entries, skipped, None
+    return sc
+
+
+def _round_order(alternating, i):
+    """The variants of counted round i (0-based): round-robin, each round starting one variant later,
+    so no tool always runs right after the same one (and inherits its deleted output's disk work).
+    In an A/B run the unit is a variant's pair (before, after): the pairs rotate, and the two sides
+    of each pair take turns going first (before first in odd rounds, after first in even ones)."""
+    if not alternating:
+        return []
+    if all(e.ab for e in alternating):
+        pairs = []
+        for e in alternating:
+            if not pairs or pairs[-1][0].ab[0] != e.ab[0]:
+                pairs.append([])
+            pairs[-1].append(e)
+        shift = i % len(pairs)
+        order = []
+        for pair in pairs[shift:] + pairs[:shift]:
+            order += pair if i % 2 == 0 else pair[::-1]
+        return order
+    shift = i % len(alternating)
+    return alternating[shift:] + alternating[:shift]
+
+
 # --- Running ---------------------------------------------------------------------------------
 
 LIST_DIR = os.path.join(TMP_DIR, "lists")
@@ -759,6 +813,8 @@ def run_scenario(sc, cfg, bins):
         entry_results[e.id] = {"id": e.id, "label": e.label, "tool": e.tool, "group": e.group, "mode": e.mode,
                                "note": e.note, "object": o["name"], "size": o["size"],
                                "ideal_mibps": e.ideal_mibps, "ideal_label": e.ideal_label, "runs": []}
+        if e.ab:
+            entry_results[e.id].update({"ab": list(e.ab), "binary": bins.get(e.binary)})
         result["entries"].append(entry_results[e.id])
     lab_name = "sb%d" % (os.getpid() % 100000)
     try:
@@ -790,10 +846,7 @@ def run_scenario(sc, cfg, bins):
             if warmup:
                 plan += [("warm-up", 0, e) for e in alternating]
             for i in range(runs):
-                # Each round starts one variant later, so no tool always runs right after the
-                # same one (and inherits its deleted output's disk work).
-                shift = i % len(alternating) if alternating else 0
-                plan += [("counted", i + 1, e) for e in alternating[shift:] + alternating[:shift]]
+                plan += [("counted", i + 1, e) for e in _round_order(alternating, i)]
             plan += [("single", 1, e) for e in singles]
             for phase, index, e in plan:
                 er = entry_results[e.id]
