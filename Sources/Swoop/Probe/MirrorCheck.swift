@@ -47,7 +47,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
         exchange = ProbeExchange(
             decision: decision, headers: RequestHeaders(headers, originalURL: url),
             options: TransferOptions(configuration), policy: FailurePolicy(configuration), connectionID: -1,
-            loop: loop, asking: .init(range: { (.bounded(range), nil) }, job: { .sample($0) }))
+            loop: loop)
         exchange.delegate = self
     }
 
@@ -67,6 +67,17 @@ final class MirrorCheck: ProbeExchangeDelegate {
     var isBusy: Bool { exchange.isBusy }
 
     // MARK: ProbeExchangeDelegate
+
+    func nextRequest(
+        of exchange: ProbeExchange
+    ) -> (
+        range: RequestedRange, precondition: (name: String, value: String)?,
+        job: Connection.Job
+    ) {
+        (.bounded(range), nil, .sample(.bounded(range)))
+    }
+
+    func probeExchangeWillSend(_ exchange: ProbeExchange) {}
 
     func probeExchange(
         _ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,

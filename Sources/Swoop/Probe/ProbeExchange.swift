@@ -1,8 +1,17 @@
 import Logging
 import SwoopTransfer
 
-/// Hears what a ``ProbeExchange``'s responses decided.
+/// Says what a ``ProbeExchange`` asks for, and hears what its responses decided.
 protocol ProbeExchangeDelegate: AnyObject {
+    /// The next request: its range and precondition, and the job its bytes do.
+    func nextRequest(
+        of exchange: ProbeExchange
+    ) -> (
+        range: RequestedRange, precondition: (name: String, value: String)?,
+        job: Connection.Job
+    )
+    /// A request is being sent (the download counts it).
+    func probeExchangeWillSend(_ exchange: ProbeExchange)
     /// A head decided `step` (not a redirect, which the exchange follows itself): what becomes of
     /// its body. The delegate may take the connection over here (``ProbeExchange/connection``).
     func probeExchange(
@@ -19,18 +28,9 @@ protocol ProbeExchangeDelegate: AnyObject {
 /// ``FailurePolicy``'s backoff. What a head means for the download is its delegate's to act on.
 /// Transfer thread only.
 final class ProbeExchange: ConnectionDelegate {
-    /// What to ask for: the range and precondition of the next request, and the job its bytes do.
-    struct Asking {
-        var range: () -> (range: RequestedRange, precondition: (name: String, value: String)?)
-        var job: (RequestedRange) -> Connection.Job
-    }
-
     private let loop: TransferLoop
     private let options: TransferOptions
     private let policy: FailurePolicy
-    private let asking: Asking
-    /// Counts each request sent (the download's counters), when given.
-    private let onSend: (() -> Void)?
     let connection: Connection
     /// The decision's inputs: the URL so far, redirects so far, what is on disk.
     var decision: ProbeDecision
@@ -51,15 +51,13 @@ final class ProbeExchange: ConnectionDelegate {
 
     init(
         decision: ProbeDecision, headers: RequestHeaders, options: TransferOptions, policy: FailurePolicy,
-        connectionID: Int, loop: TransferLoop, asking: Asking, onSend: (() -> Void)? = nil
+        connectionID: Int, loop: TransferLoop
     ) {
         self.decision = decision
         self.headers = headers
         self.options = options
         self.policy = policy
         self.loop = loop
-        self.asking = asking
-        self.onSend = onSend
         self.connection = Connection(id: connectionID, loop: loop, delegate: nil)
         connection.delegate = self
     }
@@ -67,13 +65,13 @@ final class ProbeExchange: ConnectionDelegate {
     /// Sends the request to the current URL (once a connection permit is free).
     func start() {
         guard !stopped else { return }
-        let (range, precondition) = asking.range()
+        guard let (range, precondition, job) = delegate?.nextRequest(of: self) else { return }
         let url = decision.url
         guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
         pending = nil
         let request = headers.request(for: url, precondition: precondition, range: range, options: options)
-        connection.begin(asking.job(range), url: url, request: request)
-        onSend?()
+        connection.begin(job, url: url, request: request)
+        delegate?.probeExchangeWillSend(self)
     }
 
     /// Stops: cancels a retry and, unless `keepingExchange` (it went on to the transfer), the request.

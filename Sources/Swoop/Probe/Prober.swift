@@ -44,6 +44,8 @@ final class Prober: ProbeExchangeDelegate {
     private var handedOver = false
     /// Starting the transfer failed inside the head's callback: acted on when the exchange ends.
     private var transferRefused: DownloadError?
+    /// How far the first request reaches.
+    private let probeSize: Int64
 
     init(
         url: RemoteURL, basis: ProbeBasis, headers: RequestHeaders,
@@ -67,19 +69,10 @@ final class Prober: ProbeExchangeDelegate {
             url: url, originalURL: headers.originalURL, basis: basis, redirects: 0,
             maxRedirects: configuration.redirect.maxRedirects, expectedSize: expectedSize,
             resolve: RemoteURL.resolve)
-        var confirmed: () -> RequestedRange? = { nil }
+        self.probeSize = probeSize
         exchange = ProbeExchange(
             decision: decision, headers: headers, options: options, policy: FailurePolicy(configuration),
-            connectionID: 0, loop: loop,
-            asking: .init(
-                range: {
-                    var (range, precondition) = ProbeDecision.request(for: basis, probeSize: probeSize)
-                    if let confirming = confirmed() { range = confirming }
-                    return (range, precondition)
-                },
-                job: { .probe($0) }),
-            onSend: { counters.willSend(busy: 1) })
-        confirmed = { [weak self] in self?.confirming }
+            connectionID: 0, loop: loop)
         exchange.delegate = self
     }
 
@@ -108,6 +101,21 @@ final class Prober: ProbeExchangeDelegate {
     }
 
     // MARK: ProbeExchangeDelegate
+
+    func nextRequest(
+        of exchange: ProbeExchange
+    ) -> (
+        range: RequestedRange, precondition: (name: String, value: String)?,
+        job: Connection.Job
+    ) {
+        var (range, precondition) = ProbeDecision.request(for: exchange.decision.basis, probeSize: probeSize)
+        if let confirming { range = confirming }
+        return (range, precondition, .probe(range))
+    }
+
+    func probeExchangeWillSend(_ exchange: ProbeExchange) {
+        counters.willSend(busy: 1)
+    }
 
     func probeExchange(
         _ exchange: ProbeExchange, decided step: ProbeDecision.Step, head: ResponseHead,

@@ -74,7 +74,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
                 return
             }
         }
-        progress.start(bytes: { [context] in context.counters.bytesReceived }) { [weak self] in self?.tick() }
+        progress.start { [weak self] in self?.tick() }
         probe()
     }
 

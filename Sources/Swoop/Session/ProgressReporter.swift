@@ -1,4 +1,5 @@
 import Logging
+import SwoopStore
 import SwoopTransfer
 
 /// A download's heartbeat: every ``Downloader/Configuration/progressInterval`` it measures the
@@ -8,6 +9,7 @@ final class ProgressReporter {
     private let loop: TransferLoop
     private let interval: Duration
     private let handler: (@Sendable (DownloadProgress) -> Void)?
+    private let counters: DownloadCounters
     private var timer: LoopTimer?
     private var meter = ThroughputMeter()
     private var quiet: QuietWatch
@@ -16,19 +18,21 @@ final class ProgressReporter {
         loop = context.loop
         interval = context.configuration.progressInterval
         self.handler = handler
+        counters = context.counters
         quiet = QuietWatch(context.configuration)
     }
 
     /// The recent receive rate.
     var bytesPerSecond: Double { meter.bytesPerSecond }
 
-    /// Calls `tick` every interval until ``stop()``, after recording `bytes()` for the rate.
-    func start(bytes: @escaping () -> Int64, tick: @escaping () -> Void) {
+    /// Calls `tick` every interval until ``stop()``, after recording the bytes received so far
+    /// for the rate.
+    func start(tick: @escaping () -> Void) {
         timer = loop.schedule(after: interval) { [weak self] in
             guard let self else { return }
-            meter.record(totalBytes: bytes(), at: .now)
+            meter.record(totalBytes: counters.bytesReceived, at: .now)
             tick()
-            if timer != nil { start(bytes: bytes, tick: tick) }
+            if timer != nil { start(tick: tick) }
         }
     }
 

@@ -10,18 +10,21 @@ final class SourceSet {
     private(set) var sources: [Source]
     private let store: DownloadStore
     private let logger: Logger
-    /// The checks of mirrors and fresh URLs.
-    let checks: SourceChecks
+    /// The checks of mirrors and fresh URLs; none for a download that has neither (most).
+    let checks: SourceChecks?
     /// A mirror joined: the transfer can use more connections.
     var onSourceAdded: (() -> Void)?
 
-    init(first: RemoteObject, headers: RequestHeaders, store: DownloadStore, context: SourceChecks.Context) {
+    init(
+        first: RemoteObject, headers: RequestHeaders, store: DownloadStore, logger: Logger,
+        checking context: SourceChecks.Context?
+    ) {
         self.sources = [Source(index: 0, object: first, headers: headers)]
         self.store = store
-        self.logger = context.logger
-        self.checks = SourceChecks(store: store, context: context)
-        checks.onAgreement = { [unowned self] object, headers in add(object, headers: headers) }
-        checks.firstSourceURL = { [unowned self] in primary.object.url }
+        self.logger = logger
+        self.checks = context.map { SourceChecks(store: store, context: $0) }
+        checks?.onAgreement = { [unowned self] object, headers in add(object, headers: headers) }
+        checks?.firstSourceURL = { [unowned self] in primary.object.url }
     }
 
     /// A mirror that agreed with the first source: it takes requests from now on.
@@ -34,7 +37,7 @@ final class SourceSet {
     var usable: [Source] { sources.filter { $0.dropped == nil } }
     var hasSeveral: Bool { usable.count > 1 }
     /// A mirror check, or the check of a fresh URL, has a request in flight.
-    var isChecking: Bool { checks.isBusy }
+    var isChecking: Bool { checks?.isBusy ?? false }
 
     /// The range another source's bytes are compared on (a mirror before it contributes, a
     /// fresh URL before it replaces the old one): one chunk the first source has written, or is
@@ -129,13 +132,13 @@ final class SourceSet {
     var whyOthersCannotHelp: String? {
         let reasons =
             sources.dropFirst().compactMap { source in source.dropped.map { "\(source.object.url.redacted): \($0)" } }
-            + checks.rejected.map { "\($0.url): \($0.reason)" }
+            + (checks?.rejected ?? []).map { "\($0.url): \($0.reason)" }
         return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 
     /// Every source and every mirror given, with its bytes and state.
     var reports: [DownloadResult.Source] {
         sources.map { DownloadResult.Source(url: $0.object.url.redacted, bytes: $0.bytes, droppedBecause: $0.dropped) }
-            + checks.reports
+            + (checks?.reports ?? [])
     }
 }

@@ -12,13 +12,13 @@ extension TransferRun {
         from source: Source?
     ) {
         guard let plan = store.plan else { return }
-        if let refresher, source === sources.primary, let sent = connection.url,
+        if let refresher, let checks = sources.checks, source === sources.primary, let sent = connection.url,
             URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange)
         {
             // The URL expired: the range waits for a fresh one, which every refused request shares.
             source?.health.abandonTrial()  // an answer, though not a usable one: no outage
             plan.release(segment, failed: false)
-            sources.checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) {
+            checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) {
                 [weak self] error in
                 guard let self, !stopped else { return }
                 if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }

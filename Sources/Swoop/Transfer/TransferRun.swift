@@ -75,9 +75,10 @@ final class TransferRun: ConnectionDelegate {
         self.logger = logger
         self.refresher = refresher
         self.pool = ConnectionPool(loop: loop, target: configuration.connections.initial)
-        let context = SourceChecks.Context(
+        // Mirrors are checked before they contribute, and so is a fresh URL for an expired one.
+        let context = mirrors.isEmpty && refresher == nil ? nil : SourceChecks.Context(
             requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
-        self.sources = SourceSet(first: object, headers: headers, store: store, context: context)
+        self.sources = SourceSet(first: object, headers: headers, store: store, logger: logger, checking: context)
         sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
     }
 
@@ -126,7 +127,7 @@ final class TransferRun: ConnectionDelegate {
             return
         }
         if !mirrors.isEmpty, let size = object.size, let range = sources.sampleRange(near: firstRange) {
-            sources.checks.check(mirrors: mirrors, size: size, range: range)
+            sources.checks?.check(mirrors: mirrors, size: size, range: range)
         }
         if case .adaptive(let maximum) = settings.configuration.connections {
             let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
@@ -172,7 +173,7 @@ final class TransferRun: ConnectionDelegate {
     func stop() {
         guard !stopped else { return }
         stopped = true
-        sources.checks.stop()
+        sources.checks?.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
         retryTimer?.cancel()
@@ -188,7 +189,7 @@ final class TransferRun: ConnectionDelegate {
             if !pool.isAnyBusy { delegate?.transferDidComplete(self) }
             return
         }
-        sources.checks.settleAgreements()
+        sources.checks?.settleAgreements()
         let now = ContinuousClock.now
         let roundTrip = TransferPolicy.roundTrip(pool.samples(at: now))
         for index in 0..<pool.target {
