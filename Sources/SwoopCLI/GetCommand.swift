@@ -81,17 +81,7 @@ struct Get: AsyncParsableCommand {
     @Flag(name: .long, help: "Print a JSON summary on stdout when done.")
     var json = false
 
-    @Flag(name: [.short, .long], help: "Replace the target file if it exists.")
-    var force = false
-
-    @Flag(name: .long, help: "Discard any partial download and start over.")
-    var noResume = false
-
-    @Option(name: .long, help: "When the object changes mid-download: restart or fail.")
-    var onChange: Downloader.Configuration.ObjectChangePolicy = .restart
-
-    @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")
-    var checkpointInterval: Double = 1
+    @OptionGroup var existing: ExistingFileOptions
 
     @Option(
         name: .long,
@@ -139,9 +129,6 @@ struct Get: AsyncParsableCommand {
         guard streamWindow.bytes >= Int64(DownloadBytes.minimumWindow) else {
             throw ValidationError("--stream-window must be at least 4M (got \(streamWindow.bytes) bytes)")
         }
-        guard checkpointInterval >= 0, checkpointInterval.isFinite else {
-            throw ValidationError("--checkpoint-interval must be 0 or a positive number of seconds")
-        }
     }
 
     /// The target path: `-o` (inside `-d` when both are given), else the URL's sanitised file name
@@ -168,11 +155,7 @@ struct Get: AsyncParsableCommand {
 
     func downloaderConfiguration() -> Downloader.Configuration {
         var configuration = transfer.configuration()
-        configuration.overwritesExistingFile = force
-        configuration.resumes = !noResume
-        configuration.onObjectChange = onChange
-        configuration.checkpointInterval =
-            checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
+        existing.apply(to: &configuration)
         return configuration
     }
 

@@ -40,33 +40,76 @@ public struct FaultSwitches: Sendable, Hashable {
     /// Makes some connections slow (the "a few connections are 10x slower" benchmark mode);
     /// applies on top of `throttleBytesPerSecond`, the lower rate wins.
     public var straggler: Straggler? = nil
-    /// Closes the connection after sending this many body bytes of each response whose body is
-    /// longer (0 = right after the headers).
-    public var dropAfterBytes: Int64? = nil
-    /// Each response with a body: with this probability, close the connection at a uniformly
-    /// random point inside the body.
-    public var dropProbability: Double = 0
-    /// If set, `dropAfterBytes` and `dropProbability` apply only to the first K requests.
-    public var dropFirstRequests: Int? = nil
-    /// The first K requests (of any kind) get `failStatus` with a tiny text body.
-    public var failFirstRequests: Int = 0
-    /// The status of those failures, typically 503 or 429.
-    public var failStatus: Int = 503
-    /// Sends `Retry-After: <seconds>` on those failures.
-    public var retryAfterSeconds: Int? = nil
-    /// Sends the headers and this many body bytes (0 = headers only), then goes silent, keeping
-    /// the socket open, until the client closes it. Wins over a drop at the same or a later point.
-    public var stallAfterBytes: Int64? = nil
-    /// If set, stalls only the first K requests.
-    public var stallFirstRequests: Int? = nil
+    /// Cuts response bodies short: closes the connection partway through a body.
+    public struct Drops: Sendable, Hashable {
+        /// Closes the connection after sending this many body bytes of each response whose body is
+        /// longer (0 = right after the headers).
+        public var afterBytes: Int64?
+        /// Each response with a body: with this probability, close the connection at a uniformly
+        /// random point inside the body.
+        public var probability: Double
+        /// If set, the drops apply only to the first K requests.
+        public var firstRequests: Int?
+
+        public init(afterBytes: Int64? = nil, probability: Double = 0, firstRequests: Int? = nil) {
+            self.afterBytes = afterBytes
+            self.probability = probability
+            self.firstRequests = firstRequests
+        }
+    }
+
+    /// Answers the first requests with an error status instead of the object.
+    public struct Failures: Sendable, Hashable {
+        /// The first K requests (of any kind) get `status` with a tiny text body.
+        public var firstRequests: Int
+        /// The status of those failures, typically 503 or 429.
+        public var status: Int
+        /// Sends `Retry-After: <seconds>` on those failures.
+        public var retryAfterSeconds: Int?
+
+        public init(firstRequests: Int, status: Int = 503, retryAfterSeconds: Int? = nil) {
+            self.firstRequests = firstRequests
+            self.status = status
+            self.retryAfterSeconds = retryAfterSeconds
+        }
+    }
+
+    /// Goes silent partway through a response, keeping the socket open.
+    public struct Stall: Sendable, Hashable {
+        /// Sends the headers and this many body bytes (0 = headers only), then goes silent until the
+        /// client closes the connection. Wins over a drop at the same or a later point.
+        public var afterBytes: Int64
+        /// If set, stalls only the first K requests.
+        public var firstRequests: Int?
+
+        public init(afterBytes: Int64, firstRequests: Int? = nil) {
+            self.afterBytes = afterBytes
+            self.firstRequests = firstRequests
+        }
+    }
+
+    /// Answers requests with a `Range` header with `200 text/html` and a small "server busy" page.
+    public struct BusyPage: Sendable, Hashable {
+        /// If set, only the first K requests get the page (then the server is fine).
+        public var firstRequests: Int?
+
+        public init(firstRequests: Int? = nil) {
+            self.firstRequests = firstRequests
+        }
+    }
+
+    /// Cuts bodies short (see ``Drops``).
+    public var drops: Drops? = nil
+    /// Fails the first requests (see ``Failures``).
+    public var failures: Failures? = nil
+    /// Stalls responses (see ``Stall``).
+    public var stall: Stall? = nil
     /// Once K requests have arrived, every object changes (seed + 1, so new content, ETag and
     /// Last-Modified) a single time, before request K + 1 is answered. Setting a different value,
     /// or ``TestOrigin/resetLog()``, arms it again.
     public var changeAfterRequests: Int? = nil
-    /// Requests with a `Range` header get `200 text/html` with a small "server busy" page.
-    public var busyHTMLForRanges = false
-    /// If set, `busyHTMLForRanges` applies only to the first K requests (then the server is fine).
-    public var busyFirstRequests: Int? = nil
+    /// Sends a busy page to range requests (see ``BusyPage``).
+    public var busyPage: BusyPage? = nil
     /// Makes 206 responses carry a wrong `Content-Range` header.
     public var contentRangeLie: ContentRangeLie? = nil
     /// Sends the correct `Content-Length` but closes the connection after `length - 100` body
@@ -74,7 +117,7 @@ public struct FaultSwitches: Sendable, Hashable {
     public var shortBody = false
     /// Adds `Content-Encoding: gzip` to object responses; the body bytes are unchanged.
     public var gzipEncoding = false
-    /// The first K requests are answered honestly: `busyHTMLForRanges`, `contentRangeLie`,
+    /// The first K requests are answered honestly: ``busyPage``, `contentRangeLie`,
     /// `shortBody` and `gzipEncoding` apply only from request K + 1 on (so a probe succeeds and
     /// later segment requests meet the lie).
     public var honestFirstRequests = 0

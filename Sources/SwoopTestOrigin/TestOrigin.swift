@@ -9,7 +9,7 @@ import NIOPosix
 /// ```swift
 /// let origin = try await TestOrigin.start()
 /// origin.addObject(TestObject(size: 10 << 20), at: "/a.bin")
-/// origin.updateFaults { $0.dropAfterBytes = 1 << 20 }
+/// origin.updateFaults { $0.drops = .init(afterBytes: 1 << 20) }
 /// // … download origin.url("/a.bin") …
 /// try await origin.shutdown()
 /// ```

@@ -83,10 +83,10 @@ extension SwoopTestOriginCommand {
             if let every = stragglerEvery, let rate = stragglerRate {
                 faults.straggler = .init(every: every, bytesPerSecond: Int(rate.value))
             }
-            faults.dropProbability = dropProbability
-            faults.failFirstRequests = failFirst
-            faults.failStatus = failStatus
-            faults.retryAfterSeconds = retryAfter
+            if dropProbability > 0 { faults.drops = .init(probability: dropProbability) }
+            if failFirst > 0 {
+                faults.failures = .init(firstRequests: failFirst, status: failStatus, retryAfterSeconds: retryAfter)
+            }
             origin.setFaults(faults)
 
             writeLine("listening on \(origin.baseURL)", to: STDOUT_FILENO)

@@ -76,7 +76,7 @@ struct FaultTests {
     @Test("connection dropped after N bytes of every response: continues from the last byte")
     func dropAfterBytes() async throws {
         try await download(
-            TestObject(size: 6 << 20, seed: 1), faults: { $0.dropAfterBytes = 700_000 }, within: .seconds(20)
+            TestObject(size: 6 << 20, seed: 1), faults: { $0.drops = .init(afterBytes: 700_000) }, within: .seconds(20)
         ) { run, origin in
             let result = expectSuccess(run)
             #expect((result?.retries ?? 0) > 0)
@@ -90,7 +90,7 @@ struct FaultTests {
     @Test("connections dropped at random (p = 0.3)")
     func dropProbability() async throws {
         try await download(
-            TestObject(size: 16 << 20, seed: 2), faults: { $0.dropProbability = 0.3 },
+            TestObject(size: 16 << 20, seed: 2), faults: { $0.drops = .init(probability: 0.3) },
             configuration: quickConfiguration(connections: 8, maxTries: 10), within: .seconds(30)
         ) { run, _ in
             _ = expectSuccess(run)
@@ -105,9 +105,7 @@ struct FaultTests {
             try await download(
                 TestObject(size: 4 << 20, seed: 3),
                 faults: {
-                    $0.failFirstRequests = 2
-                    $0.failStatus = status
-                    $0.retryAfterSeconds = 1
+                    $0.failures = .init(firstRequests: 2, status: status, retryAfterSeconds: 1)
                 }, configuration: configuration, within: .seconds(15)
             ) { run, origin in
                 let result = expectSuccess(run)
@@ -121,7 +119,7 @@ struct FaultTests {
     @Test("a server that keeps failing gives up after --max-tries with the status named")
     func failForever() async throws {
         try await download(
-            TestObject(size: 4 << 20, seed: 4), faults: { $0.failFirstRequests = 1000 },
+            TestObject(size: 4 << 20, seed: 4), faults: { $0.failures = .init(firstRequests: 1000) },
             configuration: quickConfiguration(maxTries: 3), within: .seconds(10)
         ) { run, origin in
             expectFailure(run, .httpStatus, mentioning: "503 Service Unavailable")
@@ -137,8 +135,7 @@ struct FaultTests {
             try await download(
                 TestObject(size: 6 << 20, seed: 5),
                 faults: {
-                    $0.stallAfterBytes = 0
-                    $0.stallFirstRequests = 1
+                    $0.stall = .init(afterBytes: 0, firstRequests: 1)
                 }, configuration: configuration, within: .seconds(8)
             ) { run, origin in
                 _ = expectSuccess(run)
@@ -159,8 +156,7 @@ struct FaultTests {
             try await download(
                 TestObject(size: 12 << 20, seed: 6),
                 faults: {
-                    $0.stallAfterBytes = 300_000
-                    $0.stallFirstRequests = 3
+                    $0.stall = .init(afterBytes: 300_000, firstRequests: 3)
                 }, configuration: configuration, within: .seconds(10)
             ) { run, _ in
                 let result = expectSuccess(run)
@@ -240,7 +236,7 @@ struct FaultTests {
         try await download(
             TestObject(size: 6 << 20, seed: 12),
             faults: {
-                $0.busyHTMLForRanges = true
+                $0.busyPage = .init()
                 $0.honestFirstRequests = 1
             }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
         ) { run, _ in
@@ -253,7 +249,7 @@ struct FaultTests {
     @Test("a 'server busy' HTML page in answer to the probe is not saved as the file")
     func busyHTMLForProbe() async throws {
         try await download(
-            TestObject(size: 6 << 20, seed: 13), faults: { $0.busyHTMLForRanges = true },
+            TestObject(size: 6 << 20, seed: 13), faults: { $0.busyPage = .init() },
             configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
         ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "HTML page")
@@ -272,8 +268,7 @@ struct FaultTests {
                 // Two busy pages, then the file: the server's own count, not the test's clock,
                 // decides when the page goes away.
                 origin.updateFaults {
-                    $0.busyHTMLForRanges = true
-                    $0.busyFirstRequests = 2
+                    $0.busyPage = .init(firstRequests: 2)
                 }
                 var configuration = quickConfiguration(maxTries: 6)
                 configuration.retry.baseDelay = .milliseconds(200)

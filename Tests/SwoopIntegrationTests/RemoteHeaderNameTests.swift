@@ -94,7 +94,7 @@ struct RemoteHeaderNameTests {
                 #expect(missing?.kind == .httpStatus)
                 #expect(missing?.httpStatus == 404)
                 origin.resetLog()
-                origin.updateFaults { $0.failFirstRequests = 2 }
+                origin.updateFaults { $0.failures = .init(firstRequests: 2) }
                 #expect(
                     try await downloader.suggestedFileName(for: DownloadRequest(url: origin.url("/busy"))) == "ok.bin")
                 #expect(origin.requestCount == 3)
@@ -107,8 +107,7 @@ struct RemoteHeaderNameTests {
         try await withTestOrigin { origin async throws in
             origin.addObject(named("attachment; filename=ok.bin"), at: "/busy")
             origin.updateFaults {
-                $0.failFirstRequests = 100
-                $0.retryAfterSeconds = 60
+                $0.failures = .init(firstRequests: 100, retryAfterSeconds: 60)
             }
             var configuration = quickConfiguration()
             configuration.retry.maxDelay = .seconds(120)

@@ -17,8 +17,7 @@ struct RetryPolicyTests {
             origin.addObject(object, at: "/plain.bin")
             origin.updateFaults {
                 $0.rangeSupport = false
-                $0.dropAfterBytes = 2 << 20
-                $0.dropFirstRequests = 1
+                $0.drops = .init(afterBytes: 2 << 20, firstRequests: 1)
             }
             let result = try await CLI.run([origin.url("/plain.bin")], in: scratch.url)
             #expect(result.status == 0, "stderr: \(result.stderr)")
@@ -38,7 +37,7 @@ struct RetryPolicyTests {
             origin.addObject(TestObject(size: 4 << 20, seed: 72), at: "/plain.bin")
             origin.updateFaults {
                 $0.rangeSupport = false
-                $0.dropAfterBytes = 1 << 20
+                $0.drops = .init(afterBytes: 1 << 20)
             }
             let result = try await CLI.run([origin.url("/plain.bin"), "--max-tries", "3"], in: scratch.url)
             #expect(result.status == 1, "stderr: \(result.stderr)")

@@ -14,10 +14,8 @@ struct SoakTests {
                 let object = TestObject(size: 256 << 20, seed: 99)
                 origin.addObject(object, at: "/soak.bin")
                 origin.updateFaults {
-                    $0.dropProbability = 0.2
-                    $0.failFirstRequests = 8
-                    $0.failStatus = 503
-                    $0.retryAfterSeconds = 0
+                    $0.drops = .init(probability: 0.2)
+                    $0.failures = .init(firstRequests: 8, status: 503, retryAfterSeconds: 0)
                 }
                 var configuration = quickConfiguration(connections: 16, maxTries: 12)
                 configuration.retry.baseDelay = .milliseconds(50)

@@ -89,7 +89,7 @@ struct StreamTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 20 << 20, seed: 4)
             origin.addObject(object, at: "/d.bin")
-            origin.updateFaults { $0.dropProbability = 0.3 }
+            origin.updateFaults { $0.drops = .init(probability: 0.3) }
             let run = try await stream(
                 [
                     "get", origin.url("/d.bin"), "-o", "-", "-c", "8", "--max-tries", "20", "--stream-window", "8M",

@@ -24,8 +24,7 @@ import Testing
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 100_000), at: "/a")
             origin.updateFaults {
-                $0.dropAfterBytes = 12_345
-                $0.dropFirstRequests = 2
+                $0.drops = .init(afterBytes: 12_345, firstRequests: 2)
             }
             for expected in [12_345, 12_345, 100_000] {
                 let connection = try await RawHTTPConnection.connect(to: origin)
@@ -45,7 +44,7 @@ import Testing
     @Test func dropAfterZeroSendsOnlyTheHeaders() async throws {
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 1000), at: "/a")
-            origin.updateFaults { $0.dropAfterBytes = 0 }
+            origin.updateFaults { $0.drops = .init(afterBytes: 0) }
             let connection = try await RawHTTPConnection.connect(to: origin)
             let response = try await connection.request(.GET, "/a", headers: [("Range", "bytes=100-")])
             #expect(response.status == 206)
@@ -57,7 +56,7 @@ import Testing
     @Test func dropProbabilityOneCutsInsideEveryBody() async throws {
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 50_000), at: "/a")
-            origin.updateFaults { $0.dropProbability = 1 }
+            origin.updateFaults { $0.drops = .init(probability: 1) }
             for _ in 0..<5 {
                 let connection = try await RawHTTPConnection.connect(to: origin)
                 let response = try await connection.request(.GET, "/a")
@@ -74,9 +73,7 @@ import Testing
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 1000), at: "/a")
             origin.updateFaults {
-                $0.failFirstRequests = 2
-                $0.failStatus = status
-                $0.retryAfterSeconds = 7
+                $0.failures = .init(firstRequests: 2, status: status, retryAfterSeconds: 7)
             }
             let connection = try await RawHTTPConnection.connect(to: origin)
             for _ in 0..<2 {
@@ -99,8 +96,7 @@ import Testing
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 100_000), at: "/a")
             origin.updateFaults {
-                $0.stallAfterBytes = 1000
-                $0.stallFirstRequests = 1
+                $0.stall = .init(afterBytes: 1000, firstRequests: 1)
             }
             let connection = try await RawHTTPConnection.connect(to: origin)
             let stalled = try await connection.request(.GET, "/a", timeout: .seconds(5))
@@ -121,7 +117,7 @@ import Testing
     @Test func stallAfterZeroSendsHeadersOnly() async throws {
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 1000), at: "/a")
-            origin.updateFaults { $0.stallAfterBytes = 0 }
+            origin.updateFaults { $0.stall = .init(afterBytes: 0) }
             let connection = try await RawHTTPConnection.connect(to: origin)
             let stalled = try await connection.request(.GET, "/a", timeout: .seconds(5))
             #expect(stalled.ending == .timedOut)
@@ -180,7 +176,7 @@ import Testing
     @Test func busyHTMLForRangedRequests() async throws {
         try await withOrigin { origin in
             origin.addObject(TestObject(size: 1000), at: "/a")
-            origin.updateFaults { $0.busyHTMLForRanges = true }
+            origin.updateFaults { $0.busyPage = .init() }
             let connection = try await RawHTTPConnection.connect(to: origin)
             let ranged = try await connection.request(.GET, "/a", headers: [("Range", "bytes=0-99")])
             #expect(ranged.status == 200)
@@ -312,11 +308,11 @@ import Testing
             #expect(origin.faults == FaultSwitches())
             var faults = FaultSwitches()
             faults.gzipEncoding = true
-            faults.failFirstRequests = 3
+            faults.failures = .init(firstRequests: 3)
             origin.setFaults(faults)
             #expect(origin.faults == faults)
             origin.updateFaults { $0.gzipEncoding = false }
-            #expect(origin.faults.gzipEncoding == false && origin.faults.failFirstRequests == 3)
+            #expect(origin.faults.gzipEncoding == false && origin.faults.failures?.firstRequests == 3)
         }
     }
 }

@@ -315,7 +315,7 @@ import Testing
             origin.resetLog()
             #expect(origin.requests.isEmpty)
             #expect(origin.requestCount == 0)
-            origin.updateFaults { $0.failFirstRequests = 1 }
+            origin.updateFaults { $0.failures = .init(firstRequests: 1) }
             #expect(try await connection.request(.GET, "/a").status == 503)
             #expect(try await connection.request(.GET, "/a").status == 200)
             #expect(origin.connectionsAccepted == 1)
@@ -328,7 +328,7 @@ import Testing
         #expect(origin.baseURL == "http://127.0.0.1:\(origin.port)")
         #expect(origin.url("/a.bin") == "http://127.0.0.1:\(origin.port)/a.bin")
         origin.addObject(TestObject(size: 1 << 20), at: "/a")
-        origin.updateFaults { $0.stallAfterBytes = 10 }
+        origin.updateFaults { $0.stall = .init(afterBytes: 10) }
         let connection = try await RawHTTPConnection.connect(to: origin)
         let stalled = try await connection.request(.GET, "/a", timeout: .milliseconds(300))
         #expect(stalled.ending == .timedOut)

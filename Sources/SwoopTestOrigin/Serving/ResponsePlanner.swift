@@ -75,8 +75,8 @@ struct ResponsePlanner {
         plan.head.headers.add(name: "Date", value: HTTPDate.format(epochSeconds: Int64(time(nil))))
         plan.head.headers.add(name: "Server", value: "swoop-test-origin")
 
-        if ordinal <= faults.failFirstRequests {
-            fail(&plan)
+        if let failures = faults.failures, ordinal <= failures.firstRequests {
+            fail(&plan, failures)
         } else if let signing = faults.urlSigning, target.path.hasPrefix(URLSigning.mintPrefix) {
             let path = "/" + target.path.dropFirst(URLSigning.mintPrefix.count)
             let host = request.headers.first(name: "Host") ?? "127.0.0.1"
@@ -113,10 +113,10 @@ struct ResponsePlanner {
 
     // MARK: Responses
 
-    private func fail(_ plan: inout ResponsePlan) {
-        let status = HTTPResponseStatus(statusCode: faults.failStatus)
+    private func fail(_ plan: inout ResponsePlan, _ failures: FaultSwitches.Failures) {
+        let status = HTTPResponseStatus(statusCode: failures.status)
         setText(&plan, status: status, "\(status.code) \(status.reasonPhrase)\n")
-        if let seconds = faults.retryAfterSeconds {
+        if let seconds = failures.retryAfterSeconds {
             plan.head.headers.add(name: "Retry-After", value: String(seconds))
         }
         plan.faults.append("fail\(status.code)")
@@ -129,7 +129,7 @@ struct ResponsePlanner {
             return
         }
         let rangeField = request.headers.first(name: "Range")
-        if faults.busyHTMLForRanges, isLying, rangeField != nil, ordinal <= (faults.busyFirstRequests ?? .max) {
+        if let busy = faults.busyPage, isLying, rangeField != nil, ordinal <= (busy.firstRequests ?? .max) {
             let page =
                 "<!DOCTYPE html>\n<html><head><title>Server busy</title></head>"
                 + "<body><h1>Server busy</h1><p>Please try again later.</p></body></html>\n"
@@ -295,16 +295,15 @@ struct ResponsePlanner {
         if faults.shortBody, isLying {
             consider(length >= 200 ? length - 100 : length / 2, "shortBody")
         }
-        if ordinal <= (faults.dropFirstRequests ?? .max) {
-            if let after = faults.dropAfterBytes { consider(max(0, after), "drop") }
-            if faults.dropProbability > 0, Double.random(in: 0..<1) < faults.dropProbability {
+        if let drops = faults.drops, ordinal <= (drops.firstRequests ?? .max) {
+            if let after = drops.afterBytes { consider(max(0, after), "drop") }
+            if drops.probability > 0, Double.random(in: 0..<1) < drops.probability {
                 consider(Int64.random(in: 0..<length), "drop")
             }
         }
-        if ordinal <= (faults.stallFirstRequests ?? .max), let after = faults.stallAfterBytes,
-            max(0, after) < length, max(0, after) <= (cut?.after ?? .max)
-        {
-            plan.interruption = .stall(after: max(0, after))
+        let stallAt = faults.stall.flatMap { ordinal <= ($0.firstRequests ?? .max) ? max(0, $0.afterBytes) : nil }
+        if let stallAt, stallAt < length, stallAt <= (cut?.after ?? .max) {
+            plan.interruption = .stall(after: stallAt)
         } else if let cut {
             plan.interruption = .cut(after: cut.after, fault: cut.fault)
         }

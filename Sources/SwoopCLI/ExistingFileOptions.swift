@@ -1,0 +1,32 @@
+import ArgumentParser
+import Swoop
+
+/// What `get` does with what is already at the target: a finished file, a partial download and its saved state.
+struct ExistingFileOptions: ParsableArguments {
+    @Flag(name: [.short, .long], help: "Replace the target file if it exists.")
+    var force = false
+
+    @Flag(name: .long, help: "Discard any partial download and start over.")
+    var noResume = false
+
+    @Option(name: .long, help: "When the object changes mid-download: restart or fail.")
+    var onChange: Downloader.Configuration.ObjectChangePolicy = .restart
+
+    @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")
+    var checkpointInterval: Double = 1
+
+    func validate() throws {
+        guard checkpointInterval >= 0, checkpointInterval.isFinite else {
+            throw ValidationError("--checkpoint-interval must be 0 or a positive number of seconds")
+        }
+    }
+
+    /// These choices written into `configuration`.
+    func apply(to configuration: inout Downloader.Configuration) {
+        configuration.overwritesExistingFile = force
+        configuration.resumes = !noResume
+        configuration.onObjectChange = onChange
+        configuration.checkpointInterval =
+            checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
+    }
+}

@@ -1,0 +1,313 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// Resume through the library against the test origin: a changed object, damaged saved state, a new URL to the
+/// same object, `status`, a completed target, `--no-resume`, pause/resume/cancel. (Process-level cases, kill -9
+/// and Ctrl-C, are in `ResumeTests`.)
+@Suite("Resume (library)", .serialized)
+struct LibraryResumeTests {
+    /// Downloads until at least `threshold` bytes are done, then cancels the task (a pause).
+    private func downloadPartially(
+        _ url: String, to path: String, threshold: Int64, configuration: Downloader.Configuration
+    ) async throws {
+        try await withDownloader(configuration) { downloader in
+            let reached = AsyncStream.makeStream(of: Void.self)
+            let task = Task {
+                try await downloader.download(DownloadRequest(url: url), to: path) { progress in
+                    if progress.bytesDone >= threshold { reached.continuation.yield() }
+                }
+            }
+            for await _ in reached.stream { break }
+            task.cancel()
+            // (The throttles used with this helper leave many seconds of transfer after the threshold.)
+            let outcome = await task.result
+            guard case .failure(let error as DownloadError) = outcome, error.kind == .interrupted else {
+                throw TestFailure("expected an interrupted download, got \(outcome)")
+            }
+        }
+        #expect(Downloader.status(of: path).state == .partial)
+    }
+
+    /// Four connections, with progress and checkpoints often enough to pause a throttled origin early.
+    private func checkpointing() -> Downloader.Configuration {
+        var configuration = quickConfiguration(connections: 4)
+        configuration.progressInterval = .milliseconds(20)
+        configuration.checkpointInterval = .milliseconds(50)
+        return configuration
+    }
+
+    @Test("an object that changed between runs is downloaded anew, never mixed")
+    func objectChangedBetweenRuns() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                origin.addObject(TestObject(size: 16 << 20, seed: 20), at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                try await downloadPartially(
+                    origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: checkpointing())
+                origin.changeObject(at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let changed = try #require(origin.object(at: "/o.bin"))
+                _ = try await withDownloader(checkpointing()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+                }
+                #expect(try TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
+                let first = try #require(origin.requests.first)
+                #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
+                #expect(first.status == 412)
+                #expect(
+                    origin.requests.dropFirst().first?.header("range") == "bytes=0-1048575",
+                    "then it starts over from byte 0")
+            }
+        }
+    }
+
+    @Test("with --on-change fail, a changed object fails and nothing is kept")
+    func objectChangedFails() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                origin.addObject(TestObject(size: 16 << 20, seed: 21), at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                try await downloadPartially(
+                    origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: checkpointing())
+                origin.changeObject(at: "/o.bin")
+                var configuration = checkpointing()
+                configuration.onObjectChange = .fail
+                let error = await #expect(throws: DownloadError.self) {
+                    try await withDownloader(configuration) {
+                        try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
+                    }
+                }
+                #expect(error?.kind == .objectChanged)
+                #expect(!scratch.exists("o.bin") && !scratch.exists("o.bin.part") && !scratch.exists("o.bin.swoop"))
+            }
+        }
+    }
+
+    enum MapDamage: String, CaseIterable, Sendable {
+        case flippedByte, truncated, otherVersion, notAMap, emptyFile, partDeleted, partShortened
+    }
+
+    @Test("damaged saved state is never trusted: warn, start over, end byte-identical", arguments: MapDamage.allCases)
+    func damagedState(damage: MapDamage) async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 22)
+                origin.addObject(object, at: "/d.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("d.bin")
+                try await downloadPartially(
+                    origin.url("/d.bin"), to: path, threshold: 2 << 20, configuration: checkpointing())
+                let mapURL = URL(fileURLWithPath: path + ".swoop")
+                var map = try Data(contentsOf: mapURL)
+                switch damage {
+                case .flippedByte:
+                    map[map.count / 2] ^= 0x40
+                    try map.write(to: mapURL)
+                case .truncated:
+                    try map.prefix(map.count - 7).write(to: mapURL)
+                case .otherVersion:
+                    map[8] = 99
+                    try map.write(to: mapURL)
+                case .notAMap:
+                    try Data("hello, I am not a segment map".utf8).write(to: mapURL)
+                case .emptyFile:
+                    try Data().write(to: mapURL)
+                case .partDeleted:
+                    try FileManager.default.removeItem(atPath: path + ".part")
+                case .partShortened:
+                    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".part"))
+                    try handle.truncate(atOffset: 1 << 20)
+                    try handle.close()
+                }
+                #expect(!Downloader.status(of: path).canResume)
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await CLI.run([origin.url("/d.bin"), "-o", "d.bin", "-c", "4"], in: scratch.url)
+                #expect(result.status == 0, "stderr: \(result.stderr)")
+                #expect(result.stderr.contains("starting over"), "a warning says why: \(result.stderr)")
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                let first = try #require(origin.requests.first)
+                #expect(first.header("range") == "bytes=0-1048575")
+                #expect(first.header("if-match") == nil, "a fresh start, not a resume")
+                let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                #expect(served >= object.size)
+            }
+        }
+    }
+
+    @Test("a different URL to the same object resumes (a re-signed URL, a mirror)")
+    func resumeWithNewURL() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 23)
+                origin.addObject(object, at: "/bucket/o.bin")
+                origin.addObject(object, at: "/mirror/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("o.bin")
+                try await downloadPartially(
+                    origin.url("/bucket/o.bin") + "?X-Signature=old", to: path, threshold: 2 << 20,
+                    configuration: checkpointing())
+                let saved = Downloader.status(of: path)
+                #expect(saved.url?.contains("X-Signature") == false, "no query string on disk")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await withDownloader(checkpointing()) {
+                    try await $0.download(
+                        DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
+                }
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(result.bytesResumed == saved.bytesDone)
+                #expect(origin.requests.allSatisfy { $0.path == "/mirror/o.bin" })
+                #expect(origin.requests.first?.header("if-match") == object.etagValue)
+                let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                #expect(served == object.size - saved.bytesDone, "only the missing bytes were fetched")
+            }
+        }
+    }
+
+    @Test(
+        "status and the next run agree on whether a partial download resumes",
+        arguments: [ETagStyle.strong, .weak, .none])
+    func statusAgreesWithTheNextRun(etag: ETagStyle) async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 25, etag: etag)
+                origin.addObject(object, at: "/bucket/s.bin")
+                origin.addObject(object, at: "/mirror/s.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("s.bin")
+                try await downloadPartially(
+                    origin.url("/bucket/s.bin"), to: path, threshold: 2 << 20, configuration: checkpointing())
+                // The same URL always resumes; another one only with a strong ETag to prove it.
+                #expect(Downloader.status(of: path).canResume)
+                #expect(Downloader.status(of: path, url: origin.url("/bucket/s.bin")).canResume)
+                let predicted = Downloader.status(of: path, url: origin.url("/mirror/s.bin") + "?sig=2")
+                #expect(predicted.canResume == (etag == .strong), "\(predicted.state)")
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await withDownloader(checkpointing()) {
+                    try await $0.download(DownloadRequest(url: origin.url("/mirror/s.bin") + "?sig=2"), to: path)
+                }
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(
+                    (result.bytesResumed > 0) == predicted.canResume,
+                    "status said \(predicted.state); the run resumed \(result.bytesResumed) bytes")
+                #expect(result.bytesResumed == (predicted.canResume ? predicted.bytesDone : 0))
+            }
+        }
+    }
+
+    @Test("running the same command on a completed target exits 0 without downloading")
+    func completedTargetRerun() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 5 << 20, seed: 24)
+            origin.addObject(object, at: "/done.bin")
+            let first = try await CLI.run([origin.url("/done.bin"), "-q"], in: scratch.url)
+            #expect(first.status == 0)
+            origin.resetLog()
+            let again = try await CLI.run([origin.url("/done.bin"), "--json"], in: scratch.url)
+            #expect(again.status == 0, "stderr: \(again.stderr)")
+            #expect(again.stdout.contains("\"alreadyComplete\":true"))
+            #expect(origin.requests.count == 1)
+            #expect(origin.requests.first?.status == 416, "a range past the end confirms the size")
+            #expect(origin.requests.first?.bodyBytesSent ?? 0 < 1000)
+            #expect(try TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+            // If the object changed since, the finished file is left alone and the user told.
+            origin.changeObject(at: "/done.bin")
+            let changed = try await CLI.run([origin.url("/done.bin")], in: scratch.url)
+            #expect(changed.status == 5)
+            #expect(changed.stderr.contains("changed"), "stderr: \(changed.stderr)")
+            #expect(try TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+        }
+    }
+
+    @Test("--no-resume starts over")
+    func noResume() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 12 << 20, seed: 25)
+                origin.addObject(object, at: "/n.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("n.bin")
+                try await downloadPartially(
+                    origin.url("/n.bin"), to: path, threshold: 2 << 20, configuration: checkpointing())
+                origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                origin.resetLog()
+                let result = try await CLI.run(
+                    [origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
+                #expect(result.status == 0)
+                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(origin.requests.first?.header("if-match") == nil)
+                #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } >= object.size)
+            }
+        }
+    }
+
+    @Test("the library's pause, resume and cancel")
+    func pauseResumeCancel() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 26)
+                origin.addObject(object, at: "/p.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                let path = scratch.path("p.bin")
+                try await withDownloader(checkpointing()) { downloader in
+                    let reached = AsyncStream.makeStream(of: Void.self)
+                    let task = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: path) { progress in
+                        if progress.bytesDone >= 1 << 20 { reached.continuation.yield() }
+                    }
+                    for await _ in reached.stream { break }
+                    task.pause()
+                    #expect(task.state == .paused)
+                    // Give the pause time to land (generously, for loaded machines), then watch the origin.
+                    try await Task.sleep(for: .seconds(1))
+                    let paused = Downloader.status(of: path)
+                    #expect(paused.state == .partial)
+                    let servedWhilePaused = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+                    try await Task.sleep(for: .seconds(1))
+                    #expect(
+                        origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == servedWhilePaused,
+                        "no transfer while paused")
+                    origin.updateFaults { $0.throttleBytesPerSecond = nil }
+                    task.resume()
+                    let result = try await task.result()
+                    #expect(result.bytesResumed > 0)
+                    #expect(try TestData.sha256(of: path) == object.sha256)
+
+                    // Cancel deletes the partial state.
+                    origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                    let started = AsyncStream.makeStream(of: Void.self)
+                    let other = try downloader.start(
+                        DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin")
+                    ) { progress in
+                        if progress.bytesDone > 0 { started.continuation.yield() }
+                    }
+                    for await _ in started.stream { break }
+                    other.cancel()
+                    await #expect(throws: DownloadError.self) { try await other.result() }
+                    #expect(other.state == .cancelled)
+                    #expect(!scratch.exists("q.bin") && !scratch.exists("q.bin.part") && !scratch.exists("q.bin.swoop"))
+                }
+            }
+        }
+    }
+}
