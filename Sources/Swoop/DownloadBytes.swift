@@ -31,8 +31,8 @@ extension Downloader {
                 "the stream window must be at least \(DownloadBytes.minimumWindow >> 20) MiB (got \(window) bytes)")
         }
         var configuration = self.configuration
-        configuration.onObjectChange = .fail
-        configuration.checkpointInterval = nil
+        configuration.files.onObjectChange = .fail
+        configuration.files.checkpointInterval = nil
         let buffer = StreamBuffer(capacity: window)
         let name = "-" + Downloader.suggestedFileName(for: request.url)
         let task = try start(request, to: name, configuration: configuration, sink: .stream(buffer), progress: progress)

@@ -11,40 +11,19 @@ extension Downloader {
     public struct Configuration: Sendable {
         /// How many connections one download uses.
         public var connections: Connections = .adaptive(maximum: 64)
-        /// Caps on the connections all downloads of this downloader share.
+        /// Caps all downloads of this downloader share: connections and the byte rate.
         public var connectionPool = ConnectionPool()
-        /// The most bytes per second this downloader receives, all its connections and downloads
-        /// together (a ``Downloader/downloadAll(_:maxConcurrentFiles:)`` run is capped as a whole);
-        /// `nil`, the default, for no cap. It counts response bodies: over any span of a second or
-        /// more, at most the cap per second arrives, plus a burst of 100 ms worth (32 KiB at
-        /// least). A value of 0 or less makes every download fail with
-        /// ``DownloadError/Kind/invalidRequest``.
-        ///
-        /// While the cap holds bytes back, the measured rates are shares of the cap and say
-        /// nothing about the network, so the transfer does not act on them: the adaptive
-        /// connection count neither grows nor steps back (more connections cannot go faster than
-        /// the cap, and fewer are not needed to stay under it), and neither slow-connection
-        /// replacement nor tail hedging happens. Each resumes when the cap stops being the limit
-        /// (for example when other downloads sharing it end). The low-speed limit
-        /// (``Timeout/lowSpeedLimit``) is lowered to at most half of a connection's share of the
-        /// cap (the cap over ``ConnectionPool/maximumConnections``), so that a connection the cap
-        /// slows down is never taken for a stalled one.
-        public var maximumBytesPerSecond: Int64?
-        /// The smallest byte range worth its own connection; small files are not over-split.
-        public var minimumSegmentSize: Int64 = 1 << 20
+        /// How one download spreads its bytes over its connections: segment sizes, tail hedges,
+        /// slow-connection replacement, receive buffers.
+        public var tuning = Tuning()
         /// Connection and stall limits.
         public var timeout = Timeout()
         /// How failed requests are retried.
         public var retry = RetryPolicy()
         /// Redirect limits.
         public var redirect = RedirectConfiguration()
-        /// Verify the server's TLS certificate and host name. Turning this off is insecure.
-        public var verifiesTLSCertificates = true
-        /// The certificate authorities servers' certificates are verified against: by default
-        /// those `CURL_CA_BUNDLE`, or `SSL_CERT_FILE` and `SSL_CERT_DIR`, name when a download
-        /// starts (curl's precedence), else libcurl's built-in ones. See
-        /// ``CertificateAuthorities`` for trusting a private CA.
-        public var certificateAuthorities: CertificateAuthorities = .fromEnvironment
+        /// How servers' TLS certificates are verified.
+        public var tls = TLS()
         /// Which proxy requests go through; by default the environment says, as for curl.
         public var proxy: Proxy = .fromEnvironment
         /// Hosts reached without the proxy (curl's `NOPROXY`): names (a name also covers its
@@ -55,37 +34,19 @@ extension Downloader {
         public var netrc: Netrc = .off
         /// Cookies to send (from a file) and where to save the cookies servers set.
         public var cookies = Cookies()
-        /// How often the segment map is checkpointed while bytes arrive; `nil` turns checkpoints off
-        /// (a crash then loses the partial download).
-        public var checkpointInterval: Duration? = .seconds(1)
-        /// Resume from a partial download left by an earlier run, when it is the same object.
-        public var resumes = true
-        /// Replace an existing file at the target path instead of failing.
-        public var overwritesExistingFile = false
-        /// Create the target's directory and its missing parents (mode 0755 less the umask)
-        /// instead of failing with ``DownloadError/Remedy/createDirectory``.
-        public var createsMissingDirectories = true
-        /// What to do when the object changes on the server mid-download.
-        public var onObjectChange: ObjectChangePolicy = .restart
+        /// What a download does with what is at and beside its target: resuming, checkpoints,
+        /// replacing a file, creating directories, an object that changes.
+        public var files = Files()
         /// How often progress is reported.
         public var progressInterval: Duration = .milliseconds(250)
         /// The `User-Agent` header.
         public var userAgent = "swoop/\(Swoop.version)"
-        /// libcurl's receive buffer per connection (`CURLOPT_BUFFERSIZE`).
-        public var receiveBufferSize = 128 << 10
-        /// At the end of a download, when connections are idle, fetch a tail that an idle connection
-        /// would clearly finish sooner (a straggler, a connection stalled in retransmissions) on
-        /// that one too, and keep whichever is first. No byte is fetched more than twice.
-        public var hedgesSlowTail = true
         /// Check the file against the digest its server publishes (`Repr-Digest`, `x-goog-hash`,
         /// `x-amz-checksum-*`, `x-oss-hash-crc64ecma`; `Content-MD5` or `Digest` on a whole
         /// response), and each response against its own `Content-Digest`. A mismatch fails the
         /// download (``DownloadError/Kind/checksumMismatch``) and keeps nothing; a response whose
         /// `Content-Digest` does not match is fetched again. On by default.
         public var verifiesPublishedDigests = true
-        /// Close a connection far slower than the others (under a quarter of the median rate)
-        /// and open a new one in its place.
-        public var replacesSlowConnections = true
 
         /// Faults that tests inject to reach states nothing else reaches on demand.
         var faults = Faults()
@@ -94,10 +55,10 @@ extension Downloader {
 
         /// Throws ``DownloadError/Kind/invalidRequest`` for a setting no download can run with.
         func validate() throws(DownloadError) {
-            if let rate = maximumBytesPerSecond, rate <= 0 {
+            if let rate = connectionPool.maximumBytesPerSecond, rate <= 0 {
                 throw .invalidRequest(
-                    "Configuration.maximumBytesPerSecond must be more than 0 bytes per second, or nil for no cap (got "
-                        + "\(rate))"
+                    "Configuration.connectionPool.maximumBytesPerSecond must be more than 0 bytes per second, or nil "
+                        + "for no cap (got \(rate))"
                 )
             }
             try validateNetworkAccess()
@@ -126,12 +87,29 @@ extension Downloader {
             }
         }
 
-        /// The connections all downloads of one ``Downloader`` share, whatever their count.
+        /// The connections and the byte rate all downloads of one ``Downloader`` share, whatever their count.
         public struct ConnectionPool: Sendable {
             /// Connections open at once across all downloads.
             public var maximumConnections = 128
             /// Connections open at once to one host (name and port).
             public var maximumConnectionsPerHost = 64
+            /// The most bytes per second this downloader receives, all its connections and downloads
+            /// together (a ``Downloader/downloadAll(_:maxConcurrentFiles:)`` run is capped as a whole);
+            /// `nil`, the default, for no cap. It counts response bodies: over any span of a second or
+            /// more, at most the cap per second arrives, plus a burst of 100 ms worth (32 KiB at
+            /// least). A value of 0 or less makes every download fail with
+            /// ``DownloadError/Kind/invalidRequest``.
+            ///
+            /// While the cap holds bytes back, the measured rates are shares of the cap and say
+            /// nothing about the network, so the transfer does not act on them: the adaptive
+            /// connection count neither grows nor steps back (more connections cannot go faster than
+            /// the cap, and fewer are not needed to stay under it), and neither slow-connection
+            /// replacement nor tail hedging happens. Each resumes when the cap stops being the limit
+            /// (for example when other downloads sharing it end). The low-speed limit
+            /// (``Timeout/lowSpeedLimit``) is lowered to at most half of a connection's share of the
+            /// cap (the cap over ``maximumConnections``), so that a connection the cap
+            /// slows down is never taken for a stalled one.
+            public var maximumBytesPerSecond: Int64?
 
             public init() {}
         }
@@ -191,13 +169,6 @@ extension Downloader {
             public init() {}
         }
 
-        /// What to do when the object on the server changes mid-download.
-        public enum ObjectChangePolicy: Sendable, Equatable {
-            /// Discard what was downloaded and start over once.
-            case restart
-            /// Fail with ``DownloadError/Kind/objectChanged``.
-            case fail
-        }
     }
 }
 

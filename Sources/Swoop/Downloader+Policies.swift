@@ -4,7 +4,7 @@ import SwoopStore
 
 extension TransferPolicy {
     init(_ configuration: Downloader.Configuration) {
-        self.init(minimumSegmentSize: configuration.minimumSegmentSize)
+        self.init(minimumSegmentSize: configuration.tuning.minimumSegmentSize)
     }
 }
 
@@ -29,7 +29,7 @@ extension QuietWatch {
 extension PartialState.Rules {
     init(_ configuration: Downloader.Configuration) {
         self.init(
-            createsMissingDirectories: configuration.createsMissingDirectories,
-            overwritesTarget: configuration.overwritesExistingFile, resumes: configuration.resumes)
+            createsMissingDirectories: configuration.files.createsMissingDirectories,
+            overwritesTarget: configuration.files.overwritesExistingFile, resumes: configuration.files.resumes)
     }
 }

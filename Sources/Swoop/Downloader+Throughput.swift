@@ -25,16 +25,16 @@ public struct ThroughputMeasurement: Sendable {
 extension Downloader {
     /// Fetches `request` with exactly `connections` connections for at most `duration`, counting
     /// the bytes without writing them anywhere (`swoop bench`). A downloader with
-    /// ``Configuration/maximumBytesPerSecond`` measures no more than its cap.
+    /// ``Configuration/ConnectionPool/maximumBytesPerSecond`` measures no more than its cap.
     public func measureThroughput(
         _ request: DownloadRequest, connections: Int, duration: Duration
     ) async throws(DownloadError) -> ThroughputMeasurement {
         var configuration = self.configuration
         configuration.connections = .fixed(max(1, connections))
-        configuration.checkpointInterval = nil
-        configuration.resumes = false
+        configuration.files.checkpointInterval = nil
+        configuration.files.resumes = false
         configuration.progressInterval = .milliseconds(100)
-        configuration.hedgesSlowTail = true
+        configuration.tuning.hedgesSlowTail = true
         let samples = Mutex<[(time: Duration, bytes: Int64)]>([])
         // A path that is never created: the discard sink does not touch the file system.
         let path = "/nonexistent/swoop-measurement-\(UInt64.random(in: 0...UInt64.max))"

@@ -4,7 +4,7 @@ extension TransferOptions {
     /// The settings of `configuration` that each exchange needs.
     init(_ configuration: Downloader.Configuration) {
         var lowSpeedLimit = configuration.timeout.lowSpeedLimit
-        if let cap = configuration.maximumBytesPerSecond, cap > 0, lowSpeedLimit > 0 {
+        if let cap = configuration.connectionPool.maximumBytesPerSecond, cap > 0, lowSpeedLimit > 0 {
             // Under a byte-rate cap a connection averages its share of it: the cap over the
             // connections sharing it, at worst every one the pool allows. Keep the low-speed limit
             // well under that, or connections the cap slows down would time out as stalled.
@@ -25,9 +25,9 @@ extension TransferOptions {
             }
         self.init(
             connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
-            lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.verifiesTLSCertificates,
+            lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.tls.verifiesCertificates,
             certificateAuthorities: TrustedCertificates(configuration), userAgent: configuration.userAgent,
-            receiveBufferSize: configuration.receiveBufferSize, proxy: proxy,
+            receiveBufferSize: configuration.tuning.receiveBufferSize, proxy: proxy,
             noProxy: configuration.noProxy?.joined(separator: ","), netrc: netrc)
     }
 }

@@ -46,7 +46,7 @@ public final class Downloader: Sendable {
             perHost: configuration.connectionPool.maximumConnectionsPerHost)
         guard
             let loop = TransferLoop(
-                budget: budget, maximumBytesPerSecond: configuration.maximumBytesPerSecond,
+                budget: budget, maximumBytesPerSecond: configuration.connectionPool.maximumBytesPerSecond,
                 cookieFile: configuration.cookies.file, cookieJar: configuration.cookies.jar)
         else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
@@ -208,7 +208,7 @@ public final class Downloader: Sendable {
                 case .partFile:
                     PartFileSink(
                         paths: paths, disk: disk, publisher: publisher,
-                        overwritesTarget: configuration.overwritesExistingFile)
+                        overwritesTarget: configuration.files.overwritesExistingFile)
                 case .discard:
                     DiscardSink(loop: loop)
                 case .stream(let buffer):

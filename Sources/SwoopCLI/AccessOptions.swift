@@ -145,9 +145,9 @@ struct AccessOptions: ParsableArguments {
 
     /// These settings, in `configuration`.
     func apply(to configuration: inout Downloader.Configuration) {
-        configuration.verifiesTLSCertificates = !insecure
+        configuration.tls.verifiesCertificates = !insecure
         if cacert != nil || capath != nil {
-            configuration.certificateAuthorities = .custom(file: cacert, directory: capath)
+            configuration.tls.certificateAuthorities = .custom(file: cacert, directory: capath)
         }
         if let proxy { configuration.proxy = proxy.isEmpty ? .direct : .url(proxy) }
         configuration.noProxy = noProxy.map { $0.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty } }

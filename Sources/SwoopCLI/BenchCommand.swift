@@ -61,7 +61,7 @@ struct Bench: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = Downloader.Configuration()
-        configuration.verifiesTLSCertificates = !insecure
+        configuration.tls.verifiesCertificates = !insecure
         let headers = header.map { line -> (name: String, value: String) in
             let colon = line.firstIndex(of: ":")!
             return (line[..<colon].trimmed, line[line.index(after: colon)...].trimmed)

@@ -299,7 +299,7 @@ struct ListItems: Sequence, Sendable {
             else {
                 return .failure(ListEntryError("unsafe out= '\(out)': it must be a relative path inside the directory"))
             }
-            // Subdirectories are created by the download (Configuration.createsMissingDirectories).
+            // Subdirectories are created by the download (Configuration.files.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
         var request = DownloadRequest(

@@ -74,7 +74,7 @@ struct ConnectionOptions: ParsableArguments {
         configuration.retry.maxTries = maxTries
         configuration.retry.maxOutage = .milliseconds(Int64(maxOutage * 1000))
         configuration.timeout.lowSpeedLimit = Int(minSpeed.bytes)
-        configuration.replacesSlowConnections = !keepSlowConnections
-        configuration.maximumBytesPerSecond = limitRate?.bytes
+        configuration.tuning.replacesSlowConnections = !keepSlowConnections
+        configuration.connectionPool.maximumBytesPerSecond = limitRate?.bytes
     }
 }

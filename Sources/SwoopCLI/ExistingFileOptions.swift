@@ -23,10 +23,10 @@ struct ExistingFileOptions: ParsableArguments {
 
     /// These choices written into `configuration`.
     func apply(to configuration: inout Downloader.Configuration) {
-        configuration.overwritesExistingFile = force
-        configuration.resumes = !noResume
-        configuration.onObjectChange = onChange
-        configuration.checkpointInterval =
+        configuration.files.overwritesExistingFile = force
+        configuration.files.resumes = !noResume
+        configuration.files.onObjectChange = onChange
+        configuration.files.checkpointInterval =
             checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil
     }
 }

@@ -117,7 +117,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
 
         fileprivate let code: Code
 
-        /// The target exists: allow replacing it (``Downloader/Configuration/overwritesExistingFile``)
+        /// The target exists: allow replacing it (``Downloader/Configuration/Files/overwritesExistingFile``)
         /// or choose another path.
         public static let replaceTarget = Remedy(code: .replaceTarget)
         /// The target path is a directory: name a file.
@@ -137,8 +137,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// the download again, from the beginning.
         public static let startAgain = Remedy(code: .startAgain)
         /// TLS verification failed: check the certificate, or turn verification off
-        /// (``Downloader/Configuration/verifiesTLSCertificates``; unsafe). For a server with a
-        /// private CA, trust that CA instead (``Downloader/Configuration/certificateAuthorities``).
+        /// (``Downloader/Configuration/TLS/verifiesCertificates``; unsafe). For a server with a
+        /// private CA, trust that CA instead (``Downloader/Configuration/TLS/certificateAuthorities``).
         public static let checkCertificate = Remedy(code: .checkCertificate)
         /// The server wants credentials: send them in ``DownloadRequest/headers``.
         public static let sendCredentials = Remedy(code: .sendCredentials)
@@ -159,7 +159,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// The fix in the library's terms.
         public var description: String {
             switch code {
-            case .replaceTarget: "set Configuration.overwritesExistingFile to replace it, or choose another path"
+            case .replaceTarget: "set Configuration.files.overwritesExistingFile to replace it, or choose another path"
             case .nameAFile: "the target path must name a file, not a directory"
             case .chooseWritableLocation: "choose a writable location for the target"
             case .createDirectory: "create the directory first"
@@ -170,9 +170,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .startAgain: "nothing was kept; start the download again (from the beginning)"
             case .checkCertificate:
                 "check the certificate; for a private CA, trust its certificate with "
-                    + "Configuration.certificateAuthorities (or CURL_CA_BUNDLE, SSL_CERT_FILE or SSL_CERT_DIR "
+                    + "Configuration.tls.certificateAuthorities (or CURL_CA_BUNDLE, SSL_CERT_FILE or SSL_CERT_DIR "
                     + "in the environment); "
-                    + "or set Configuration.verifiesTLSCertificates to false to skip verification (unsafe)"
+                    + "or set Configuration.tls.verifiesCertificates to false to skip verification (unsafe)"
             case .sendCredentials: "send them in DownloadRequest.headers ('Authorization: ...')"
             case .waitForOtherDownload:
                 "wait for it to finish, or stop it and start this download again (it resumes what was fetched)"

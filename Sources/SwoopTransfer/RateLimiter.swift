@@ -2,7 +2,7 @@ import CCurl
 import SwoopCore
 
 /// Holds everything one ``TransferLoop`` receives under a byte rate
-/// (``Downloader/Configuration/maximumBytesPerSecond``): every connection of every download of
+/// (``Downloader/Configuration/ConnectionPool/maximumBytesPerSecond``): every connection of every download of
 /// its ``Downloader`` draws from one ``TokenBucket``.
 ///
 /// It works through libcurl's own flow control rather than by sleeping or by buffering: when the

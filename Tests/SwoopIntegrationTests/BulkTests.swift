@@ -232,7 +232,7 @@ struct BulkTests {
             // Ticks every millisecond: some land while a file is being finalized, when its part
             // file's descriptor is already being closed and its number can be reused by another file.
             var configuration = quickConfiguration()
-            configuration.checkpointInterval = .milliseconds(1)
+            configuration.files.checkpointInterval = .milliseconds(1)
             configuration.progressInterval = .milliseconds(1)
             let summary = try await downloadAll(items, configuration: configuration, maxConcurrentFiles: 16)
             #expect(summary?.succeeded == 120)

@@ -175,18 +175,18 @@ struct CertificateAuthorityTests {
         }
     }
 
-    @Test("Configuration.certificateAuthorities: an explicit bundle is trusted; a missing one is refused")
+    @Test("Configuration.tls.certificateAuthorities: an explicit bundle is trusted; a missing one is refused")
     func library() async throws {
         try await Self.withFixture { fixture in
             var configuration = Downloader.Configuration()
-            configuration.certificateAuthorities = .custom(file: fixture.certificate)
+            configuration.tls.certificateAuthorities = .custom(file: fixture.certificate)
             configuration.connections = .fixed(4)
             try await withDownloader(configuration) { downloader in
                 _ = try await downloader.download(DownloadRequest(url: fixture.url), to: fixture.scratch.path("t.bin"))
             }
             #expect(try fixture.downloadedIntact())
 
-            configuration.certificateAuthorities = .systemDefault
+            configuration.tls.certificateAuthorities = .systemDefault
             let untrusted = await #expect(throws: DownloadError.self) {
                 try await withDownloader(configuration) { downloader in
                     try await downloader.download(DownloadRequest(url: fixture.url), to: fixture.scratch.path("t.bin"))
@@ -194,16 +194,16 @@ struct CertificateAuthorityTests {
             }
             #expect(untrusted?.kind == .tls, "\(String(describing: untrusted))")
             #expect(untrusted?.remedy == .checkCertificate)
-            #expect(untrusted?.message.contains("Configuration.certificateAuthorities") == true)
+            #expect(untrusted?.message.contains("Configuration.tls.certificateAuthorities") == true)
 
-            configuration.certificateAuthorities = .custom(file: fixture.scratch.path("missing.pem"))
+            configuration.tls.certificateAuthorities = .custom(file: fixture.scratch.path("missing.pem"))
             let refused = await #expect(throws: DownloadError.self) {
                 try await withDownloader(configuration) { downloader in
                     try await downloader.download(DownloadRequest(url: fixture.url), to: fixture.scratch.path("t.bin"))
                 }
             }
             #expect(refused?.kind == .invalidRequest)
-            #expect(refused?.reason.contains("Configuration.certificateAuthorities: the CA bundle") == true)
+            #expect(refused?.reason.contains("Configuration.tls.certificateAuthorities: the CA bundle") == true)
         }
     }
 }

@@ -207,7 +207,7 @@ struct FaultTests {
     func changesMidDownloadFails() async throws {
         try await exclusively {
             var configuration = quickConfiguration()
-            configuration.onObjectChange = .fail
+            configuration.files.onObjectChange = .fail
             try await download(
                 TestObject(size: 16 << 20, seed: 10),
                 faults: {
@@ -330,7 +330,7 @@ struct FaultTests {
             #expect(fromTheStart.count == 2, "started over once")
         }
         var failing = quickConfiguration()
-        failing.onObjectChange = .fail
+        failing.files.onObjectChange = .fail
         try await download(
             TestObject(size: 4 << 20, seed: 16),
             faults: {

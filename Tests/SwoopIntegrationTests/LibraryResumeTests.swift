@@ -34,7 +34,7 @@ struct LibraryResumeTests {
     private func checkpointing() -> Downloader.Configuration {
         var configuration = quickConfiguration(connections: 4)
         configuration.progressInterval = .milliseconds(20)
-        configuration.checkpointInterval = .milliseconds(50)
+        configuration.files.checkpointInterval = .milliseconds(50)
         return configuration
     }
 
@@ -78,7 +78,7 @@ struct LibraryResumeTests {
                     origin.url("/o.bin"), to: scratch.path("o.bin"), threshold: 2 << 20, configuration: checkpointing())
                 origin.changeObject(at: "/o.bin")
                 var configuration = checkpointing()
-                configuration.onObjectChange = .fail
+                configuration.files.onObjectChange = .fail
                 let error = await #expect(throws: DownloadError.self) {
                     try await withDownloader(configuration) {
                         try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))

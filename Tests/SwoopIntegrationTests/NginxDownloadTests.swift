@@ -70,7 +70,7 @@ struct NginxDownloadTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = Downloader.Configuration()
         configuration.connections = .fixed(2)
-        configuration.minimumSegmentSize = 1 << 20
+        configuration.tuning.minimumSegmentSize = 1 << 20
         let downloader = Downloader(configuration: configuration)
         let target = directory.appendingPathComponent("object.bin").path
         _ = try await downloader.download(DownloadRequest(url: nginx.url("/object.bin")), to: target)

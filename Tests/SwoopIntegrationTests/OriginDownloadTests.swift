@@ -104,8 +104,8 @@ struct OriginDownloadTests {
                 $0.honestFirstRequests = 1  // the probe is honest; every segment response lies
             }
             var configuration = quickConfiguration(connections: 2, maxTries: 2)
-            configuration.checkpointInterval = .milliseconds(10)
-            configuration.onObjectChange = .fail  // a different total reads as a changed object
+            configuration.files.checkpointInterval = .milliseconds(10)
+            configuration.files.onObjectChange = .fail  // a different total reads as a changed object
             let error = await #expect(throws: DownloadError.self) {
                 try await withDownloader(configuration) {
                     try await $0.download(DownloadRequest(url: origin.url("/liar.bin")), to: scratch.path("liar.bin"))

@@ -3,7 +3,7 @@ import Swoop
 import Synchronization
 import Testing
 
-/// `--limit-rate` and `Configuration.maximumBytesPerSecond`: the sum of all connections stays at
+/// `--limit-rate` and `Configuration.connectionPool.maximumBytesPerSecond`: the sum of all connections stays at
 /// the cap, for one download and for a whole `-i` run, from nginx on loopback (which alone would
 /// deliver these files in a fraction of a second).
 ///
@@ -61,7 +61,7 @@ struct RateLimitTests {
 
             var configuration = Downloader.Configuration()
             configuration.connections = connections
-            configuration.maximumBytesPerSecond = Int64(16 * Self.MiB)
+            configuration.connectionPool.maximumBytesPerSecond = Int64(16 * Self.MiB)
             configuration.progressInterval = .milliseconds(100)
             let downloader = Downloader(configuration: configuration)
             let samples = Mutex<[(seconds: Double, bytes: Int64)]>([])
@@ -153,7 +153,7 @@ struct RateLimitTests {
 
             var configuration = Downloader.Configuration()
             configuration.connections = .fixed(8)
-            configuration.maximumBytesPerSecond = Int64(2 * Self.MiB)
+            configuration.connectionPool.maximumBytesPerSecond = Int64(2 * Self.MiB)
             configuration.timeout.lowSpeedLimit = 10 * Self.MiB
             configuration.timeout.stall = .seconds(1)
             configuration.retry.baseDelay = .milliseconds(10)
@@ -178,7 +178,7 @@ struct RateLimitTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         var configuration = Downloader.Configuration()
-        configuration.maximumBytesPerSecond = 0
+        configuration.connectionPool.maximumBytesPerSecond = 0
         let downloader = Downloader(configuration: configuration)
         let error = await #expect(throws: DownloadError.self) {
             _ = try await downloader.download(

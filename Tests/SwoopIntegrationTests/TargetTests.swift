@@ -36,7 +36,7 @@ struct TargetTests {
         _ = try nginx.addFile("f.bin", size: 1000, seed: 3)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        FileManager.default.createFile(atPath: scratch.path("plain"), contents: Data("x".utf8))
+        #expect(FileManager.default.createFile(atPath: scratch.path("plain"), contents: Data("x".utf8)))
         let result = try await CLI.run(["get", nginx.url("/f.bin"), "-d", "plain/sub", "-q"], in: scratch.url)
         #expect(result.status == 3, "stderr: \(result.stderr)")
         #expect(result.stderr.contains("plain is a file, not a directory"), "stderr: \(result.stderr)")
@@ -69,7 +69,7 @@ struct TargetTests {
             }
         }
         var off = Downloader.Configuration()
-        off.createsMissingDirectories = false
+        off.files.createsMissingDirectories = false
         try await withDownloader(off) { downloader in
             do {
                 _ = try await downloader.download(

@@ -13,8 +13,8 @@ struct CertificateAuthoritiesTests {
         _ environment: [String: String]
     ) -> (file: String?, fileFrom: String?, directory: String?, directoryFrom: String?) {
         var configuration = Downloader.Configuration()
-        configuration.certificateAuthorities = setting
-        configuration.verifiesTLSCertificates = verifying
+        configuration.tls.certificateAuthorities = setting
+        configuration.tls.verifiesCertificates = verifying
         let trusted = TrustedCertificates(configuration) { environment[$0] }
         return (trusted.file?.path, trusted.file?.setting, trusted.directory?.path, trusted.directory?.setting)
     }
@@ -42,7 +42,7 @@ struct CertificateAuthoritiesTests {
     @Test func anExplicitSettingOrTheSystemStoreIgnoresTheEnvironment() {
         let all = ["CURL_CA_BUNDLE": "/a.pem", "SSL_CERT_FILE": "/f.pem", "SSL_CERT_DIR": "/d"]
         let file = Self.resolve(.custom(file: "/mine.pem"), all)
-        #expect(file.file == "/mine.pem" && file.fileFrom == "Configuration.certificateAuthorities")
+        #expect(file.file == "/mine.pem" && file.fileFrom == "Configuration.tls.certificateAuthorities")
         #expect(file.directory == nil, "the directory stays libcurl's default, not SSL_CERT_DIR")
         let directory = Self.resolve(.custom(directory: "/mine"), all)
         #expect(directory.file == nil && directory.directory == "/mine")
@@ -66,7 +66,7 @@ struct CertificateAuthoritiesTests {
             .custom(file: bundle, directory: directory.path),
             .custom(directory: directory.path + ":" + directory.path),
         ] {
-            configuration.certificateAuthorities = good
+            configuration.tls.certificateAuthorities = good
             try configuration.validate()
         }
         let missing = directory.appendingPathComponent("missing").path
@@ -80,11 +80,11 @@ struct CertificateAuthoritiesTests {
             (.custom(directory: directory.path + ":" + missing), "the CA directory \(missing) cannot be read"),
         ]
         for (bad, words) in cases {
-            configuration.certificateAuthorities = bad
+            configuration.tls.certificateAuthorities = bad
             let error = #expect(throws: DownloadError.self) { try configuration.validate() }
             #expect(error?.kind == .invalidRequest)
             let reason = error?.reason ?? ""
-            #expect(reason.contains("Configuration.certificateAuthorities") && reason.contains(words), "\(reason)")
+            #expect(reason.contains("Configuration.tls.certificateAuthorities") && reason.contains(words), "\(reason)")
         }
     }
 
@@ -98,8 +98,8 @@ struct CertificateAuthoritiesTests {
             " (SSL_CERT_FILE names the CA bundle \(missing), which cannot be read: "
             + "No such file or directory)"
         #expect(said == expected)
-        configuration.certificateAuthorities = .custom(directory: "/")
+        configuration.tls.certificateAuthorities = .custom(directory: "/")
         let note = TrustedCertificates(configuration).verificationNote
-        #expect(note == " (CAs trusted: the CA directory / from Configuration.certificateAuthorities)")
+        #expect(note == " (CAs trusted: the CA directory / from Configuration.tls.certificateAuthorities)")
     }
 }

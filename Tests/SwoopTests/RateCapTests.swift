@@ -2,17 +2,17 @@ import Testing
 @testable import Swoop
 @testable import SwoopTransfer
 
-/// What a byte-rate cap (`Configuration.maximumBytesPerSecond`) changes besides the bucket:
+/// What a byte-rate cap (`Configuration.connectionPool.maximumBytesPerSecond`) changes besides the bucket:
 /// validation, the low-speed limit, and the adaptive connection count.
 @Suite("Rate cap")
 struct RateCapTests {
     @Test func aCapMustBePositive() throws {
         var configuration = Downloader.Configuration()
         try configuration.validate()
-        configuration.maximumBytesPerSecond = 1
+        configuration.connectionPool.maximumBytesPerSecond = 1
         try configuration.validate()
         for bad: Int64 in [0, -1] {
-            configuration.maximumBytesPerSecond = bad
+            configuration.connectionPool.maximumBytesPerSecond = bad
             let error = #expect(throws: DownloadError.self) { try configuration.validate() }
             #expect(error?.kind == .invalidRequest)
             #expect(error?.reason.contains("maximumBytesPerSecond") == true)
@@ -26,7 +26,7 @@ struct RateCapTests {
         configuration.timeout.lowSpeedLimit = 1 << 20
         #expect(TransferOptions(configuration).lowSpeedLimit == 1 << 20, "no cap: as configured")
 
-        configuration.maximumBytesPerSecond = 16 << 20  // over 128 pooled connections: 128 KiB/s each
+        configuration.connectionPool.maximumBytesPerSecond = 16 << 20  // over 128 pooled connections: 128 KiB/s each
         #expect(TransferOptions(configuration).lowSpeedLimit == 64 << 10)
         configuration.connectionPool.maximumConnections = 16
         #expect(TransferOptions(configuration).lowSpeedLimit == 512 << 10)
@@ -35,9 +35,9 @@ struct RateCapTests {
         configuration.timeout.lowSpeedLimit = 0
         #expect(TransferOptions(configuration).lowSpeedLimit == 0, "off stays off")
         configuration.timeout.lowSpeedLimit = 1 << 20
-        configuration.maximumBytesPerSecond = 100  // 6 bytes/s per connection: half is 3
+        configuration.connectionPool.maximumBytesPerSecond = 100  // 6 bytes/s per connection: half is 3
         #expect(TransferOptions(configuration).lowSpeedLimit == 3)
-        configuration.maximumBytesPerSecond = 20
+        configuration.connectionPool.maximumBytesPerSecond = 20
         #expect(TransferOptions(configuration).lowSpeedLimit == 1, "never 0, which would turn the check off")
     }
 

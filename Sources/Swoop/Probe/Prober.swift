@@ -62,7 +62,7 @@ final class Prober: ProbeExchangeDelegate {
         options.receiveBufferSize = min(options.receiveBufferSize, 64 << 10)
         let probeSize =
             switch purpose {
-            case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.minimumSegmentSize)
+            case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.tuning.minimumSegmentSize)
             case .headOnly: Int64(1)
             }
         let decision = ProbeDecision(

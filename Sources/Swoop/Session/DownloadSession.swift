@@ -233,7 +233,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// Starts over from byte 0 once: the object changed, or the partial state did not match it.
     private func restartFromScratch(_ reason: String) {
-        guard context.configuration.onObjectChange == .restart, !restarts.restartedAfterChange else {
+        guard context.configuration.files.onObjectChange == .restart, !restarts.restartedAfterChange else {
             discardOnStop = true
             let message = "\(reason); not mixing versions, the partial download was discarded"
             return stop(with: .failure(DownloadError(.objectChanged, message)))

@@ -14,7 +14,7 @@ enum TransferSetup {
         let size = found.size ?? firstRange.upperBound
         try context.sink.open(size: size, resuming: map != nil)
         let plan = SegmentScheduler(
-            objectSize: size, resuming: map, minimumSegmentSize: configuration.minimumSegmentSize)
+            objectSize: size, resuming: map, minimumSegmentSize: configuration.tuning.minimumSegmentSize)
         // An object that arrives whole in this first response needs no segment map: a crash
         // loses at most this one response, and the file is published with others in a group.
         let arrivesWhole = map == nil && firstRange == ByteRange(0, size)
@@ -26,7 +26,7 @@ enum TransferSetup {
                 url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
         let store = DownloadStore(
             sink: context.sink, plan: plan, bytesResumed: map?.completedBytes ?? 0, checkpoint: template,
-            checkpointInterval: configuration.checkpointInterval, counters: context.counters,
+            checkpointInterval: configuration.files.checkpointInterval, counters: context.counters,
             startedAt: context.startedAt)
         if let map { context.logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"]) }
         if configuration.verifiesPublishedDigests, let digest = found.digests.preferredForResponse {

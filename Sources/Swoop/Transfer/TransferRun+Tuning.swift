@@ -31,7 +31,7 @@ extension TransferRun {
     /// fetch its tail on an idle connection too. Not for responses checked against their own
     /// digest, nor under a byte-rate cap (it would spend the cap on bytes fetched twice).
     func hedgeSlowTailIfAllowed(now: ContinuousClock.Instant) {
-        guard settings.configuration.hedgesSlowTail, !store.checksEachResponse, !isCapped(at: now),
+        guard settings.configuration.tuning.hedgesSlowTail, !store.checksEachResponse, !isCapped(at: now),
             let plan = store.plan, plan.allAvailableWorkOwned
         else { return }
         let all = pool.samples(at: now)
@@ -59,7 +59,9 @@ extension TransferRun {
     /// Closes connections far slower than the others; each slot reconnects. The request is
     /// cancelled, the bytes it wrote are kept, and the rest of its segment goes back to the plan.
     private func replaceSlowConnections(at now: ContinuousClock.Instant) {
-        guard settings.configuration.replacesSlowConnections, !isCapped(at: now), let plan = store.plan else { return }
+        guard settings.configuration.tuning.replacesSlowConnections, !isCapped(at: now), let plan = store.plan else {
+            return
+        }
         let slow = settings.policy.connectionsToReplace(pool.samples(at: now), minimumStealSize: plan.minimumStealSize)
         for id in slow {
             let connection = pool.connections[id]

@@ -73,7 +73,7 @@ package struct SourceSample: Equatable {
 /// a request in flight, which tails to hedge, which connections to replace, which source to ask.
 /// ``TransferRun`` applies them; retries and backoff are the ``FailurePolicy``'s.
 package struct TransferPolicy {
-    /// The smallest range worth its own request (``Downloader/Configuration/minimumSegmentSize``).
+    /// The smallest range worth its own request (``Downloader/Configuration/Tuning/minimumSegmentSize``).
     package var minimumSegmentSize: Int64
 
     package init(minimumSegmentSize: Int64) {

@@ -7,6 +7,19 @@ import Musl
 #endif
 
 extension Downloader.Configuration {
+    /// How servers' TLS certificates are verified.
+    public struct TLS: Sendable {
+        /// Verify the server's TLS certificate and host name. Turning this off is insecure.
+        public var verifiesCertificates = true
+        /// The certificate authorities servers' certificates are verified against: by default
+        /// those `CURL_CA_BUNDLE`, or `SSL_CERT_FILE` and `SSL_CERT_DIR`, name when a download
+        /// starts (curl's precedence), else libcurl's built-in ones. See
+        /// ``CertificateAuthorities`` for trusting a private CA.
+        public var certificateAuthorities: CertificateAuthorities = .fromEnvironment
+
+        public init() {}
+    }
+
     /// The certificate authorities a server's TLS certificate is verified against, the way curl
     /// chooses them (`--cacert`, `--capath` and its environment variables).
     ///
@@ -18,10 +31,10 @@ extension Downloader.Configuration {
     /// CA's bundle is trusted in addition to what the default directory holds, as with curl.
     ///
     /// ```swift
-    /// configuration.certificateAuthorities = .custom(file: "/etc/pki/internal-ca.pem")
+    /// configuration.tls.certificateAuthorities = .custom(file: "/etc/pki/internal-ca.pem")
     /// ```
     ///
-    /// Nothing is read when ``Downloader/Configuration/verifiesTLSCertificates`` is `false`.
+    /// Nothing is read when ``Downloader/Configuration/TLS/verifiesCertificates`` is `false`.
     /// These settings are for the servers downloaded from; an `https://` proxy's certificate is
     /// verified against libcurl's defaults (curl's `--proxy-cacert` has no equivalent here).
     public enum CertificateAuthorities: Sendable, Equatable {
@@ -49,8 +62,8 @@ extension Downloader.Configuration {
 
     /// Checks an explicit CA setting; the environment's are checked only by their use.
     func validateCertificateAuthorities() throws(DownloadError) {
-        guard case .custom(let file, let directory) = certificateAuthorities else { return }
-        let setting = "Configuration.certificateAuthorities"
+        guard case .custom(let file, let directory) = tls.certificateAuthorities else { return }
+        let setting = "Configuration.tls.certificateAuthorities"
         let fix = "give a readable file and/or directory, or use .systemDefault or .fromEnvironment"
         guard file != nil || directory != nil else {
             throw .invalidRequest("\(setting) names neither a CA bundle file nor a directory: \(fix)")
@@ -73,15 +86,15 @@ extension TrustedCertificates {
         _ configuration: Downloader.Configuration,
         variable: (String) -> String? = TrustedCertificates.environmentVariable
     ) {
-        guard configuration.verifiesTLSCertificates else {
+        guard configuration.tls.verifiesCertificates else {
             self.init()
             return
         }
-        switch configuration.certificateAuthorities {
+        switch configuration.tls.certificateAuthorities {
         case .systemDefault:
             self.init()
         case .custom(let file, let directory):
-            let setting = "Configuration.certificateAuthorities"
+            let setting = "Configuration.tls.certificateAuthorities"
             self.init(
                 file: file.map { CertificateLocation(path: $0, setting: setting) },
                 directory: directory.map { CertificateLocation(path: $0, setting: setting) })

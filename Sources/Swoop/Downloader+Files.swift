@@ -1,0 +1,28 @@
+extension Downloader.Configuration {
+    /// What a download does with what is at and beside its target: the finished file, a partial
+    /// download (`FILE.part` and its segment map `FILE.swoop`) and the directory.
+    public struct Files: Sendable {
+        /// Resume from a partial download left by an earlier run, when it is the same object.
+        public var resumes = true
+        /// How often the segment map is checkpointed while bytes arrive; `nil` turns checkpoints off
+        /// (a crash then loses the partial download).
+        public var checkpointInterval: Duration? = .seconds(1)
+        /// What to do when the object changes on the server mid-download or between runs.
+        public var onObjectChange: ObjectChangePolicy = .restart
+        /// Replace an existing file at the target path instead of failing.
+        public var overwritesExistingFile = false
+        /// Create the target's directory and its missing parents (mode 0755 less the umask)
+        /// instead of failing with ``DownloadError/Remedy/createDirectory``.
+        public var createsMissingDirectories = true
+
+        public init() {}
+    }
+
+    /// What to do when the object on the server changes mid-download.
+    public enum ObjectChangePolicy: Sendable, Equatable {
+        /// Discard what was downloaded and start over once.
+        case restart
+        /// Fail with ``DownloadError/Kind/objectChanged``.
+        case fail
+    }
+}

@@ -1,0 +1,19 @@
+extension Downloader.Configuration {
+    /// How one download spreads its bytes over its connections. The defaults suit most links;
+    /// these are for measuring and for unusual servers.
+    public struct Tuning: Sendable {
+        /// The smallest byte range worth its own connection; small files are not over-split.
+        public var minimumSegmentSize: Int64 = 1 << 20
+        /// At the end of a download, when connections are idle, fetch a tail that an idle connection
+        /// would clearly finish sooner (a straggler, a connection stalled in retransmissions) on
+        /// that one too, and keep whichever is first. No byte is fetched more than twice.
+        public var hedgesSlowTail = true
+        /// Close a connection far slower than the others (under a quarter of the median rate)
+        /// and open a new one in its place.
+        public var replacesSlowConnections = true
+        /// libcurl's receive buffer per connection (`CURLOPT_BUFFERSIZE`).
+        public var receiveBufferSize = 128 << 10
+
+        public init() {}
+    }
+}
