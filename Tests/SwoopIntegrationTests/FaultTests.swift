@@ -4,7 +4,9 @@ import SwoopTestOrigin
 import Testing
 
 /// One test per misbehaviour of the origin. Each ends with the byte-identical file, or with a
-/// specific error and nothing at the target path, within the time its timeouts allow.
+/// specific error and nothing at the target path, within the time its timeouts allow. The limits
+/// are generous (this machine runs other suites at the same time) and hard: a download still
+/// running at its limit is shut down, so a hang fails the test instead of holding up the run.
 @Suite("Faults")
 struct FaultTests {
     /// Outcome of one download against a faulty origin.
@@ -15,7 +17,7 @@ struct FaultTests {
         var target: String
     }
 
-    private func download(
+    func download(
         _ object: TestObject, faults: (inout FaultSwitches) -> Void,
         configuration: Downloader.Configuration = quickConfiguration(connections: 4),
         within limit: Duration, sourceLocation: SourceLocation = #_sourceLocation,
@@ -31,8 +33,14 @@ struct FaultTests {
             let result: Result<DownloadResult, DownloadError>
             do {
                 result = .success(
-                    try await withDownloader(configuration) {
-                        try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
+                    try await withDownloader(configuration) { downloader in
+                        let deadline = Task {
+                            try await Task.sleep(for: limit)
+                            await downloader.shutdown()
+                        }
+                        defer { deadline.cancel() }
+                        return try await downloader.download(
+                            DownloadRequest(url: origin.url("/object.iso")), to: target)
                     })
             } catch let error as DownloadError {
                 result = .failure(error)
@@ -51,7 +59,7 @@ struct FaultTests {
         }
     }
 
-    private func expectSuccess(_ run: Run, sourceLocation: SourceLocation = #_sourceLocation) -> DownloadResult? {
+    func expectSuccess(_ run: Run, sourceLocation: SourceLocation = #_sourceLocation) -> DownloadResult? {
         switch run.result {
         case .success(let result): return result
         case .failure(let error):
@@ -60,7 +68,7 @@ struct FaultTests {
         }
     }
 
-    private func expectFailure(
+    func expectFailure(
         _ run: Run, _ kind: DownloadError.Kind, mentioning text: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
@@ -120,7 +128,7 @@ struct FaultTests {
     func failForever() async throws {
         try await download(
             TestObject(size: 4 << 20, seed: 4), faults: { $0.failures = .init(firstRequests: 1000) },
-            configuration: quickConfiguration(maxTries: 3), within: .seconds(10)
+            configuration: quickConfiguration(maxTries: 3), within: .seconds(20)
         ) { run, origin in
             expectFailure(run, .httpStatus, mentioning: "503 Service Unavailable")
             #expect(origin.requestCount == 3)
@@ -136,7 +144,7 @@ struct FaultTests {
                 TestObject(size: 6 << 20, seed: 5),
                 faults: {
                     $0.stall = .init(afterBytes: 0, firstRequests: 1)
-                }, configuration: configuration, within: .seconds(8)
+                }, configuration: configuration, within: .seconds(20)
             ) { run, origin in
                 _ = expectSuccess(run)
                 // The stalled request is logged only once the server has handled the client's close.
@@ -157,7 +165,9 @@ struct FaultTests {
                 TestObject(size: 12 << 20, seed: 6),
                 faults: {
                     $0.stall = .init(afterBytes: 300_000, firstRequests: 3)
-                }, configuration: configuration, within: .seconds(10)
+                    // libcurl measures a response's speed over its last five seconds, so one that
+                    // stops after some bytes is replaced about five seconds after the stall timeout.
+                }, configuration: configuration, within: .seconds(30)
             ) { run, _ in
                 let result = expectSuccess(run)
                 #expect((result?.retries ?? 0) >= 1)
@@ -170,7 +180,7 @@ struct FaultTests {
         try await exclusively {
             try await download(
                 TestObject(size: 8 << 20, seed: 7), faults: { $0.throttleBytesPerSecond = 2 << 20 },
-                within: .seconds(10)
+                within: .seconds(20)
             ) { run, _ in
                 _ = expectSuccess(run)
                 // 4 connections x 2 MiB/s for 8 MiB: about a second; far less would mean the cap was not applied.
@@ -179,52 +189,10 @@ struct FaultTests {
         }
     }
 
-    @Test("the object changes mid-download: restart once from zero, never a mix")
-    func changesMidDownload() async throws {
-        try await exclusively {
-            let scratch = try Scratch()
-            defer { scratch.cleanup() }
-            try await withTestOrigin { origin in
-                origin.addObject(TestObject(size: 16 << 20, seed: 8), at: "/object.iso")
-                origin.updateFaults {
-                    $0.changeAfterRequests = 3
-                    $0.throttleBytesPerSecond = 8 << 20
-                }
-                let target = scratch.path("object.iso")
-                let result = try await withDownloader(quickConfiguration()) {
-                    try await $0.download(DownloadRequest(url: origin.url("/object.iso")), to: target)
-                }
-                let changed = try #require(origin.object(at: "/object.iso"))
-                #expect(changed.seed == 9)
-                #expect(try TestData.sha256(of: target) == changed.sha256, "the file is entirely the new version")
-                #expect(origin.requests.contains { $0.status == 412 })
-                #expect(result.bytes == changed.size)
-            }
-        }
-    }
-
-    @Test("with --on-change fail, a change mid-download fails and keeps nothing")
-    func changesMidDownloadFails() async throws {
-        try await exclusively {
-            var configuration = quickConfiguration()
-            configuration.files.onObjectChange = .fail
-            try await download(
-                TestObject(size: 16 << 20, seed: 10),
-                faults: {
-                    $0.changeAfterRequests = 3
-                    $0.throttleBytesPerSecond = 8 << 20
-                }, configuration: configuration, within: .seconds(10)
-            ) { run, _ in
-                expectFailure(run, .objectChanged, mentioning: "changed")
-                #expect(!run.scratch.exists("object.iso.part"))
-            }
-        }
-    }
-
     @Test("a server that ignores Range: one stream, right bytes")
     func ignoresRange() async throws {
         try await download(
-            TestObject(size: 6 << 20, seed: 11), faults: { $0.rangeSupport = false }, within: .seconds(10)
+            TestObject(size: 6 << 20, seed: 11), faults: { $0.rangeSupport = false }, within: .seconds(20)
         ) { run, origin in
             _ = expectSuccess(run)
             #expect(origin.requestCount == 1)
@@ -238,7 +206,7 @@ struct FaultTests {
             faults: {
                 $0.busyPage = .init()
                 $0.honestFirstRequests = 1
-            }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
+            }, configuration: quickConfiguration(maxTries: 2), within: .seconds(20)
         ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "likely an error page")
             let part = try Data(contentsOf: URL(fileURLWithPath: run.target + ".part"))
@@ -250,7 +218,7 @@ struct FaultTests {
     func busyHTMLForProbe() async throws {
         try await download(
             TestObject(size: 6 << 20, seed: 13), faults: { $0.busyPage = .init() },
-            configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
+            configuration: quickConfiguration(maxTries: 2), within: .seconds(20)
         ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "HTML page")
             #expect(!run.scratch.exists("object.iso.part"))
@@ -289,7 +257,7 @@ struct FaultTests {
             faults: {
                 $0.shortBody = true
                 $0.honestFirstRequests = 3
-            }, configuration: quickConfiguration(maxTries: 4), within: .seconds(10)
+            }, configuration: quickConfiguration(maxTries: 4), within: .seconds(20)
         ) { run, origin in
             // Every short response lands its bytes; the remainder is fetched again until a
             // response can no longer make progress, then the download fails with the cause.
@@ -304,44 +272,6 @@ struct FaultTests {
         }
     }
 
-    @Test("a stored Content-Encoding: gzip is kept as stored, never decoded")
-    func gzipStored() async throws {
-        // The origin labels every response gzip and sends the object's bytes: those are the file.
-        let object = TestObject(size: 4 << 20, seed: 16)
-        try await download(object, faults: { $0.gzipEncoding = true }, within: .seconds(10)) { run, origin in
-            let result = expectSuccess(run)
-            #expect(result?.retries == 0)
-            #expect(origin.requests.count > 1, "fetched in ranges: \(origin.requests.count) requests")
-        }
-    }
-
-    @Test("a Content-Encoding that changes mid-download is a changed object: restart once, or fail if asked")
-    func gzipChanges() async throws {
-        // The probe's response says identity, every later one gzip: another representation.
-        try await download(
-            TestObject(size: 4 << 20, seed: 16),
-            faults: {
-                $0.gzipEncoding = true
-                $0.honestFirstRequests = 1
-            }, within: .seconds(10)
-        ) { run, origin in
-            _ = expectSuccess(run)
-            let fromTheStart = origin.requests.filter { $0.header("range")?.hasPrefix("bytes=0-") == true }
-            #expect(fromTheStart.count == 2, "started over once")
-        }
-        var failing = quickConfiguration()
-        failing.files.onObjectChange = .fail
-        try await download(
-            TestObject(size: 4 << 20, seed: 16),
-            faults: {
-                $0.gzipEncoding = true
-                $0.honestFirstRequests = 1
-            }, configuration: failing, within: .seconds(10)
-        ) { run, _ in
-            expectFailure(run, .objectChanged, mentioning: "Content-Encoding identity became gzip")
-        }
-    }
-
     @Test("a Content-Range off by one is refused", arguments: [0, 1])
     func contentRangeOffByOne(honest: Int) async throws {
         try await download(
@@ -349,7 +279,7 @@ struct FaultTests {
             faults: {
                 $0.contentRangeLie = .offByOne
                 $0.honestFirstRequests = honest
-            }, configuration: quickConfiguration(maxTries: 2), within: .seconds(10)
+            }, configuration: quickConfiguration(maxTries: 2), within: .seconds(20)
         ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "Content-Range")
         }
