@@ -65,6 +65,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Object stores by name: s3:// locations, endpoints and addressing, AWS settings and
+        // credentials as the AWS tools read them, Signature Version 4, S3's XML (errors, listings).
+        // Pure like the core: the environment and files come in as values.
+        .target(
+            name: "SwoopS3",
+            dependencies: [
+                "SwoopCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // The library: the public surface, the session, the probe and the transfer stage that
         // join the layers, bulk downloads.
         .target(
@@ -73,6 +83,7 @@ let package = Package(
                 "SwoopCore",
                 "SwoopTransfer",
                 "SwoopStore",
+                "SwoopS3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -110,6 +121,10 @@ let package = Package(
         .testTarget(
             name: "SwoopCoreTests",
             dependencies: ["SwoopCore", "SwoopTestSupport"]
+        ),
+        .testTarget(
+            name: "SwoopS3Tests",
+            dependencies: ["SwoopS3"]
         ),
         .testTarget(
             name: "SwoopTests",

@@ -34,6 +34,8 @@ extension Downloader {
         public var netrc: Netrc = .off
         /// Cookies to send (from a file) and where to save the cookies servers set.
         public var cookies = Cookies()
+        /// How `s3://` URLs are signed and reach their store: credentials, profile, region, endpoint.
+        public var s3 = S3()
         /// What a download does with what is at and beside its target: resuming, checkpoints,
         /// replacing a file, creating directories, an object that changes.
         public var files = Files()
@@ -48,9 +50,6 @@ extension Downloader {
         /// `Content-Digest` does not match is fetched again. On by default.
         public var verifiesPublishedDigests = true
 
-        /// Faults that tests inject to reach states nothing else reaches on demand.
-        var faults = Faults()
-
         public init() {}
 
         /// Throws ``DownloadError/Kind/invalidRequest`` for a setting no download can run with.
@@ -63,12 +62,6 @@ extension Downloader {
             }
             try validateNetworkAccess()
             try validateCertificateAuthorities()
-        }
-
-        struct Faults: Sendable {
-            /// After the probe, the transfer sends no request and sets no timer: a download stuck
-            /// with nothing in flight, for the watchdog to end.
-            var transferSendsNothing = false
         }
 
         /// The connection count for one download.

@@ -13,7 +13,15 @@ extension Downloader.Configuration {
         public var replacesSlowConnections = true
         /// libcurl's receive buffer per connection (`CURLOPT_BUFFERSIZE`).
         public var receiveBufferSize = 128 << 10
+        /// Faults that tests inject to reach states nothing else reaches on demand.
+        var faults = Faults()
 
         public init() {}
+    }
+
+    struct Faults: Sendable {
+        /// After the probe, the transfer sends no request and sets no timer: a download stuck
+        /// with nothing in flight, for the watchdog to end.
+        var transferSendsNothing = false
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import SwoopS3
 import SwoopStore
 import SwoopTransfer
 import Synchronization
@@ -23,7 +24,7 @@ import Synchronization
 /// later resumes it.
 public final class Downloader: Sendable {
     public let configuration: Configuration
-    private let loop: TransferLoop
+    let loop: TransferLoop
     /// Blocking file work (fsync, the segment map, rename), off the transfer thread.
     private let disk: DiskQueue
     /// Group commit for files finished without a segment map.
@@ -34,6 +35,8 @@ public final class Downloader: Sendable {
     private let coalesced = Mutex<[String: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
     private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
+    /// How `s3://` URLs are reached, with the credentials read so far.
+    let s3 = S3Access()
 
     /// Creates a downloader and starts its transfer thread.
     ///
@@ -117,7 +120,7 @@ public final class Downloader: Sendable {
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
-        let url = try RemoteURL(request.url)
+        let (url, service) = try remote(request.url, configuration: configuration)
         var mirrors: [RemoteURL] = []
         for mirror in request.mirrors {
             let parsed = try RemoteURL(mirror)
@@ -140,8 +143,8 @@ public final class Downloader: Sendable {
             let task = DownloadTask(
                 launch: { [self, mirrors] task, run in
                     launch(
-                        request, url: url, mirrors: mirrors, paths: paths, configuration: configuration, sink: sink,
-                        task: task, run: run)
+                        request, remote: (url, service), mirrors: mirrors, paths: paths, configuration: configuration,
+                        sink: sink, task: task, run: run)
                 },
                 onFinish: { [self] in
                     coalesced.withLock { running in
@@ -182,10 +185,10 @@ public final class Downloader: Sendable {
 
     /// Starts one run of a download on the transfer thread.
     private func launch(
-        _ request: DownloadRequest, url: RemoteURL, mirrors: [RemoteURL], paths: DownloadPaths,
-        configuration: Configuration,
-        sink kind: SinkKind, task: DownloadTask, run: Int
+        _ request: DownloadRequest, remote: (url: RemoteURL, service: (any ObjectService)?), mirrors: [RemoteURL],
+        paths: DownloadPaths, configuration: Configuration, sink kind: SinkKind, task: DownloadTask, run: Int
     ) -> DownloadControl {
+        let url = remote.url
         // The first look at the disk happens here, on the caller's thread, not on the transfer
         // thread: for a new file it is all the disk work before the transfer (a few lookups, which
         // a list of thousands of small files made a tenth of that thread's work).
@@ -215,8 +218,8 @@ public final class Downloader: Sendable {
                     StreamSink(buffer: buffer, loop: loop)
                 }
             let session = DownloadSession(
-                loop: loop, configuration: configuration, request: request, url: url, mirrors: mirrors, paths: paths,
-                sink: sink,
+                loop: loop, configuration: configuration, request: request, url: url, service: remote.service,
+                mirrors: mirrors, paths: paths, sink: sink,
                 logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
                 completion: finished)
             control.attach(session)
@@ -263,10 +266,11 @@ public final class Downloader: Sendable {
     ///   unreachable host, ...), or ``DownloadError/Kind/cancelled`` if the calling task was
     ///   cancelled or the downloader shut down.
     public func suggestedFileName(for request: DownloadRequest) async throws(DownloadError) -> String {
-        let url = try RemoteURL(request.url)
+        let (url, service) = try remote(request.url, configuration: configuration)
         try Self.validate(request.headers)
         let lookup = FileNameLookup(
-            url: url, headers: request.headers, configuration: configuration, loop: loop, logger: logger)
+            url: url, headers: RequestHeaders(request.headers, originalURL: url, service: service),
+            configuration: configuration, loop: loop, logger: logger)
         let id = ObjectIdentifier(lookup)
         lookups.withLock { $0[id] = lookup }
         defer { _ = lookups.withLock { $0.removeValue(forKey: id) } }
@@ -282,8 +286,22 @@ public final class Downloader: Sendable {
     /// control characters), or `index.html` when there is none. No request is sent; to use the
     /// server's `Content-Disposition` name, see ``suggestedFileName(for:)-(DownloadRequest)``.
     public static func suggestedFileName(for url: String) -> String {
+        if S3Location.isS3(url) {
+            let key = (try? S3Location(parsing: url))?.key ?? ""
+            return FileName.sanitized(String(key.split(separator: "/").last ?? "")) ?? "index.html"
+        }
         guard let remote = try? RemoteURL(url) else { return "index.html" }
         return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
+    }
+
+    /// The URL a download of `string` requests, and for `s3://BUCKET/KEY` the service that signs
+    /// its requests (``Configuration/s3``).
+    func remote(
+        _ string: String, configuration: Configuration
+    ) throws(DownloadError) -> (url: RemoteURL, service: (any ObjectService)?) {
+        guard S3Location.isS3(string) else { return (try RemoteURL(string), nil) }
+        let (url, service) = try s3.object(string, configuration: configuration.s3)
+        return (url, service)
     }
 
     static func validate(_ headers: [(name: String, value: String)]) throws(DownloadError) {

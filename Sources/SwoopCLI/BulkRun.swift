@@ -45,16 +45,7 @@ extension Get {
         }
         let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs)
         let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
-        var summary: BulkSummary?
-        for await event in stream {
-            switch event {
-            case .started: break
-            case .progress(let index, let progress): board.progress(index, progress)
-            case .finished(let index, let result): board.finished(index, bytes: result.bytes)
-            case .failed(let index, _): board.failed(index)
-            case .completed(let final): summary = final
-            }
-        }
+        let summary = await follow(stream, on: board)
         interrupts.stop()
         await downloader.shutdown()
         board.clear()
@@ -68,7 +59,23 @@ extension Get {
         }
     }
 
-    private func report(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) {
+    /// Shows a run's events on `board` until it ends: its summary, or `nil` when it was
+    /// interrupted before one.
+    func follow(_ events: AsyncStream<BulkEvent>, on board: BulkBoard) async -> BulkSummary? {
+        var summary: BulkSummary?
+        for await event in events {
+            switch event {
+            case .started: break
+            case .progress(let index, let progress): board.progress(index, progress)
+            case .finished(let index, let result): board.finished(index, bytes: result.bytes)
+            case .failed(let index, _): board.failed(index)
+            case .completed(let final): summary = final
+            }
+        }
+        return summary
+    }
+
+    func report(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) {
         if json {
             printJSON(ListSummary(summary, rejected: rejected))
             return
@@ -79,7 +86,7 @@ extension Get {
             if summary.alreadyComplete > 0 { line += " (\(summary.alreadyComplete) already complete)" }
             line +=
                 ", \(failed) failed; \(Format.bytes(summary.bytesReceived)) received in "
-                    + "\(Format.fixed(Format.seconds(summary.duration), digits: 1)) s"
+                + "\(Format.fixed(Format.seconds(summary.duration), digits: 1)) s"
             if summary.duration > .zero {
                 line += " (\(Format.rate(Double(summary.bytesReceived) / Format.seconds(summary.duration))))"
             }
@@ -97,7 +104,7 @@ extension Get {
     }
 
     /// The exit status of the first failed entry in list order, if any failed.
-    private func firstFailure(
+    func firstFailure(
         _ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]
     ) -> ExitStatus? {
         if !rejected.isEmpty { return .usage }
@@ -158,11 +165,12 @@ final class BulkBoard: Sendable {
         var lastLine: ContinuousClock.Instant?
     }
 
-    private let total: Int
+    /// `nil` while the files are still being listed (`-r`).
+    private let total: Int?
     private let style: ProgressRenderer.Style
     private let state = Mutex(State())
 
-    init(total: Int, style: ProgressRenderer.Style) {
+    init(total: Int?, style: ProgressRenderer.Style) {
         self.total = total
         self.style = style
     }
@@ -214,7 +222,7 @@ final class BulkBoard: Sendable {
             if let first = state.meter.first, now > first.0 {
                 rate = Double(bytes - first.1) / Format.seconds(now - first.0)
             }
-            var text = "files \(state.done)/\(total)"
+            var text = "files \(state.done)" + (total.map { "/\($0)" } ?? "")
             if state.failed > 0 { text += " (\(state.failed) failed)" }
             text += "  \(Format.bytes(bytes))  \(Format.rate(rate))  \(state.active.count) active"
             return text

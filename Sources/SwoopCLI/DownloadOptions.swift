@@ -6,6 +6,7 @@ import Swoop
 struct DownloadOptions: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var access: AccessOptions
+    @OptionGroup(title: "Object stores (s3://)") var s3: S3Options
 
     @Flag(
         name: .long,
@@ -30,6 +31,7 @@ struct DownloadOptions: ParsableArguments {
         var configuration = Downloader.Configuration()
         connection.apply(to: &configuration)
         access.apply(to: &configuration)
+        s3.apply(to: &configuration)
         configuration.verifiesPublishedDigests = !noVerify
         return configuration
     }

@@ -34,6 +34,12 @@ extension DownloadError.Remedy {
         case .checkProxy:
             "check --proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and no_proxy "
                 + "environment variables"
+        case .checkS3Credentials:
+            "check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, or the profile (--profile, "
+                + "AWS_PROFILE) in ~/.aws/credentials; for a public bucket pass --no-sign-request"
+        case .checkS3Endpoint:
+            "check the bucket's name, the endpoint (--endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) and the "
+                + "region (--region, AWS_REGION)"
         default: description
         }
     }

@@ -33,8 +33,13 @@ struct Get: AsyncParsableCommand {
         help: ArgumentHelp("Download every URL in FILE (aria2's input-file format; - for stdin).", valueName: "FILE"))
     var inputFile: String?
 
-    @Option(name: [.short, .long], help: "With -i: files downloaded at once.")
+    @Option(name: [.short, .long], help: "With -i or -r: files downloaded at once.")
     var jobs: Int = 8
+
+    @Flag(
+        name: [.short, .long],
+        help: "Download every object under an s3://BUCKET/PREFIX/ into -d DIR (DIR/<the rest of each key>).")
+    var recursive = false
 
     @Option(
         name: .long,
@@ -113,8 +118,16 @@ struct Get: AsyncParsableCommand {
             if checksum != nil {
                 throw ValidationError("--checksum is for one file; with -i use checksum= lines in the list")
             }
+        } else if recursive {
+            guard urls.count == 1, urls[0].lowercased().hasPrefix("s3://") else {
+                throw ValidationError(
+                    "-r downloads the objects under one s3://BUCKET/PREFIX/; give exactly one s3:// URL")
+            }
+            if output != nil { throw ValidationError("-o names one file; with -r, -d names the directory") }
+            if remoteHeaderName { throw ValidationError("-J is for one URL; with -r files are named by their keys") }
+            if checksum != nil { throw ValidationError("--checksum is for one file, not for -r") }
         } else if shard != nil {
-            throw ValidationError("--shard splits a list: use it with -i")
+            throw ValidationError("--shard splits a list: use it with -i or -r")
         }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256 (got \(jobs))") }
         if let checksum, Checksum(checksum) == nil {
@@ -162,6 +175,10 @@ struct Get: AsyncParsableCommand {
     func run() async throws {
         guard let url = urls.first else {
             try await runList()
+            return
+        }
+        if recursive {
+            try await runPrefix(url)
             return
         }
         let configuration = downloaderConfiguration()
@@ -220,7 +237,7 @@ struct Get: AsyncParsableCommand {
         var line = "saved \(result.path) (\(Format.bytes(result.bytes))) in \(Format.fixed(seconds, digits: 2)) s"
         line +=
             ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) "
-                + "connection\(result.connectionsUsed == 1 ? "" : "s")"
+            + "connection\(result.connectionsUsed == 1 ? "" : "s")"
         if result.bytesResumed > 0 { line += ", \(Format.bytes(result.bytesResumed)) resumed" }
         if result.retries > 0 { line += ", \(result.retries) retr\(result.retries == 1 ? "y" : "ies")" }
         for digest in result.verified {

@@ -29,7 +29,11 @@ struct ShardSelection: Sendable {
     let entries: Int
 
     func contains(_ entry: Manifest.Entry) -> Bool {
-        assignment.worker(forKey: entry.url) == shard.index
+        contains(key: entry.url)
+    }
+
+    func contains(key: String) -> Bool {
+        assignment.worker(forKey: key) == shard.index
     }
 
     /// The line that describes this shard, for the start of a run.
@@ -46,7 +50,7 @@ struct ShardSelection: Sendable {
         guard sized > 0, sized < entries else { return nil }
         return
             "size= is given for \(sized) of \(entries) entries, so --shard splits the list by URL hash; give every "
-                + "entry a size= to balance the shards by bytes"
+            + "entry a size= to balance the shards by bytes"
     }
 
     /// Gathers what the split needs while the list is checked: the sizes (until an entry without
@@ -65,14 +69,19 @@ struct ShardSelection: Sendable {
         }
 
         mutating func add(_ entry: Manifest.Entry) {
+            add(key: entry.url, size: entry.size)
+        }
+
+        /// Adds a file by its key (a list entry's first URL, a listed object's `s3://` URL).
+        mutating func add(key: String, size: Int64?) {
             entries += 1
-            if byHash.worker(forKey: entry.url) == shard.index { includedByHash += 1 }
-            guard let size = entry.size else {
+            if byHash.worker(forKey: key) == shard.index { includedByHash += 1 }
+            guard let size else {
                 sizes = nil
                 return
             }
             sized += 1
-            sizes?.add(key: entry.url, size: size)
+            sizes?.add(key: key, size: size)
         }
 
         func finish() -> ShardSelection {

@@ -113,6 +113,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case correctExpectedSize
             case checkProxy
             case checkURLProvider
+            case checkS3Credentials
+            case checkS3Endpoint
         }
 
         fileprivate let code: Code
@@ -156,6 +158,16 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// download is kept, and starting the download again resumes it.
         public static let checkURLProvider = Remedy(code: .checkURLProvider)
 
+        /// An object store refused the credentials, or none were found: check
+        /// ``Downloader/Configuration/S3-swift.struct/credentials``, the `AWS_ACCESS_KEY_ID`,
+        /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` variables, or the profile in the shared
+        /// files; for a public bucket, send requests unsigned.
+        public static let checkS3Credentials = Remedy(code: .checkS3Credentials)
+        /// An object store does not have the bucket, or is not the one meant: check the bucket's
+        /// name, the endpoint (``Downloader/Configuration/S3-swift.struct/endpointURL``,
+        /// `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`) and the region.
+        public static let checkS3Endpoint = Remedy(code: .checkS3Endpoint)
+
         /// The fix in the library's terms.
         public var description: String {
             switch code {
@@ -182,6 +194,13 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checkURLProvider:
                 "check DownloadRequest.urlProvider; the partial download is kept, and starting the same download again "
                     + "resumes it"
+            case .checkS3Credentials:
+                "check Configuration.s3.credentials, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
+                    + "AWS_SESSION_TOKEN, or the profile (Configuration.s3.profile, AWS_PROFILE) in the shared "
+                    + "credentials file; for a public bucket set Configuration.s3.signsRequests to false"
+            case .checkS3Endpoint:
+                "check the bucket's name, the endpoint (Configuration.s3.endpointURL, AWS_ENDPOINT_URL_S3 or "
+                    + "AWS_ENDPOINT_URL) and the region (Configuration.s3.region, AWS_REGION)"
             case .checkProxy:
                 "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and "
                     + "no_proxy environment variables it defaults to"
@@ -201,6 +220,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
     public let curlCode: Int?
     /// The `errno` of the failed system call, if any.
     public let errno: Int32?
+    /// A failure that looks permanent by its kind and status but may pass when tried again: an
+    /// object store's "the session token expired" (a 400 or 403), once its credentials are read
+    /// again (see ``isTransient``).
+    package var passesWhenRetried = false
 
     package init(
         _ kind: Kind, _ reason: String, remedy: Remedy? = nil,
@@ -224,9 +247,11 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
 
     /// The same failure with more said about it (appended to the reason); the remedy stays.
     package func adding(_ detail: String, remedy: Remedy? = nil) -> DownloadError {
-        DownloadError(
+        var error = DownloadError(
             kind, reason + detail, remedy: remedy ?? self.remedy, httpStatus: httpStatus, curlCode: curlCode,
             errno: errno)
+        error.passesWhenRetried = passesWhenRetried
+        return error
     }
 
     /// The cause in a few words, for a progress line: "connection refused", "HTTP 503".
@@ -245,7 +270,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
 
     /// Whether retrying the same request later may succeed (network faults, 5xx, 429, bad responses).
     package var isTransient: Bool {
-        switch kind.code {
+        if passesWhenRetried { return true }
+        return switch kind.code {
         case .network, .invalidResponse: true
         case .httpStatus: httpStatus.map { $0 == 408 || $0 == 425 || $0 == 429 || $0 >= 500 } ?? false
         default: false

@@ -123,6 +123,24 @@ public struct FaultSwitches: Sendable, Hashable {
     public var honestFirstRequests = 0
     /// Serve only presigned URLs that have not expired (see ``URLSigning``).
     public var urlSigning: URLSigning? = nil
+    /// Answer only requests that carry this S3 session token (see ``SessionTokens``).
+    public var sessionTokens: SessionTokens? = nil
+
+    /// Answers like an S3 store whose temporary credentials expire: a request whose
+    /// `x-amz-security-token` header is not ``valid`` gets `400` with S3's `ExpiredToken` error
+    /// document (the signature itself is not checked: SeaweedFS tests check signatures).
+    public struct SessionTokens: Sendable, Hashable {
+        /// The one token accepted now; changing it expires the one before.
+        public var valid: String
+
+        public init(valid: String) {
+            self.valid = valid
+        }
+
+        static let expiredBody =
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>ExpiredToken</Code>"
+            + "<Message>The provided token has expired.</Message></Error>\n"
+    }
 
     /// One byte of the object served wrong (XOR 0xFF) in the responses that carry it; its
     /// published digests (``TestObject/headers``, `Content-Digest`) still describe the right bytes.

@@ -19,6 +19,8 @@ package struct ExchangeRequest: Sendable {
     /// A `.netrc` login may be sent (the request goes to the original origin; see
     /// ``RequestHeaders/mayCarryCredentials(to:)``).
     package var mayUseNetrc = false
+    /// The service whose error responses this request's failures are read by (see ``ObjectService``).
+    package var service: (any ObjectService)?
 }
 
 /// Per-connection transfer settings (the downloader's configuration, in libcurl's terms).

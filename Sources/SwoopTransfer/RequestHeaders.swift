@@ -8,6 +8,9 @@ package struct RequestHeaders: Sendable {
     package let originalURL: RemoteURL
     /// Once a redirect leaves the original origin, credentials stay behind for good.
     package private(set) var crossedOrigin = false
+    /// The service the original origin speaks (S3), if any: its requests are signed for it, and
+    /// only while they go to that origin.
+    package let service: (any ObjectService)?
 
     /// Headers that carry no credentials: sent to any host, also after a redirect elsewhere
     /// (``DownloadRequest/headersSafeAcrossHosts``).
@@ -15,9 +18,12 @@ package struct RequestHeaders: Sendable {
         "accept", "accept-language", "user-agent", "cache-control", "pragma",
     ]
 
-    package init(_ headers: [(name: String, value: String)], originalURL: RemoteURL) {
+    package init(
+        _ headers: [(name: String, value: String)], originalURL: RemoteURL, service: (any ObjectService)? = nil
+    ) {
         self.headers = headers
         self.originalURL = originalURL
+        self.service = service
     }
 
     /// Notes that the download is being sent on to `url` (a redirect).
@@ -32,31 +38,40 @@ package struct RequestHeaders: Sendable {
         !crossedOrigin && url.isSameOrigin(as: originalURL)
     }
 
-    /// A GET of `url` with these headers (see ``lines(for:precondition:)``), `range` and
-    /// `options`; a `.netrc` login only where credentials may go.
+    /// A GET of `url` with these headers (see ``fields(for:precondition:)``), `range` and
+    /// `options`; a `.netrc` login and the ``service``'s signature only where credentials may go.
     package func request(
         for url: RemoteURL, precondition: (name: String, value: String)? = nil, range: RequestedRange?,
         options: TransferOptions
     ) -> ExchangeRequest {
+        let mayCarryCredentials = mayCarryCredentials(to: url)
+        var fields = fields(for: url, precondition: precondition)
+        if let service, mayCarryCredentials {
+            let sent = range.map { fields + [(name: "Range", value: $0.headerValue)] } ?? fields
+            fields += service.authorization(get: url.absoluteString, headers: sent)
+        }
         var request = ExchangeRequest(
-            url: url.absoluteString, headerLines: lines(for: url, precondition: precondition), range: range,
+            url: url.absoluteString, headerLines: fields.map { "\($0.name): \($0.value)" }, range: range,
             options: options)
-        request.mayUseNetrc = mayCarryCredentials(to: url)
+        request.mayUseNetrc = mayCarryCredentials
+        request.service = mayCarryCredentials ? service : nil
         return request
     }
 
-    /// The lines for a request to `url`: `Accept-Encoding: identity` and the caller's headers,
-    /// without those that may carry credentials when `url` is not the original origin (or a
-    /// redirect left it before), plus `precondition` if given.
-    package func lines(for url: RemoteURL, precondition: (name: String, value: String)? = nil) -> [String] {
-        var lines = ["Accept-Encoding: identity"]
+    /// The header fields for a request to `url`: `Accept-Encoding: identity` and the caller's
+    /// headers, without those that may carry credentials when `url` is not the original origin (or
+    /// a redirect left it before), plus `precondition` if given. (`Range` is the request's own.)
+    package func fields(
+        for url: RemoteURL, precondition: (name: String, value: String)? = nil
+    ) -> [(name: String, value: String)] {
+        var fields = [(name: "Accept-Encoding", value: "identity")]
         let stripCredentials = !mayCarryCredentials(to: url)
         for (name, value) in headers {
             if stripCredentials && !Self.safeAcrossHosts.contains(name.lowercased()) { continue }
-            lines.append("\(name): \(value)")
+            fields.append((name, value))
         }
-        if let precondition { lines.append("\(precondition.name): \(precondition.value)") }
-        return lines
+        if let precondition { fields.append(precondition) }
+        return fields
     }
 }
 

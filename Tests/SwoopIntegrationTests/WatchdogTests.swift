@@ -23,7 +23,7 @@ struct WatchdogTests {
         configuration.retry.baseDelay = .milliseconds(10)
         configuration.retry.maxDelay = .milliseconds(100)
         // The probe's first MiB arrives; then the transfer sends nothing and sets no timer.
-        configuration.faults.transferSendsNothing = true
+        configuration.tuning.faults.transferSendsNothing = true
         let started = ContinuousClock.now
         try await withDownloader(configuration) { downloader in
             do {

@@ -51,7 +51,7 @@ struct RemoteURLTests {
         let error = try #require(parseError(string))
         #expect(error.kind == .invalidRequest)
         #expect(error.message.contains("unsupported URL scheme '\(scheme)'"))
-        #expect(error.message.contains("http and https"))
+        #expect(error.message.contains("http, https and s3"))
     }
 
     @Test func missingScheme() throws {

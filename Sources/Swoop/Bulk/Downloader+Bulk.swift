@@ -76,9 +76,27 @@ extension Downloader {
     public func downloadAll<Items: Sequence & Sendable>(
         _ items: Items, maxConcurrentFiles: Int = 8
     ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
+        downloadAll(
+            BulkItems(items: items), expectedCount: items.underestimatedCount, maxConcurrentFiles: maxConcurrentFiles)
+    }
+
+    /// ``downloadAll(_:maxConcurrentFiles:)`` for items that arrive over time (a listing read page
+    /// by page): downloads start with the first items, and the next are awaited as slots free up.
+    /// An item sequence that throws ends the run there: the files started finish, and the summary
+    /// reports the error as a failure (index: the next item's).
+    public func downloadAll<Items: AsyncSequence & Sendable>(
+        _ items: Items, maxConcurrentFiles: Int = 8
+    ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
+        downloadAll(items, expectedCount: 0, maxConcurrentFiles: maxConcurrentFiles)
+    }
+
+    private func downloadAll<Items: AsyncSequence & Sendable>(
+        _ items: Items, expectedCount: Int, maxConcurrentFiles: Int
+    ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
         let (stream, continuation) = AsyncStream.makeStream(of: BulkEvent.self, bufferingPolicy: .unbounded)
         let producer = Task {
-            let summary = await runAll(items, limit: max(1, maxConcurrentFiles), continuation: continuation)
+            let summary = await runAll(
+                items, expectedCount: expectedCount, limit: max(1, maxConcurrentFiles), continuation: continuation)
             continuation.yield(.completed(summary))
             continuation.finish()
         }
@@ -86,14 +104,14 @@ extension Downloader {
         return stream
     }
 
-    private func runAll<Items: Sequence>(
-        _ items: Items, limit: Int, continuation: AsyncStream<BulkEvent>.Continuation
+    private func runAll<Items: AsyncSequence>(
+        _ items: Items, expectedCount: Int, limit: Int, continuation: AsyncStream<BulkEvent>.Continuation
     ) async -> BulkSummary where Items.Element == BulkItem {
         let started = ContinuousClock.now
         var summary = BulkSummary(
             files: 0, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
-        var ledger = BulkLedger(expected: items.underestimatedCount)
-        var iterator = items.makeIterator()
+        var ledger = BulkLedger(expected: expectedCount)
+        var iterator = items.makeAsyncIterator()
         var input = 0
         // Downloads report to the mailbox from the transfer thread; this loop reads it until every
         // download it started has ended, even after its task is cancelled (they are paused then).
@@ -129,8 +147,8 @@ extension Downloader {
         let backlog = max(limit, 128)
         func mayStart() -> Bool { fetching.count < limit && unfinished - fetching.count < backlog }
         /// Reads items until one starts a download; repeats of earlier ones join their leader.
-        func startNext() -> Bool {
-            while !Task.isCancelled, let item = iterator.next() {
+        func startNext() async -> Bool {
+            while !Task.isCancelled, let item = await nextItem() {
                 let index = input
                 input += 1
                 summary.files += 1
@@ -166,8 +184,21 @@ extension Downloader {
             return false
         }
 
+        /// The next item; a listing that failed ends the items, reported as a failure.
+        func nextItem() async -> BulkItem? {
+            do {
+                return try await iterator.next()
+            } catch {
+                let failure =
+                    error as? DownloadError ?? DownloadError(.invalidRequest, "the list of files failed: \(error)")
+                summary.failures.append(.init(index: input, url: "", destination: "", error: failure))
+                continuation.yield(.failed(index: input, failure))
+                return nil
+            }
+        }
+
         await withTaskCancellationHandler {
-            while mayStart(), startNext() {}
+            while mayStart(), await startNext() {}
             while unfinished > 0 {
                 switch await mailbox.next() {
                 case .fetched(let index):
@@ -183,7 +214,7 @@ extension Downloader {
                         report(index, follower, outcome, leader: nil)
                     }
                 }
-                while mayStart(), startNext() {}
+                while mayStart(), await startNext() {}
             }
         } onCancel: {
             // Stop: pause what runs (each keeps its state); their ends still arrive above.
@@ -249,4 +280,16 @@ private final class BulkMailbox: Sendable {
             if let ready { continuation.resume(returning: ready) }
         }
     }
+}
+
+/// A sequence read as an asynchronous one, with no suspension between its items.
+private struct BulkItems<Items: Sequence & Sendable>: AsyncSequence, Sendable where Items.Element == BulkItem {
+    let items: Items
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Items.Iterator
+        mutating func next() async -> BulkItem? { base.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: items.makeIterator()) }
 }

@@ -27,7 +27,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
 
     private let loop: TransferLoop
     private let url: RemoteURL
-    private let headers: [(name: String, value: String)]
+    private let headers: RequestHeaders
     private let configuration: Downloader.Configuration
     private let logger: Logger
     /// Whoever finishes first (the probe, ``stop(_:)``) decides the outcome; later ones are dropped.
@@ -35,7 +35,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
     private var prober: Prober?
 
     init(
-        url: RemoteURL, headers: [(name: String, value: String)], configuration: Downloader.Configuration,
+        url: RemoteURL, headers: RequestHeaders, configuration: Downloader.Configuration,
         loop: TransferLoop, logger: Logger
     ) {
         self.url = url
@@ -79,7 +79,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
         }
         guard isWaiting else { return }
         let prober = Prober(
-            url: url, basis: .fresh, headers: RequestHeaders(headers, originalURL: url),
+            url: url, basis: .fresh, headers: headers,
             configuration: configuration, loop: loop, counters: DownloadCounters(), logger: logger, purpose: .headOnly)
         prober.delegate = self
         self.prober = prober

@@ -143,7 +143,9 @@ final class ProbeExchange: ConnectionDelegate {
             self, ended: decided?.step,
             outcome: decided.map { decided in
                 // A head's own failure (a 5xx, a bad head) is the exchange's failure, with its Retry-After.
-                if case .fail(let error) = decided.step { return .failed(error, retryAfter: decided.retryAfter) }
+                if case .fail(let error) = decided.step {
+                    return .failed(connection.interpreted(error), retryAfter: decided.retryAfter)
+                }
                 return outcome
             } ?? outcome)
     }

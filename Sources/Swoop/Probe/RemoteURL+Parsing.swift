@@ -21,8 +21,8 @@ extension RemoteURL {
         let scheme = trimmed[..<colon].lowercased()
         guard scheme == "http" || scheme == "https" else {
             throw .invalidRequest(
-                "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http and "
-                    + "https URLs"
+                "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http, "
+                    + "https and s3 URLs"
             )
         }
         guard let url = URL(string: trimmed) else {

@@ -38,7 +38,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
-        mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink, logger: Logger,
+        service: (any ObjectService)? = nil, mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink,
+        logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -46,7 +47,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         var logger = logger
         logger[metadataKey: "url"] = "\(url.redacted)"
         context = SessionContext(
-            loop: loop, configuration: configuration, request: request, paths: paths, sink: sink, logger: logger)
+            loop: loop, configuration: configuration, request: request, service: service.map { (url, $0) },
+            paths: paths, sink: sink, logger: logger)
         self.url = url
         self.mirrors = mirrors
         self.progress = ProgressReporter(context, handler: progress)
@@ -97,7 +99,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func probe() {
         let prober = Prober(
             url: url, basis: basis.probeBasis(target: context.paths.target),
-            headers: RequestHeaders(context.request.headers, originalURL: url), configuration: context.configuration,
+            headers: context.headers(for: url), configuration: context.configuration,
             loop: context.loop, counters: context.counters, logger: logger, refresher: refresher,
             expectedSize: context.request.expectedSize)
         prober.delegate = self

@@ -8,10 +8,19 @@ struct SessionContext {
     let loop: TransferLoop
     let configuration: Downloader.Configuration
     let request: DownloadRequest
+    /// The service the request's URL is reached through (an `s3://` object's), with that URL.
+    let service: (url: RemoteURL, service: any ObjectService)?
     let paths: DownloadPaths
     let sink: BodySink
     let logger: Logger
     /// Bytes, requests and retries, across restarts.
     let counters = DownloadCounters()
     let startedAt = ContinuousClock.now
+
+    /// The request's headers for a download that starts at `url`: with the service only when
+    /// `url` is the one it serves (a mirror the session resumed from is reached without it).
+    func headers(for url: RemoteURL) -> RequestHeaders {
+        let service = self.service.flatMap { $0.url == url ? $0.service : nil }
+        return RequestHeaders(request.headers, originalURL: url, service: service)
+    }
 }

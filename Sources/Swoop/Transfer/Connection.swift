@@ -67,6 +67,8 @@ final class Connection: ExchangeDelegate {
     private var object: RemoteObject?
     /// The URL of the current (or last) request.
     private(set) var url: RemoteURL?
+    /// The service that reads the current (or last) request's error responses, if any.
+    private var service: (any ObjectService)?
     /// What the current (or last) exchange brought: reset as each one begins.
     private var current = ExchangeState()
     /// Throughput and first-byte time, sampled by the transfer and at each request's end.
@@ -81,6 +83,9 @@ final class Connection: ExchangeDelegate {
         var retryAfter: Int?
         /// A sample job's bytes (see ``Job/sample(_:)``).
         var sampled: [UInt8] = []
+        /// The first bytes of an error response, kept for the request's service to read
+        /// (``ObjectService``); `nil`: not kept.
+        var errorBody: [UInt8]?
         /// The response's own digest (`Content-Digest`) and the hash of its bytes so far:
         /// checked at its end before its bytes count (see ``DownloadStore/checksEachResponse``).
         var responseCheck: (expected: PublishedDigest, hasher: DigestHasher)?
@@ -172,6 +177,7 @@ final class Connection: ExchangeDelegate {
         hasSentRequest = true
         self.job = job
         self.url = url
+        self.service = request.service
         current = ExchangeState()
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
@@ -240,7 +246,8 @@ final class Connection: ExchangeDelegate {
         current.wasAnswered = true
         switch job {
         case .probe(let requested), .sample(let requested):
-            return delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
+            let disposition = delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
+            return keepingErrorBody(of: head, instead: disposition)
         case .segment(let segment, let requested):
             guard let object else { return .abort }
             do {
@@ -252,15 +259,37 @@ final class Connection: ExchangeDelegate {
                 return .deliver
             } catch {
                 current.failure = error
-                return .abort
+                return keepingErrorBody(of: head, instead: .abort)
             }
         case .stream, nil:
             return .abort
         }
     }
 
+    /// Error bodies worth reading are small documents (S3's `<Error>`); a longer one is cut here.
+    private static let errorBodyLimit = 16 << 10
+
+    /// An error response (status 400 or more) to a request that has a service: its body is kept
+    /// for the service to read (``interpreted(_:)``) instead of `disposition`.
+    private func keepingErrorBody(of head: ResponseHead, instead disposition: BodyDisposition) -> BodyDisposition {
+        guard head.status >= 400, service != nil, disposition != .deliver else { return disposition }
+        current.errorBody = []
+        return .deliver
+    }
+
+    /// `error`, the current (or last) request's failure, as its service reads it from the error
+    /// body kept; as it is without a service or a body.
+    func interpreted(_ error: DownloadError) -> DownloadError {
+        guard let service, let body = current.errorBody else { return error }
+        return service.interpret(error, body: body)
+    }
+
     @inline(__always)
     func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> BodyVerdict {
+        if current.errorBody != nil {
+            current.errorBody!.append(contentsOf: body.prefix(Self.errorBodyLimit - current.errorBody!.count))
+            return current.errorBody!.count < Self.errorBodyLimit ? .take : .stop
+        }
         if case .stream = job, let store, !store.hasRoom(for: body.count) {
             return .pause
         }
@@ -326,7 +355,7 @@ final class Connection: ExchangeDelegate {
             let location = object?.url.redacted ?? url?.redacted ?? ""
             let message =
                 "the response for bytes \(requested) does not match its \(check.expected.header): it says "
-                    + "\(check.expected.written(check.expected.checksum)), "
+                + "\(check.expected.written(check.expected.checksum)), "
                 + "its bytes give \(check.expected.written(computed)); fetching them again (\(location))"
             return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
         }
@@ -337,7 +366,7 @@ final class Connection: ExchangeDelegate {
     /// The one outcome of an exchange: the transfer's end, judged against what the job asked for.
     private func report(_ outcome: ExchangeOutcome, of job: Job) -> Outcome {
         if case .cancelled = outcome { return .cancelled }
-        if let failure = current.failure { return .failed(failure, retryAfter: current.retryAfter) }
+        if let failure = current.failure { return .failed(interpreted(failure), retryAfter: current.retryAfter) }
         let location = object?.url.redacted ?? url?.redacted ?? ""
         switch outcome {
         case .cancelled:
@@ -364,7 +393,7 @@ final class Connection: ExchangeDelegate {
             {
                 let message =
                     "the server closed the response after \(segment.position - requested.lowerBound) of "
-                        + "\(requested.count) bytes (\(location))"
+                    + "\(requested.count) bytes (\(location))"
                 return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }
             return .completed

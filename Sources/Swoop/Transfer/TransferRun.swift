@@ -76,8 +76,11 @@ final class TransferRun: ConnectionDelegate {
         self.refresher = refresher
         self.pool = ConnectionPool(loop: loop, target: configuration.connections.initial)
         // Mirrors are checked before they contribute, and so is a fresh URL for an expired one.
-        let context = mirrors.isEmpty && refresher == nil ? nil : SourceChecks.Context(
-            requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
+        let context =
+            mirrors.isEmpty && refresher == nil
+            ? nil
+            : SourceChecks.Context(
+                requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
         self.sources = SourceSet(first: object, headers: headers, store: store, logger: logger, checking: context)
         sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
     }
@@ -184,7 +187,9 @@ final class TransferRun: ConnectionDelegate {
 
     /// Gives idle slots work; reports completion when nothing is left.
     func dispatchWork() {
-        guard !stopped, !settings.configuration.faults.transferSendsNothing, let plan = store.plan else { return }
+        guard !stopped, !settings.configuration.tuning.faults.transferSendsNothing, let plan = store.plan else {
+            return
+        }
         if plan.isComplete {
             if !pool.isAnyBusy { delegate?.transferDidComplete(self) }
             return

@@ -23,6 +23,11 @@ package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
 
     package var description: String { redacted }
 
+    /// The same URL shown and recorded as `name` (an `s3://BUCKET/KEY` reached over https).
+    package func named(_ name: String) -> RemoteURL {
+        RemoteURL(absoluteString: absoluteString, scheme: scheme, host: host, port: port, path: path, redacted: name)
+    }
+
     /// Same scheme, host and port.
     package func isSameOrigin(as other: RemoteURL) -> Bool {
         scheme == other.scheme && host == other.host && port == other.port

@@ -81,6 +81,11 @@ struct ResponsePlanner {
             let path = "/" + target.path.dropFirst(URLSigning.mintPrefix.count)
             let host = request.headers.first(name: "Host") ?? "127.0.0.1"
             setText(&plan, status: .ok, "http://\(host)\(path)?\(signing.query(for: path))\n")
+        } else if let tokens = faults.sessionTokens,
+            request.headers.first(name: "x-amz-security-token") != tokens.valid
+        {
+            setText(&plan, status: .badRequest, FaultSwitches.SessionTokens.expiredBody, contentType: "application/xml")
+            plan.faults.append("expiredToken")
         } else if let refusal = faults.urlSigning?.refusal(path: target.path, query: target.query) {
             setText(&plan, status: .forbidden, URLSigning.refusalBody, contentType: "application/xml")
             plan.headDelayMilliseconds = faults.urlSigning?.refusalDelayMilliseconds

@@ -16,9 +16,10 @@ enum CLI {
     }
 
     /// Runs `swoop arguments` in `directory` and waits for it (without blocking a thread).
-    static func run(_ arguments: [String], in directory: URL, timeout: Duration = .seconds(300)) async throws -> Result
-    {
-        let running = try start(arguments, in: directory)
+    static func run(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(300)
+    ) async throws -> Result {
+        let running = try start(arguments, in: directory, environment: environment)
         return try await running.wait(timeout: timeout)
     }
 

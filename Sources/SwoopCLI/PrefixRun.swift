@@ -1,0 +1,65 @@
+import ArgumentParser
+import Swoop
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension Get {
+    /// `swoop get -r s3://BUCKET/PREFIX/ -d DIR`: every object under the prefix to
+    /// `DIR/<the rest of its key>`, `--jobs` at a time, downloads starting with the listing's
+    /// first page. The listing's sizes become each download's expected size; with `--shard` the
+    /// listing is read once more first, to balance the shards by bytes.
+    func runPrefix(_ prefix: String) async throws {
+        var configuration = downloaderConfiguration()
+        configuration.progressInterval = .milliseconds(500)
+        warnIfInsecure()
+        let downloader = Downloader(configuration: configuration, logger: transfer.logger(quiet: quiet))
+        let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
+        defer { interrupts.stop() }
+        var selection: ShardSelection?
+        if let shard {
+            var builder = ShardSelection.Builder(shard: shard)
+            do {
+                for try await object in downloader.objects(under: prefix) {
+                    builder.add(key: object.url, size: object.size)
+                }
+            } catch {
+                await downloader.shutdown()
+                throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
+            }
+            selection = builder.finish()
+        }
+        let folder = (directory ?? ".").trimmedTrailingSlash
+        let items = downloader.objects(under: prefix).compactMap { @Sendable object -> BulkItem? in
+            guard selection?.contains(key: object.url) ?? true else { return nil }
+            guard let relative = object.relativePath(under: prefix) else {
+                if !object.key.hasSuffix("/") {
+                    printError("warning: skipping \(object.url): its key is not a safe relative path")
+                }
+                return nil
+            }
+            var request = DownloadRequest(url: object.url)
+            request.expectedSize = object.size
+            return BulkItem(request, to: folder + "/" + relative)
+        }
+        if !quiet && !json {
+            let share = selection.map { " (\($0.description))" } ?? ""
+            writeStderr("downloading the objects under \(prefix) into \(folder)/, \(jobs) at a time\(share)\n")
+        }
+        let style = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style
+        let board = BulkBoard(total: selection?.included, style: style)
+        let summary = await follow(downloader.downloadAll(items, maxConcurrentFiles: jobs), on: board)
+        await downloader.shutdown()
+        board.clear()
+        guard let summary else {
+            throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume")
+        }
+        report(summary, rejected: [])
+        if let first = firstFailure(summary, rejected: []) {
+            throw CommandFailure(status: first, message: "")
+        }
+    }
+}
