@@ -22,6 +22,9 @@ def summarize_entry(er):
     s["min_wall_s"], s["max_wall_s"] = min(walls), max(walls)
     s["mibps"] = er["size"] / MiB / s["median_wall_s"]
     s["median_cpu_s"] = median([r["cpu_s"] for r in ok])
+    machine = [r["machine_cpu_s"] for r in ok if r.get("machine_cpu_s") is not None]
+    if machine and len(machine) == len(ok):
+        s["median_machine_cpu_s"] = median(machine)
     s["cpu_per_gib"] = s["median_cpu_s"] / (er["size"] / GiB)
     s["median_rss_mib"] = median([r["maxrss_kib"] for r in ok]) / 1024.0
     s["max_rss_mib"] = max(r["maxrss_kib"] for r in ok) / 1024.0
@@ -83,8 +86,9 @@ def scenario_markdown(sr, sums, targets):
         lines += ["**Scenario failed:** %s" % sr["error"], ""]
         return "\n".join(lines)
     has_ideal = any(s.get("ideal_mibps") for s in sums)
-    head = ["Tool", "Median wall s (min–max)", "MiB/s", "CPU s", "CPU s/GiB", "Peak RSS MiB",
-            "+fsync s", "Runs OK", "Swoop ÷ best peer"]
+    machine = bool(sr.get("machine_cpu"))
+    head = ["Tool", "Median wall s (min–max)", "MiB/s", "CPU s", "CPU s/GiB"] + (["Machine CPU s"] if machine else []) + [
+            "Peak RSS MiB", "+fsync s", "Runs OK", "Swoop ÷ best peer"]
     if has_ideal:
         head.append("% of ideal")
     head.append("Notes")
@@ -106,7 +110,7 @@ def scenario_markdown(sr, sums, targets):
         if s.get("warmup_failed"):
             notes.append("warm-up failed")
         if not s.get("ok_runs"):
-            row = [name, "–", "–", "–", "–", "–", "–", "%d/%d" % (s["ok_runs"], s["total_runs"]), "–"]
+            row = [name] + ["–"] * (7 if machine else 6) + ["%d/%d" % (s["ok_runs"], s["total_runs"]), "–"]
             if has_ideal:
                 row.append("–")
             row.append("; ".join(notes + ["all runs failed"]))
@@ -118,7 +122,8 @@ def scenario_markdown(sr, sums, targets):
                                                        s["best_peer"])
         row = [name,
                "%s (%s–%s)" % (_f(s["median_wall_s"]), _f(s["min_wall_s"]), _f(s["max_wall_s"])),
-               _f(s["mibps"], 1), _f(s["median_cpu_s"]), _f(s["cpu_per_gib"]), _f(s["median_rss_mib"], 1),
+               _f(s["mibps"], 1), _f(s["median_cpu_s"]), _f(s["cpu_per_gib"])] + (
+                  [_f(s.get("median_machine_cpu_s"))] if machine else []) + [_f(s["median_rss_mib"], 1),
                _f(s["median_sync_s"]), "%d/%d" % (s["ok_runs"], s["total_runs"]), ratio]
         if has_ideal:
             row.append("%.1f%%" % s["pct_ideal"] if s.get("pct_ideal") is not None else "–")

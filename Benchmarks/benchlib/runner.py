@@ -99,6 +99,24 @@ def _stop(pidfd):
         pass
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds():
+    """CPU seconds the whole machine has spent busy since boot, all cores (/proc/stat's first line:
+    user + nice + system + irq + softirq + steal; idle and iowait left out), or None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    v = [int(x) for x in fields[1:9]] + [0] * max(0, 9 - len(fields))
+    user, nice, system, _idle, _iowait, irq, softirq, steal = v[:8]
+    return (user + nice + system + irq + softirq + steal) / _CLK_TCK
+
+
 def _measure(cmd, timeout, log_stem, cleanup):
     """Runs `cmd` through the launcher and measures it; returns (record, out_log, err_log). Never
     raises for a tool failure; on Ctrl-C or SIGTERM it stops and reaps the tool, calls `cleanup`
@@ -113,6 +131,7 @@ def _measure(cmd, timeout, log_stem, cleanup):
         pass
     spawn = [launcher(), report] + list(cmd) if launcher() else list(cmd)
     with open(out_log, "wb") as out, open(err_log, "wb") as err:
+        busy_start = machine_busy_seconds()
         start = time.perf_counter()
         proc = subprocess.Popen(spawn, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         pidfd = os.pidfd_open(proc.pid)
@@ -134,6 +153,7 @@ def _measure(cmd, timeout, log_stem, cleanup):
             cleanup()
             raise
         wall = time.perf_counter() - start
+        busy_end = machine_busy_seconds()
         os.close(pidfd)
     proc.returncode = os.waitstatus_to_exitcode(status)
     record.update({
@@ -145,6 +165,9 @@ def _measure(cmd, timeout, log_stem, cleanup):
         "exit": proc.returncode,
         "measured_by": "os.wait4 on the tool (RSS includes the harness's image)",
     })
+    if busy_start is not None and busy_end is not None:
+        # The whole machine's busy CPU over the run: the tool, its servers, the delay line, anything else.
+        record["machine_cpu_s"] = round(busy_end - busy_start, 3)
     if launcher():
         try:
             with open(report) as f:

