@@ -86,6 +86,7 @@ let package = Package(
                 "SwoopS3",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         // The `swoop` command-line tool.
@@ -132,6 +133,7 @@ let package = Package(
                 "Swoop",
                 "SwoopTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(
@@ -144,6 +146,7 @@ let package = Package(
                 "Swoop",
                 "SwoopTestOrigin",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
     ],

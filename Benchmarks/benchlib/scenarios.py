@@ -597,7 +597,7 @@ def build(name, quick, cfg):
             Entry("s5cmd-big", "s5cmd", "s5cmd cp s3://… FILE, %s" % size_b, obj="big", group="big"),
             Entry("aws-big", "aws", "aws s3 cp s3://… FILE, %s" % size_b, obj="big", group="big"),
             swoop("swoop-prefix", "swoop get -r s3://…/ (defaults), prefix %s" % size_p, obj="prefix", group="prefix"),
-            swoop("swoop-alt-prefix", "swoop get -r s3://…/ --jobs 64, prefix %s" % size_p, ["--jobs", "64"], obj="prefix", group="prefix"),
+            swoop("swoop-alt-prefix", "swoop get -r s3://…/ --jobs 8, prefix %s" % size_p, ["--jobs", "8"], obj="prefix", group="prefix"),
             Entry("s5cmd-prefix", "s5cmd", "s5cmd cp 's3://…/*' DIR/, prefix %s" % size_p, obj="prefix", group="prefix"),
             Entry("aws-prefix", "aws", "aws s3 cp --recursive, prefix %s" % size_p, obj="prefix", group="prefix")]
         where = "the netlab link (40 ms round trip, 0.1% loss)" if lossy else "loopback"
@@ -608,7 +608,8 @@ def build(name, quick, cfg):
             "results disk. One object of %s, and a prefix of %s under nested keys (small/NN/..., large/...), put once "
             "with boto3 (the large files multipart), not counted. Each tool downloads by name: "
             "swoop get s3://BUCKET/KEY -o FILE and swoop get -r s3://BUCKET/PREFIX/ -d DIR with their defaults (adaptive "
-            "connections per file; --jobs 8) and one explicit variant each (-c 16; --jobs 64); s5cmd 2.3 cp with its "
+            "connections per file; --jobs 64 with -r) and one explicit variant each (-c 16; --jobs 8, -i's default and -r's "
+            "before 2026-11-26); s5cmd 2.3 cp with its "
             "defaults (--numworkers 256 objects at once, -c/--concurrency 5 parts per object, -p/--part-size 50 MiB); "
             "aws s3 cp (awscli 1.x, s3transfer defaults: max_concurrent_requests 10, 8 MiB parts), --recursive for the "
             "prefix. Credentials, region us-east-1 and --endpoint-url come the same way for all; path-style addressing. "

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/xattr.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -56,4 +57,12 @@ int swoop_set_thread_name(pthread_t thread, const char *name) {
 
 ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t size) {
     return getxattr(path, name, value, size);
+}
+
+int64_t swoop_file_system_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) {
+        return -1;
+    }
+    return (int64_t)info.f_type;
 }

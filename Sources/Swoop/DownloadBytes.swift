@@ -1,31 +1,37 @@
 import SwoopStore
+import Synchronization
 
 extension Downloader {
-    /// The object's bytes, strictly in order, fetched over many connections: like
-    /// `URLSession.bytes(for:)`, with the speed of a segmented download.
+    /// The object's bytes, strictly in order, fetched over many connections, with the response's
+    /// metadata: like `URLSession.bytes(for:)`, with the speed of a segmented download.
     ///
     /// ```swift
+    /// let (bytes, response) = try await downloader.bytes(for: DownloadRequest(url: "https://example.com/big.tar"))
+    /// print(response.expectedContentLength ?? -1, response.contentType ?? "?")
     /// var hasher = SHA256()
-    /// for try await chunk in try downloader.bytes(for: DownloadRequest(url: "https://example.com/big.tar")) {
+    /// for try await chunk in bytes {
     ///     hasher.update(data: chunk)
     /// }
     /// ```
     ///
-    /// Segments are fetched in parallel only inside `window` bytes ahead of what the consumer has
-    /// taken, lowest first, and a late one is hedged on another connection; memory stays about
-    /// the window whatever the consumer's speed (a slow consumer slows the fetching). Nothing is
-    /// written to disk and nothing can resume. The object changing mid-stream is a failure
+    /// Returns once the server has answered the first request, with what it said about the
+    /// object (``DownloadResponse``), before the first chunk is read. Segments are fetched in
+    /// parallel only inside `window` bytes ahead of what the consumer has taken, lowest first,
+    /// and a late one is hedged on another connection; memory stays about the window whatever the
+    /// consumer's speed (a slow consumer slows the fetching). Nothing is written to disk and
+    /// nothing can resume. The object changing mid-stream is a failure
     /// (``DownloadError/Kind/objectChanged``): bytes already handed over cannot be taken back.
     /// Cancelling the consuming task, or dropping the iterator, stops the download.
     ///
     /// - Parameters:
     ///   - window: Bytes fetched ahead of the consumer, at least 4 MiB (default 64 MiB).
     ///   - progress: Called on the transfer thread as bytes arrive; it must return quickly.
-    /// - Throws: ``DownloadError`` for a request that cannot be sent; the iteration throws the
-    ///   download's failure, after the bytes that arrived in order before it.
+    /// - Throws: ``DownloadError`` for a request that cannot be sent or a server that refuses it
+    ///   (before any byte); the iteration throws the download's failure, after the bytes that
+    ///   arrived in order before it.
     public func bytes(
         for request: DownloadRequest, window: Int = 64 << 20, progress: (@Sendable (DownloadProgress) -> Void)? = nil
-    ) throws(DownloadError) -> DownloadBytes {
+    ) async throws(DownloadError) -> (DownloadBytes, DownloadResponse) {
         guard window >= DownloadBytes.minimumWindow else {
             throw .invalidRequest(
                 "the stream window must be at least \(DownloadBytes.minimumWindow >> 20) MiB (got \(window) bytes)")
@@ -34,13 +40,98 @@ extension Downloader {
         configuration.files.onObjectChange = .fail
         configuration.files.checkpointInterval = nil
         let buffer = StreamBuffer(capacity: window)
+        let slot = ResponseSlot()
         let name = "-" + Downloader.suggestedFileName(for: request.url)
-        let task = try start(request, to: name, configuration: configuration, sink: .stream(buffer), progress: progress)
-        return DownloadBytes(buffer: buffer, task: task)
+        let task = try start(
+            request, to: name, configuration: configuration, sink: .stream(buffer, response: slot), progress: progress)
+        // A download that ends before its response (refused, unreachable) answers the wait.
+        Task {
+            do throws(DownloadError) {
+                _ = try await task.result()
+                slot.deliver(.failure(.invalidResponse("the download of \(request.url) ended before its response")))
+            } catch {
+                slot.deliver(.failure(error))
+            }
+        }
+        let response = await withTaskCancellationHandler {
+            await slot.wait()
+        } onCancel: {
+            task.cancel()
+            slot.deliver(.failure(DownloadError(.cancelled, "the caller was cancelled before the response")))
+        }
+        return (DownloadBytes(buffer: buffer, task: task), try response.get())
     }
 }
 
-/// The bytes of one download in order, as chunks (see ``Downloader/bytes(for:window:)``).
+/// What the server said about the object of ``Downloader/bytes(for:window:progress:)``, before
+/// the first byte: as `URLResponse` says it for `URLSession.bytes(for:)`.
+public struct DownloadResponse: Sendable, Equatable {
+    /// The URL the bytes come from, after redirects (`s3://BUCKET/KEY` for an object named so).
+    public var url: String
+    /// The object's size in bytes; `nil` when the server did not say (a chunked response).
+    public var expectedContentLength: Int64?
+    /// The `Content-Type` header, as sent (e.g. `application/x-tar`).
+    public var contentType: String?
+    /// The `ETag` header, as sent.
+    public var etag: String?
+    /// The `Last-Modified` header, as sent.
+    public var lastModified: String?
+    /// Whether the server serves byte ranges (the bytes then come over several connections).
+    public var acceptsRanges: Bool
+
+    public init(
+        url: String, expectedContentLength: Int64?, contentType: String? = nil, etag: String? = nil,
+        lastModified: String? = nil, acceptsRanges: Bool
+    ) {
+        self.url = url
+        self.expectedContentLength = expectedContentLength
+        self.contentType = contentType
+        self.etag = etag
+        self.lastModified = lastModified
+        self.acceptsRanges = acceptsRanges
+    }
+
+    init(_ object: RemoteObject) {
+        let named = object.url.redacted.hasPrefix("s3://")
+        self.init(
+            url: named ? object.url.redacted : object.url.absoluteString, expectedContentLength: object.size,
+            contentType: object.contentType, etag: object.etag, lastModified: object.lastModified,
+            acceptsRanges: object.acceptsRanges)
+    }
+}
+
+/// Where a stream's response waits for its reader: the first delivery wins (the response, or
+/// the failure that came first); later ones are dropped.
+final class ResponseSlot: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<Result<DownloadResponse, DownloadError>, Never>?)
+        case delivered(Result<DownloadResponse, DownloadError>)
+    }
+
+    private let state = Mutex(State.waiting(nil))
+
+    func deliver(_ result: Result<DownloadResponse, DownloadError>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<DownloadResponse, DownloadError>, Never>?? in
+            guard case .waiting(let waiter) = state else { return nil }
+            state = .delivered(result)
+            return .some(waiter)
+        }
+        if case .some(.some(let waiter)) = waiter { waiter.resume(returning: result) }
+    }
+
+    func wait() async -> Result<DownloadResponse, DownloadError> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<DownloadResponse, DownloadError>? in
+                if case .delivered(let result) = state { return result }
+                state = .waiting(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// The bytes of one download in order, as chunks (see ``Downloader/bytes(for:window:progress:)``).
 public struct DownloadBytes: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     /// The smallest window: the first request alone asks for 1 MiB.

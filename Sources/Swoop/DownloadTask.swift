@@ -36,6 +36,8 @@ public final class DownloadTask: Sendable {
         var nextWaiter = 0
         /// Increments with every run, so a late report from an earlier run is ignored.
         var run = 0
+        /// The sequences of ``progressUpdates``, ended with the download.
+        var progressStreams: [AsyncStream<DownloadProgress>.Continuation] = []
     }
 
     private let inner = Mutex(Inner())
@@ -89,6 +91,36 @@ public final class DownloadTask: Sendable {
 
     /// The current state.
     public var state: State { inner.withLock { $0.state } }
+
+    /// This download's progress as an `AsyncSequence`, read on the iterating task (no lock
+    /// needed for state it keeps), every ``Downloader/Configuration/progressInterval``.
+    ///
+    /// The newest report waits for the reader and older unread ones are dropped, so a slow reader
+    /// never holds up the download. The sequence ends when the download finishes, fails or is
+    /// cancelled (a pause does not end it); at once if it already has.
+    ///
+    /// ```swift
+    /// let task = try downloader.start(request, to: "big.iso")
+    /// for await progress in task.progressUpdates {
+    ///     print(progress.bytesDone, progress.totalBytes ?? -1)
+    /// }
+    /// let result = try await task.result()
+    /// ```
+    public var progressUpdates: AsyncStream<DownloadProgress> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: DownloadProgress.self, bufferingPolicy: .bufferingNewest(1))
+        let ended = inner.withLock { inner -> Bool in
+            guard inner.outcome == nil else { return true }
+            inner.progressStreams.append(continuation)
+            return false
+        }
+        if ended {
+            continuation.finish()
+        } else {
+            addProgressHandler { continuation.yield($0) }
+        }
+        return stream
+    }
 
     /// Stops transferring and keeps the partial download; ``resume()`` continues it.
     public func pause() {
@@ -205,8 +237,11 @@ public final class DownloadTask: Sendable {
     }
 
     private func finish(_ outcome: Result<DownloadResult, DownloadError>) {
-        let (waiters, final, first) = inner.withLock {
-            inner -> ([Waiter], Result<DownloadResult, DownloadError>, Bool) in
+        typealias Ending = (
+            waiters: [Waiter], final: Result<DownloadResult, DownloadError>, first: Bool,
+            streams: [AsyncStream<DownloadProgress>.Continuation]
+        )
+        let ending = inner.withLock { inner -> Ending in
             let first = inner.outcome == nil
             if inner.outcome == nil {
                 inner.outcome = outcome
@@ -216,10 +251,14 @@ public final class DownloadTask: Sendable {
                 case .failure: inner.state = .failed
                 }
             }
-            defer { inner.waiters.removeAll() }
-            return (Array(inner.waiters.values), inner.outcome!, first)
+            defer {
+                inner.waiters.removeAll()
+                inner.progressStreams.removeAll()
+            }
+            return (Array(inner.waiters.values), inner.outcome!, first, inner.progressStreams)
         }
-        if first { onFinish() }
-        for waiter in waiters { waiter.resume(returning: final) }
+        for stream in ending.streams { stream.finish() }
+        if ending.first { onFinish() }
+        for waiter in ending.waiters { waiter.resume(returning: ending.final) }
     }
 }

@@ -42,7 +42,7 @@ extension Downloader {
         /// How often progress is reported.
         public var progressInterval: Duration = .milliseconds(250)
         /// The `User-Agent` header.
-        public var userAgent = "swoop/\(Swoop.version)"
+        public var userAgent = "swoop/\(Downloader.version)"
         /// Check the file against the digest its server publishes (`Repr-Digest`, `x-goog-hash`,
         /// `x-amz-checksum-*`, `x-oss-hash-crc64ecma`; `Content-MD5` or `Digest` on a whole
         /// response), and each response against its own `Content-Digest`. A mismatch fails the
@@ -166,8 +166,8 @@ extension Downloader {
 }
 
 /// Library facts.
-public enum Swoop {
-    /// The library version.
+extension Downloader {
+    /// The library's version, as `swoop --version` and the default `User-Agent` give it.
     public static let version = "0.1.0"
 }
 

@@ -17,7 +17,7 @@ import Synchronization
 /// ) { progress in
 ///     print(progress.bytesDone, progress.totalBytes ?? 0)
 /// }
-/// try await downloader.shutdown()
+/// await downloader.shutdown()
 /// ```
 ///
 /// Cancelling the calling `Task` pauses the download: its state stays on disk, and the same call
@@ -101,8 +101,9 @@ public final class Downloader: Sendable {
         case partFile
         /// Nowhere: throughput measurements.
         case discard
-        /// In order to a reader, through a window (``bytes(for:window:)``).
-        case stream(StreamBuffer)
+        /// In order to a reader, through a window; the response's metadata to `response`
+        /// (``bytes(for:window:progress:)``).
+        case stream(StreamBuffer, response: ResponseSlot)
 
         var isPartFile: Bool {
             if case .partFile = self { true } else { false }
@@ -214,12 +215,14 @@ public final class Downloader: Sendable {
                         overwritesTarget: configuration.files.overwritesExistingFile)
                 case .discard:
                     DiscardSink(loop: loop)
-                case .stream(let buffer):
+                case .stream(let buffer, _):
                     StreamSink(buffer: buffer, loop: loop)
                 }
+            let objectFound: ((RemoteObject) -> Void)? =
+                if case .stream(_, let slot) = kind { { slot.deliver(.success(DownloadResponse($0))) } } else { nil }
             let session = DownloadSession(
                 loop: loop, configuration: configuration, request: request, url: url, service: remote.service,
-                mirrors: mirrors, paths: paths, sink: sink,
+                mirrors: mirrors, paths: paths, sink: sink, objectFound: objectFound,
                 logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
                 completion: finished)
             control.attach(session)
@@ -308,8 +311,8 @@ public final class Downloader: Sendable {
         for (name, value) in headers {
             guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
                 throw .invalidRequest(
-                    "invalid header name '\(RemoteURL.printable(name))': use 'Name: value' with a name of letters, "
-                        + "digits and -"
+                    "invalid header name '\(RemoteURL.printable(name))': a header's name is letters, digits and "
+                        + "!#$%&'*+-.^_`|~, without spaces or a colon (the value goes in the second element)"
                 )
             }
             if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {

@@ -148,7 +148,7 @@ struct ListSummary: Encodable {
             + summary.failures.map {
                 Failure(
                     url: $0.url, destination: $0.destination, error: $0.error.commandLineMessage,
-                    errorKind: $0.error.kind.description)
+                    errorKind: $0.error.kind.summary)
             }
     }
 }
@@ -293,10 +293,11 @@ struct ListItems: Sequence, Sendable {
         }
         var expected: Checksum?
         if let text = entry.checksum {
-            guard let parsed = Checksum(text) else {
-                return .failure(ListEntryError("invalid checksum= '\(text)': \(Format.checksumSyntax)"))
+            do throws(DownloadError) {
+                expected = try Checksum(parsing: text)
+            } catch {
+                return .failure(ListEntryError("invalid checksum=: \(error.reason); \(Format.checksumSyntax)"))
             }
-            expected = parsed
         }
         let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash
         var name = Downloader.suggestedFileName(for: entry.url)

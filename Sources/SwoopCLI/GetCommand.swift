@@ -33,8 +33,16 @@ struct Get: AsyncParsableCommand {
         help: ArgumentHelp("Download every URL in FILE (aria2's input-file format; - for stdin).", valueName: "FILE"))
     var inputFile: String?
 
-    @Option(name: [.short, .long], help: "With -i or -r: files downloaded at once.")
-    var jobs: Int = 8
+    @Option(
+        name: [.customShort("j"), .customLong("jobs")],
+        help: ArgumentHelp(
+            "With -i or -r: files downloaded at once (default 8 with -i; 64 with -r, as an object store serves "
+                + "many objects at once).",
+            valueName: "N"))
+    var jobsOption: Int?
+
+    /// Files at once: `--jobs`, else 8 for a list (web servers), 64 for a prefix of an object store.
+    var jobs: Int { jobsOption ?? (recursive ? 64 : 8) }
 
     @Flag(
         name: [.short, .long],
@@ -130,8 +138,12 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("--shard splits a list: use it with -i or -r")
         }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256 (got \(jobs))") }
-        if let checksum, Checksum(checksum) == nil {
-            throw ValidationError("invalid --checksum '\(checksum)': \(Format.checksumSyntax)")
+        if let checksum {
+            do throws(DownloadError) {
+                _ = try Checksum(parsing: checksum)
+            } catch {
+                throw ValidationError("invalid --checksum: \(error.reason); \(Format.checksumSyntax)")
+            }
         }
         if let output, output.isEmpty { throw ValidationError("-o/--output must not be empty") }
         if output == "-" {
@@ -188,8 +200,8 @@ struct Get: AsyncParsableCommand {
             try await runStream(urls: urls, configuration: configuration, logger: logger)
             return
         }
-        var request = DownloadRequest(
-            urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: checksum.flatMap(Checksum.init))
+        let expected = try checksum.map { text throws(DownloadError) in try Checksum(parsing: text) }
+        var request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: expected)
         request.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
         let fixedPath = targetPath(for: url)
         let folder = directory?.trimmedTrailingSlash ?? "."

@@ -43,7 +43,7 @@ struct Summary: Encodable {
         ok = false
         self.path = path
         self.error = error.commandLineMessage
-        errorKind = error.kind.description
+        errorKind = error.kind.summary
         exitCode = ExitStatus(error).rawValue
     }
 }

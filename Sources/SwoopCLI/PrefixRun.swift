@@ -33,8 +33,9 @@ extension Get {
             selection = builder.finish()
         }
         let folder = (directory ?? ".").trimmedTrailingSlash
+        let selected = selection
         let items = downloader.objects(under: prefix).compactMap { @Sendable object -> BulkItem? in
-            guard selection?.contains(key: object.url) ?? true else { return nil }
+            guard selected?.contains(key: object.url) ?? true else { return nil }
             guard let relative = object.relativePath(under: prefix) else {
                 if !object.key.hasSuffix("/") {
                     printError("warning: skipping \(object.url): its key is not a safe relative path")

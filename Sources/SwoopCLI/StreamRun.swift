@@ -21,7 +21,9 @@ extension Get {
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
         let bytes: DownloadBytes
         do {
-            bytes = try downloader.bytes(for: request, window: Int(streamWindow.bytes)) { renderer.update($0) }
+            (bytes, _) = try await downloader.bytes(for: request, window: Int(streamWindow.bytes)) {
+                renderer.update($0)
+            }
         } catch {
             await downloader.shutdown()
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)

@@ -70,7 +70,11 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// partial download is kept.
         public static let urlRefreshFailed = Kind(code: .urlRefreshFailed)
 
-        public var description: String {
+        /// The kind's name as written in Swift (`httpStatus`), as `print(error.kind)` shows it.
+        public var description: String { "\(code)" }
+
+        /// The kind in a few words for people: "HTTP error", "disk full".
+        public var summary: String {
             switch code {
             case .invalidRequest: "invalid request"
             case .targetExists: "target exists"
@@ -264,7 +268,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         case 28: return "timed out"  // CURLE_OPERATION_TIMEDOUT
         case 52: return "empty reply"  // CURLE_GOT_NOTHING
         case 55, 56: return "connection reset"  // CURLE_SEND_ERROR, CURLE_RECV_ERROR
-        default: return kind.description
+        default: return kind.summary
         }
     }
 

@@ -136,9 +136,10 @@ struct FuzzedHead: CustomStringConvertible {
             guard first == requested.lowerBound, last + 1 == upper else { return .refuse("other bytes") }
             let length = singleLength
             if length.present && length.number != last + 1 - first { return .refuse("Content-Length") }
-            let object = RemoteObject(
+            var object = RemoteObject(
                 url: url, size: total, etag: etag, lastModified: lastModified, acceptsRanges: true,
                 contentCoding: coding)
+            object.contentType = contentTypes.first
             if contentTypes.contains(where: Self.isMultipart) { return .refuse("multipart") }
             return .result(.partial(object, ByteRange(first, last + 1)))
         case 200:
@@ -147,9 +148,10 @@ struct FuzzedHead: CustomStringConvertible {
                 !Self.conflicting(transferEncodings)
                 && transferEncodings.first?.lowercased().contains("chunked") == true
             let length = singleLength
-            let object = RemoteObject(
+            var object = RemoteObject(
                 url: url, size: chunked ? nil : length.number, etag: etag, lastModified: lastModified,
                 acceptsRanges: false, contentCoding: coding)
+            object.contentType = contentTypes.first
             if length.present && length.number == nil { return .refuse("malformed Content-Length") }
             return .result(.whole(object))
         case 416:

@@ -190,20 +190,28 @@ struct StreamTests {
             configuration.connections = .fixed(8)
             try await withDownloader(configuration) { downloader in
                 var hasher = ContinuousHash()
-                for try await chunk in try downloader.bytes(
-                    for: DownloadRequest(url: nginx.url("/l.bin")), window: 8 << 20)
-                {
+                let (bytes, response) = try await downloader.bytes(
+                    for: DownloadRequest(url: URL(string: nginx.url("/l.bin"))!), window: 8 << 20)
+                // What the server said, before the first chunk.
+                #expect(response.expectedContentLength == 24 << 20 && response.acceptsRanges)
+                #expect(response.url == nginx.url("/l.bin") && response.etag?.isEmpty == false)
+                #expect(response.contentType != nil)
+                for try await chunk in bytes {
                     hasher.update(Data(chunk))
                 }
                 #expect(hasher.hex == expected)
+                // A refusal is thrown by the call itself, before any byte.
+                await #expect(throws: DownloadError.self) {
+                    _ = try await downloader.bytes(for: DownloadRequest(url: nginx.url("/missing.bin")))
+                }
 
                 // 8 connections at 4 MiB/s: 2 s for 64 MiB. Take 4 MiB, then cancel.
                 try nginx.clearLog()
                 let consumer = Task {
                     var taken = 0
-                    for try await chunk in try downloader.bytes(
+                    let (bytes, _) = try await downloader.bytes(
                         for: DownloadRequest(url: nginx.url("/big.bin")), window: 8 << 20)
-                    {
+                    for try await chunk in bytes {
                         taken += chunk.count
                         if taken >= 4 << 20 { try await Task.sleep(for: .seconds(30)) }
                     }

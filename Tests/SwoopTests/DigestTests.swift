@@ -107,13 +107,29 @@ struct DigestTests {
     }
 
     @Test func checksumsParseEveryAlgorithmByName() throws {
-        #expect(Checksum("sha256=" + String(repeating: "ab", count: 32))?.algorithm == .sha256)
-        #expect(Checksum("SHA-512=" + String(repeating: "01", count: 64))?.algorithm == .sha512)
-        #expect(Checksum("crc64ecma=995dc9bbdf1939fa")?.algorithm == .crc64xz)
-        #expect(try #require(Checksum("crc32c=e3069283")).crcValue == 0xE306_9283)
-        #expect(Checksum("md5=abc") == nil)
-        #expect(Checksum("blake3=00") == nil)
+        #expect(try Checksum(parsing: "sha256=" + String(repeating: "ab", count: 32)).algorithm == .sha256)
+        #expect(try Checksum(parsing: "SHA-512=" + String(repeating: "01", count: 64)).algorithm == .sha512)
+        #expect(try Checksum(parsing: "crc64ecma=995dc9bbdf1939fa").algorithm == .crc64xz)
+        #expect(try Checksum(parsing: "crc32c=e3069283").crcValue == 0xE306_9283)
         #expect(Checksum(algorithm: .crc32c, crc: 0xE306_9283).description == "crc32c=e3069283")
+    }
+
+    @Test(
+        "a checksum that cannot be read is an error that says why, never nil",
+        arguments: [
+            ("sha-256=deadbeef", "has 8 hex digits; sha-256 has 64"),
+            ("sha-256=" + String(repeating: "zz", count: 32), "is not hexadecimal"),
+            ("blake3=00", "unknown algorithm 'blake3'"),
+            ("deadbeef", "is not ALGORITHM=HEX"),
+        ])
+    func checksumErrors(_ text: String, _ said: String) {
+        #expect {
+            try Checksum(parsing: text)
+        } throws: { error in
+            let error = error as! DownloadError
+            return error.kind == .invalidRequest && error.reason.contains(said)
+        }
+        #expect(throws: DownloadError.self) { try Checksum(algorithm: .md5, digest: [1, 2, 3]) }
     }
 
     @Test func hasherMatchesSwiftCrypto() {
@@ -144,7 +160,7 @@ struct DigestTests {
                 ("Repr-Digest", "sha-256=:\(Self.shaBase64):, unixsum=:AAA=:"),
                 ("Content-Digest", "sha-512=:\(Data(repeating: 1, count: 64).base64EncodedString()):"),
             ]), bodyIsWholeObject: false)
-        #expect(found.object.map(\.checksum) == [Checksum(algorithm: .sha256, digest: Self.sha)!])
+        #expect(found.object.map(\.checksum) == [try Checksum(algorithm: .sha256, digest: Self.sha)])
         #expect(found.preferredForResponse?.checksum.algorithm == .sha512)
         #expect(found.unusable.contains { $0.contains("unixsum") })
         #expect(found.preferred?.written(found.preferred!.checksum) == "sha-256=:\(Self.shaBase64):")

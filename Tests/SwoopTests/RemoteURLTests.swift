@@ -57,8 +57,25 @@ struct RemoteURLTests {
     @Test func missingScheme() throws {
         for string in ["example.com/file.iso", "/just/a/path", "://example.com/x"] {
             let error = try #require(parseError(string), "\(string)")
-            #expect(error.message.contains("needs a scheme"), "\(string)")
+            #expect(error.message.contains("it has no scheme"), "\(string)")
+            #expect(!error.message.contains("http:///") && !error.message.contains("http://:"), "\(error.message)")
         }
+    }
+
+    @Test(
+        "a URL without a scheme says to add one; a host:port is not taken for a scheme",
+        arguments: [
+            ("127.0.0.1:8080/x", "write http://127.0.0.1:8080/x or https://127.0.0.1:8080/x"),
+            ("localhost:8080/x", "write http://localhost:8080/x"),
+            ("example.com:443", "write http://example.com:443"),
+            ("example.com/file.iso", "write http://example.com/file.iso"),
+            ("not a url", "it has no scheme (a URL starts with http://, https:// or s3://)"),
+        ])
+    func noScheme(_ string: String, _ said: String) throws {
+        let error = try #require(parseError(string))
+        #expect(error.kind == .invalidRequest)
+        #expect(error.message.contains(said), "\(error.message)")
+        #expect(!error.message.contains("unsupported URL scheme"))
     }
 
     @Test func emptyAndBlank() throws {

@@ -35,6 +35,10 @@ int swoop_open_unnamed(const char *directory);
 /// file `fd` the name `target`, atomically; -1/EEXIST if `target` exists (nothing is replaced).
 int swoop_link_unnamed(int fd, const char *target);
 
+/// statfs(path).f_type: the file system's magic number (PROC_SUPER_MAGIC, SYSFS_MAGIC, ...), or
+/// -1 with errno set.
+int64_t swoop_file_system_type(const char *path);
+
 /// getxattr(path, name, value, size).
 ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t size);
 

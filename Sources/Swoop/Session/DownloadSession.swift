@@ -39,7 +39,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
         service: (any ObjectService)? = nil, mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink,
-        logger: Logger,
+        objectFound: ((RemoteObject) -> Void)? = nil, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -48,7 +48,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         logger[metadataKey: "url"] = "\(url.redacted)"
         context = SessionContext(
             loop: loop, configuration: configuration, request: request, service: service.map { (url, $0) },
-            paths: paths, sink: sink, logger: logger)
+            paths: paths, sink: sink, objectFound: objectFound, logger: logger)
         self.url = url
         self.mirrors = mirrors
         self.progress = ProgressReporter(context, handler: progress)
@@ -261,7 +261,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     private func finishWithoutTransfer(_ found: RemoteObject, size: Int64, resuming: Bool, verifier: ObjectVerifier?) {
         do {
-            try context.sink.open(size: size, resuming: resuming)
+            try context.openSink(for: found, size: size, resuming: resuming)
         } catch {
             stop(with: .failure(error))
             return

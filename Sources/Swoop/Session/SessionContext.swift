@@ -12,10 +12,19 @@ struct SessionContext {
     let service: (url: RemoteURL, service: any ObjectService)?
     let paths: DownloadPaths
     let sink: BodySink
+    /// Told the object once the probe has found it, before the sink opens (a reader of the
+    /// bytes waits for it: ``Downloader/bytes(for:window:progress:)``).
+    let objectFound: ((RemoteObject) -> Void)?
     let logger: Logger
     /// Bytes, requests and retries, across restarts.
     let counters = DownloadCounters()
     let startedAt = ContinuousClock.now
+
+    /// Opens the sink for `found`, after telling ``objectFound``.
+    func openSink(for found: RemoteObject, size: Int64?, resuming: Bool) throws(DownloadError) {
+        objectFound?(found)
+        try sink.open(size: size, resuming: resuming)
+    }
 
     /// The request's headers for a download that starts at `url`: with the service only when
     /// `url` is the one it serves (a mirror the session resumed from is reached without it).

@@ -12,7 +12,7 @@ enum TransferSetup {
     ) throws(DownloadError) -> DownloadStore {
         let configuration = context.configuration
         let size = found.size ?? firstRange.upperBound
-        try context.sink.open(size: size, resuming: map != nil)
+        try context.openSink(for: found, size: size, resuming: map != nil)
         let plan = SegmentScheduler(
             objectSize: size, resuming: map, minimumSegmentSize: configuration.tuning.minimumSegmentSize)
         // An object that arrives whole in this first response needs no segment map: a crash
@@ -39,7 +39,7 @@ enum TransferSetup {
 
     /// The probe's 200 arrived: the server ignores ranges, so this one response is the download.
     static func stream(_ found: RemoteObject, _ context: SessionContext) throws(DownloadError) -> DownloadStore {
-        try context.sink.open(size: found.size, resuming: false)
+        try context.openSink(for: found, size: found.size, resuming: false)
         return DownloadStore(streamingTo: context.sink, counters: context.counters)
     }
 

@@ -112,6 +112,8 @@ package struct RemoteObject: Sendable, Equatable {
     package var acceptsRanges: Bool
     /// The digests the probe's response published (of the object, and of that response).
     package var digests = PublishedDigests()
+    /// The probe's `Content-Type`, for a reader of the bytes (not part of the identity).
+    package var contentType: String?
 
     package init(
         url: RemoteURL, size: Int64?, etag: String? = nil, lastModified: String? = nil, acceptsRanges: Bool,

@@ -250,6 +250,6 @@ package struct PublishedDigests: Sendable, Equatable {
 
     private static func decode(_ base64: String, _ algorithm: Checksum.Algorithm) -> Checksum? {
         guard let bytes = try? Base64.decode(string: base64) else { return nil }
-        return Checksum(algorithm: algorithm, digest: bytes)
+        return try? Checksum(algorithm: algorithm, digest: bytes)
     }
 }

@@ -47,6 +47,7 @@ package enum ResponseValidator {
             var object = RemoteObject(
                 url: url, size: total, etag: head.etag, lastModified: head.lastModified, acceptsRanges: true,
                 contentCoding: contentCoding(head))
+            object.contentType = head.contentType
             if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: false) }
             return .partial(object, range)
         case 200:
@@ -59,6 +60,7 @@ package enum ResponseValidator {
             var object = RemoteObject(
                 url: url, size: size, etag: head.etag, lastModified: head.lastModified, acceptsRanges: false,
                 contentCoding: contentCoding(head))
+            object.contentType = head.contentType
             if PublishedDigests.mayBeIn(head) { object.digests = PublishedDigests(head, bodyIsWholeObject: true) }
             return .whole(object)
         case 416:

@@ -1,7 +1,7 @@
 /// A digest of a whole object: one the caller expects, one a server published, or one computed.
 ///
 /// ```swift
-/// let checksum = Checksum("sha-256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+/// let checksum = try Checksum(parsing: "sha-256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
 /// ```
 public struct Checksum: Sendable, Equatable, CustomStringConvertible {
     /// A digest algorithm. The CRCs are checked as the bytes arrive, chunk by chunk, and
@@ -62,27 +62,55 @@ public struct Checksum: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `ALGORITHM=HEX` (aria2's form: `sha-256=...`; `sha256=...` also works). The
     /// algorithms are ``Algorithm``'s; a CRC's hex is its value, e.g. `crc32c=e3069283`.
-    public init?(_ text: String) {
-        guard let equals = text.firstIndex(of: "="), let algorithm = Algorithm(name: text[..<equals]) else {
-            return nil
+    ///
+    /// - Throws: ``DownloadError`` of kind ``DownloadError/Kind/invalidRequest`` saying what is
+    ///   wrong: no `=`, an unknown algorithm, a digest that is not hexadecimal or not the
+    ///   algorithm's length. A checksum that was written is never dropped silently.
+    public init(parsing text: String) throws(DownloadError) {
+        guard let equals = text.firstIndex(of: "=") else {
+            throw DownloadError(
+                .invalidRequest,
+                "the checksum '\(text)' is not ALGORITHM=HEX (e.g. sha-256=\(String(repeating: "0", count: 8))...)")
         }
-        self.init(algorithm: algorithm, hex: String(text[text.index(after: equals)...]))
+        let name = text[..<equals]
+        guard let algorithm = Algorithm(name: name) else {
+            let known = Algorithm.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DownloadError(
+                .invalidRequest, "the checksum '\(text)' names an unknown algorithm '\(name)' (known: \(known))")
+        }
+        try self.init(algorithm: algorithm, hex: String(text[text.index(after: equals)...]))
     }
 
-    /// A digest from its hexadecimal form; `nil` if it is not one of the right length.
-    public init?(algorithm: Algorithm, hex: String) {
+    /// A digest from its hexadecimal form.
+    ///
+    /// - Throws: ``DownloadError`` of kind ``DownloadError/Kind/invalidRequest`` when `hex` is
+    ///   not hexadecimal, or not the algorithm's length.
+    public init(algorithm: Algorithm, hex: String) throws(DownloadError) {
         let digits = Array(hex.lowercased().utf8)
-        guard digits.count == 2 * algorithm.byteCount,
-            digits.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) })
-        else { return nil }
+        guard digits.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+            throw DownloadError(.invalidRequest, "the \(algorithm.rawValue) digest '\(hex)' is not hexadecimal")
+        }
+        guard digits.count == 2 * algorithm.byteCount else {
+            throw DownloadError(
+                .invalidRequest,
+                "the \(algorithm.rawValue) digest '\(hex)' has \(digits.count) hex digits; \(algorithm.rawValue) has "
+                    + "\(2 * algorithm.byteCount)")
+        }
         func value(_ digit: UInt8) -> UInt8 { digit <= 57 ? digit - 48 : digit - 87 }
         self.algorithm = algorithm
         digest = stride(from: 0, to: digits.count, by: 2).map { value(digits[$0]) << 4 | value(digits[$0 + 1]) }
     }
 
-    /// A digest already in bytes; `nil` if it is not of the algorithm's length.
-    public init?(algorithm: Algorithm, digest: [UInt8]) {
-        guard digest.count == algorithm.byteCount else { return nil }
+    /// A digest already in bytes.
+    ///
+    /// - Throws: ``DownloadError`` of kind ``DownloadError/Kind/invalidRequest`` when `digest`
+    ///   is not the algorithm's length.
+    public init(algorithm: Algorithm, digest: [UInt8]) throws(DownloadError) {
+        guard digest.count == algorithm.byteCount else {
+            throw DownloadError(
+                .invalidRequest,
+                "a \(algorithm.rawValue) digest has \(algorithm.byteCount) bytes, not \(digest.count)")
+        }
         self.algorithm = algorithm
         self.digest = digest
     }

@@ -45,11 +45,11 @@ package struct DigestHasher {
     package func finalize() -> Checksum {
         switch state {
         case .crc(_, let value): Checksum(algorithm: algorithm, crc: value)
-        case .md5(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
-        case .sha1(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
-        case .sha256(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
-        case .sha384(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
-        case .sha512(let hash): Checksum(algorithm: algorithm, digest: Array(hash.finalize()))!
+        case .md5(let hash): try! Checksum(algorithm: algorithm, digest: Array(hash.finalize()))
+        case .sha1(let hash): try! Checksum(algorithm: algorithm, digest: Array(hash.finalize()))
+        case .sha256(let hash): try! Checksum(algorithm: algorithm, digest: Array(hash.finalize()))
+        case .sha384(let hash): try! Checksum(algorithm: algorithm, digest: Array(hash.finalize()))
+        case .sha512(let hash): try! Checksum(algorithm: algorithm, digest: Array(hash.finalize()))
         }
     }
 }
