@@ -62,7 +62,8 @@ struct RetryPolicyTests {
             #expect(result.status == 1, "stderr: \(result.stderr)")
             #expect(result.stderr.contains("redirects in a loop"), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("/a.bin -> "), "stderr: \(result.stderr)")
-            #expect(took < .seconds(5), "took \(took)")
+            // Generous for a machine running other suites; the request count below is the point.
+            #expect(took < .seconds(15), "took \(took)")
             // Before, 88 requests over 25 s (the loop was retried 8 times); now one pass through it.
             #expect(origin.requestCount == 4, "\(origin.requestCount) requests")
         }

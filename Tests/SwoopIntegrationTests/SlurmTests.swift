@@ -137,7 +137,8 @@ struct SlurmTests {
                 kill(cancelledPID, 0) != 0
             }
             let exitTime = ContinuousClock.now - cancelAt
-            #expect(exitTime < .seconds(5), "swoop exited \(exitTime) after scancel")
+            // Well under Slurm's KillWait (30 s, then SIGKILL): it stopped on SIGTERM, not on the kill.
+            #expect(exitTime < .seconds(15), "swoop exited \(exitTime) after scancel")
             print("slurm resume: the cancelled task's swoop exited \(exitTime) after scancel")
             try await slurm.waitForNoJobs(timeout: .seconds(120))
             let record = try await slurm.run("scontrol", ["show", "job", "\(run.job)_\(cancelled)"]).stdout
