@@ -32,6 +32,9 @@ public struct DownloadResult: Sendable, Equatable {
     public struct Source: Sendable, Equatable {
         /// The URL, without credentials or query.
         public var url: String
+        /// The address its connections went to, when it is one of several of the URL's host
+        /// (``Downloader/Configuration/addresses``); `nil` for a URL reached by its name.
+        public var address: String?
         /// Body bytes it delivered.
         public var bytes: Int64
         /// Why it was not used, or stopped being used (a failed check, another size, different

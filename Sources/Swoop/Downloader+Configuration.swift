@@ -13,6 +13,8 @@ extension Downloader {
         public var connections: Connections = .adaptive(maximum: 64)
         /// Caps all downloads of this downloader share: connections and the byte rate.
         public var connectionPool = ConnectionPool()
+        /// Which addresses of a host a download connects to: all of them by default, each a source.
+        public var addresses = Addresses()
         /// How one download spreads its bytes over its connections: segment sizes, tail hedges,
         /// slow-connection replacement, receive buffers.
         public var tuning = Tuning()
@@ -54,6 +56,7 @@ extension Downloader {
 
         /// Throws ``DownloadError/Kind/invalidRequest`` for a setting no download can run with.
         func validate() throws(DownloadError) {
+            try addresses.validate()
             if let rate = connectionPool.maximumBytesPerSecond, rate <= 0 {
                 throw .invalidRequest(
                     "Configuration.connectionPool.maximumBytesPerSecond must be more than 0 bytes per second, or nil "

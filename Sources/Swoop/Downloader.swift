@@ -37,6 +37,8 @@ public final class Downloader: Sendable {
     private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
     /// How `s3://` URLs are reached, with the credentials read so far.
     let s3 = S3Access()
+    /// The addresses of the hosts downloads go to (``Configuration/addresses``).
+    let hostAddresses = HostAddresses()
 
     /// Creates a downloader and starts its transfer thread.
     ///
@@ -121,12 +123,16 @@ public final class Downloader: Sendable {
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
-        let (url, service) = try remote(request.url, configuration: configuration)
-        var mirrors: [RemoteURL] = []
+        let (named, service) = try remote(request.url, configuration: configuration)
+        // Every address of the host a source of its own: the first pinned for the probe, the
+        // others checked and used as mirrors are.
+        let addresses = hostAddresses.lookup(named, configuration.addresses)
+        let url = addresses.first.map { named.pinned(to: $0) } ?? named
+        var mirrors = addresses.dropFirst().map { named.pinned(to: $0) }
         for mirror in request.mirrors {
             let parsed = try RemoteURL(mirror)
             if parsed.absoluteString != url.absoluteString
-                && !mirrors.contains(where: { $0.absoluteString == parsed.absoluteString })
+                && !mirrors.contains(where: { $0.absoluteString == parsed.absoluteString && $0.address == nil })
             {
                 mirrors.append(parsed)
             }

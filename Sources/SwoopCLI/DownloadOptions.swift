@@ -6,6 +6,7 @@ import Swoop
 struct DownloadOptions: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var access: AccessOptions
+    @OptionGroup(title: "Addresses") var addresses: AddressOptions
     @OptionGroup(title: "Object stores (s3://)") var s3: S3Options
 
     @Flag(
@@ -32,6 +33,7 @@ struct DownloadOptions: ParsableArguments {
         connection.apply(to: &configuration)
         access.apply(to: &configuration)
         s3.apply(to: &configuration)
+        addresses.apply(to: &configuration)
         configuration.verifiesPublishedDigests = !noVerify
         return configuration
     }

@@ -260,7 +260,9 @@ struct Get: AsyncParsableCommand {
             line += ", \(used.count) of \(result.sources.count) sources"
             for source in result.sources {
                 let state = source.droppedBecause.map { "not used: \($0)" } ?? "used"
-                line += "\n  \(source.url)  \(Format.bytes(source.bytes))  \(state)"
+                let address = source.address.map { " at \($0)" } ?? ""
+                let rate = seconds > 0 ? "  \(Format.rate(Double(source.bytes) / seconds))" : ""
+                line += "\n  \(source.url)\(address)  \(Format.bytes(source.bytes))\(rate)  \(state)"
             }
         }
         writeStderr(line + "\n")

@@ -51,6 +51,8 @@ struct Summary: Encodable {
 /// One source in the `--json` summary.
 struct SourceSummary: Encodable {
     var url: String
+    /// The address its connections went to, for one of several addresses of the URL's host.
+    var address: String?
     var bytes: Int64
     /// "used", "dropped" or "checking".
     var state: String
@@ -58,6 +60,7 @@ struct SourceSummary: Encodable {
 
     init(_ source: DownloadResult.Source) {
         url = source.url
+        address = source.address
         bytes = source.bytes
         state = source.droppedBecause != nil ? "dropped" : source.isChecking ? "checking" : "used"
         reason = source.droppedBecause

@@ -21,6 +21,9 @@ package struct ExchangeRequest: Sendable {
     package var mayUseNetrc = false
     /// The service whose error responses this request's failures are read by (see ``ObjectService``).
     package var service: (any ObjectService)?
+    /// `HOST:PORT:ADDRESS:PORT`: connect to that address instead of resolving the host (a source
+    /// pinned to one of its host's addresses; see ``RemoteURL/connectTo``).
+    package var connectTo: String?
 }
 
 /// Per-connection transfer settings (the downloader's configuration, in libcurl's terms).
@@ -123,7 +126,8 @@ package final class HTTPExchange {
     package let request: ExchangeRequest
     package private(set) weak var delegate: (any ExchangeDelegate)?
     package fileprivate(set) var easy: CurlEasy?
-    private var headerList: CurlHeaderList?
+    /// The lists libcurl points at (the header lines, the pin), kept until the exchange ends.
+    private var curlLists: [CurlHeaderList] = []
     private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
     private var head = ResponseHeadParser()
@@ -186,8 +190,13 @@ package final class HTTPExchange {
             lines.append("Range: \(range.headerValue)")
         }
         let list = CurlHeaderList(lines)
-        headerList = list
+        curlLists = [list]
         easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(list.list))
+        if let connectTo = request.connectTo {
+            let pin = CurlHeaderList([connectTo])
+            curlLists.append(pin)
+            easy.set(CURLOPT_CONNECT_TO, pointer: UnsafeMutableRawPointer(pin.list))
+        }
         easy.set(CURLOPT_HEADERFUNCTION, callback: exchangeHeaderCallback)
         easy.set(CURLOPT_HEADERDATA, pointer: me)
         easy.set(CURLOPT_WRITEFUNCTION, callback: exchangeWriteCallback)
@@ -294,7 +303,7 @@ package final class HTTPExchange {
         } else {
             outcome = .failed(failure(for: code))
         }
-        headerList = nil
+        curlLists = []
         delegate?.exchange(self, didCompleteWith: outcome)
     }
 

@@ -55,6 +55,7 @@ package struct RequestHeaders: Sendable {
             options: options)
         request.mayUseNetrc = mayCarryCredentials
         request.service = mayCarryCredentials ? service : nil
+        request.connectTo = url.connectTo
         return request
     }
 

@@ -20,6 +20,11 @@ struct SoakTests {
                 var configuration = quickConfiguration(connections: 16, maxTries: 12)
                 configuration.retry.baseDelay = .milliseconds(50)
                 configuration.retry.maxDelay = .seconds(1)
+                // Only the origin's faults may cause retries here: a connection slowed past a short
+                // stall or connect timeout by a machine running other suites (23 retries against
+                // 22 faults once in CI) is not one of them.
+                configuration.timeout.stall = .seconds(30)
+                configuration.timeout.connect = .seconds(30)
                 let started = ContinuousClock.now
                 let result = try await withDownloader(configuration) {
                     try await $0.download(DownloadRequest(url: origin.url("/soak.bin")), to: scratch.path("soak.bin"))

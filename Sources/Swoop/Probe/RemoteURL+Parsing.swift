@@ -59,6 +59,7 @@ extension RemoteURL {
     }
 
     /// The target of a redirect: `location` resolved against this URL, which must be http or https.
+    /// A URL pinned to an address stays pinned while the redirects stay on its origin.
     func resolving(redirect location: String) throws(DownloadError) -> RemoteURL {
         guard let base = URL(string: absoluteString),
             let resolved = URL(string: location.trimmingWhitespace, relativeTo: base)?.absoluteURL
@@ -67,7 +68,9 @@ extension RemoteURL {
                 "the server redirected to an invalid location '\(RemoteURL.printable(location))' (from \(redacted))")
         }
         do {
-            return try RemoteURL(resolved.absoluteString)
+            let target = try RemoteURL(resolved.absoluteString)
+            guard let address, target.isSameOrigin(as: self) else { return target }
+            return target.pinned(to: address)
         } catch {
             throw .invalidResponse(
                 "refusing a redirect from \(redacted) to "

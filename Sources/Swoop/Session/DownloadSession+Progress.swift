@@ -34,7 +34,9 @@ extension DownloadSession {
     var sourceReports: [DownloadResult.Source] {
         guard !mirrors.isEmpty else { return [] }
         return stage.run?.sources.reports
-            ?? ([url] + mirrors).map { DownloadResult.Source(url: $0.redacted, bytes: 0, isChecking: true) }
+            ?? ([url] + mirrors).map {
+                DownloadResult.Source(url: $0.redacted, address: $0.address, bytes: 0, isChecking: true)
+            }
     }
 
     func progressSnapshot() -> DownloadProgress {

@@ -29,7 +29,7 @@ struct SessionContext {
     /// The request's headers for a download that starts at `url`: with the service only when
     /// `url` is the one it serves (a mirror the session resumed from is reached without it).
     func headers(for url: RemoteURL) -> RequestHeaders {
-        let service = self.service.flatMap { $0.url == url ? $0.service : nil }
+        let service = self.service.flatMap { $0.url.isSameURL(as: url) ? $0.service : nil }
         return RequestHeaders(request.headers, originalURL: url, service: service)
     }
 }

@@ -33,5 +33,5 @@ final class Source {
     }
 
     /// `host:port`, for progress and messages.
-    var hostAndPort: String { "\(object.url.host):\(object.url.port)" }
+    var hostAndPort: String { object.url.hostAndPort }
 }

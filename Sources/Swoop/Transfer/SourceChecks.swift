@@ -35,7 +35,7 @@ final class SourceChecks: MirrorCheckDelegate {
     /// Checks of fresh URLs, with what to tell when each ends.
     private var replacements: [(check: MirrorCheck, done: (ReplacementVerdict) -> Void)] = []
     /// Mirrors that never became sources, and why.
-    private(set) var rejected: [(url: String, reason: String)] = []
+    private(set) var rejected: [(url: RemoteURL, reason: String)] = []
     /// The first source's fresh URL is being fetched or checked; it takes no request meanwhile.
     private(set) var isRefreshingPrimary = false
     /// A mirror agreed: its object and headers.
@@ -198,18 +198,27 @@ final class SourceChecks: MirrorCheckDelegate {
     }
 
     private func reject(_ url: RemoteURL, _ reason: String) {
-        rejected.append((url.redacted, reason))
-        logger.warning("mirror \(url.redacted) is not used: \(reason)")
+        rejected.append((url, reason))
+        if url.address != nil {
+            // Another address of the host, the engine's own idea: a -v line.
+            logger.info("address \(url.hostAndPort) is not used: \(reason)")
+        } else {
+            logger.warning("mirror \(url.redacted) is not used: \(reason)")
+        }
     }
 
     /// Every mirror that did not become a source, with its state.
     var reports: [DownloadResult.Source] {
-        rejected.map { DownloadResult.Source(url: $0.url, bytes: 0, droppedBecause: $0.reason) }
+        rejected.map {
+            DownloadResult.Source(url: $0.url.redacted, address: $0.url.address, bytes: 0, droppedBecause: $0.reason)
+        }
             + mirrors.map { check in
                 check.stopped
                     ? DownloadResult.Source(
-                        url: check.url.redacted, bytes: 0, droppedBecause: "the download ended before its check did")
-                    : DownloadResult.Source(url: check.url.redacted, bytes: 0, isChecking: true)
+                        url: check.url.redacted, address: check.url.address, bytes: 0,
+                        droppedBecause: "the download ended before its check did")
+                    : DownloadResult.Source(
+                        url: check.url.redacted, address: check.url.address, bytes: 0, isChecking: true)
             }
     }
 }

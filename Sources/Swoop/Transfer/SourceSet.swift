@@ -123,7 +123,10 @@ final class SourceSet {
     func drop(_ source: Source, _ reason: String) {
         guard source.dropped == nil else { return }
         source.dropped = reason
-        logger.warning("source dropped: \(reason)", metadata: ["source": "\(source.object.url.redacted)"])
+        // Another address of the same host is the engine's own choice, not a source the user
+        // gave: its end is a -v line.
+        let level: Logger.Level = source.object.url.address != nil ? .info : .warning
+        logger.log(level: level, "source dropped: \(reason)", metadata: ["source": "\(source.hostAndPort)"])
     }
 
     // MARK: Reports
@@ -132,13 +135,17 @@ final class SourceSet {
     var whyOthersCannotHelp: String? {
         let reasons =
             sources.dropFirst().compactMap { source in source.dropped.map { "\(source.object.url.redacted): \($0)" } }
-            + (checks?.rejected ?? []).map { "\($0.url): \($0.reason)" }
+            + (checks?.rejected ?? []).map { "\($0.url.hostAndPort): \($0.reason)" }
         return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 
     /// Every source and every mirror given, with its bytes and state.
     var reports: [DownloadResult.Source] {
-        sources.map { DownloadResult.Source(url: $0.object.url.redacted, bytes: $0.bytes, droppedBecause: $0.dropped) }
+        sources.map {
+            DownloadResult.Source(
+                url: $0.object.url.redacted, address: $0.object.url.address, bytes: $0.bytes, droppedBecause: $0.dropped
+            )
+        }
             + (checks?.reports ?? [])
     }
 }

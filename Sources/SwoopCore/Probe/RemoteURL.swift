@@ -10,6 +10,9 @@ package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
 
     /// The URL without credentials, query or fragment: safe for logs and the segment map.
     package let redacted: String
+    /// The address its connections go to, when pinned to one of its host's addresses (the
+    /// `Host` header and the TLS name stay the host's); `nil`: wherever the host name resolves.
+    package private(set) var address: String?
 
     /// A URL already parsed and checked (``init(_:)``, in the layer that parses URLs).
     package init(absoluteString: String, scheme: String, host: String, port: Int, path: String, redacted: String) {
@@ -25,7 +28,32 @@ package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
 
     /// The same URL shown and recorded as `name` (an `s3://BUCKET/KEY` reached over https).
     package func named(_ name: String) -> RemoteURL {
-        RemoteURL(absoluteString: absoluteString, scheme: scheme, host: host, port: port, path: path, redacted: name)
+        var named = RemoteURL(
+            absoluteString: absoluteString, scheme: scheme, host: host, port: port, path: path, redacted: name)
+        named.address = address
+        return named
+    }
+
+    /// The same URL with its connections pinned to `address` (an IPv4 or IPv6 address of its host).
+    package func pinned(to address: String) -> RemoteURL {
+        var pinned = self
+        pinned.address = address
+        return pinned
+    }
+
+    /// The same URL, whatever its address: two sources that are addresses of one host.
+    package func isSameURL(as other: RemoteURL) -> Bool {
+        absoluteString == other.absoluteString
+    }
+
+    /// libcurl's `CURLOPT_CONNECT_TO` entry for the pin (`HOST:PORT:ADDRESS:PORT`), if pinned.
+    package var connectTo: String? {
+        address.map { "\(host):\(port):\($0.contains(":") ? "[\($0)]" : $0):\(port)" }
+    }
+
+    /// `host:port`, and the address when pinned: what names a source in messages.
+    package var hostAndPort: String {
+        "\(host):\(port)" + (address.map { " (\($0))" } ?? "")
     }
 
     /// Same scheme, host and port.

@@ -36,16 +36,17 @@ final class Nginx: @unchecked Sendable {
     /// anything, which is the point of the TLS tests).
     /// `host` is a loopback address; `extraHTTPConfig` goes in the `http` block (a
     /// `limit_conn_zone`, say).
+    /// `port`: listen there (several hosts of one name share it); by default a free one.
     static func start(
         limitRate: String? = nil, extraServerConfig: String = "", tls: Bool = false, host: String = "127.0.0.1",
-        extraHTTPConfig: String = ""
+        extraHTTPConfig: String = "", port: Int? = nil
     ) throws -> Nginx {
         var lastError: Error?
-        for _ in 0..<5 {
+        for _ in 0..<(port == nil ? 5 : 1) {
             do {
                 return try Nginx(
                     limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls, host: host,
-                    extraHTTPConfig: extraHTTPConfig)
+                    extraHTTPConfig: extraHTTPConfig, fixedPort: port)
             } catch {
                 lastError = error
             }
@@ -55,14 +56,16 @@ final class Nginx: @unchecked Sendable {
 
     var scheme = "http"
 
-    private init(limitRate: String?, extraServerConfig: String, tls: Bool, host: String, extraHTTPConfig: String) throws
-    {
+    private init(
+        limitRate: String?, extraServerConfig: String, tls: Bool, host: String, extraHTTPConfig: String,
+        fixedPort: Int?
+    ) throws {
         self.host = host
         let prefix = try TemporaryDirectory.make(prefix: "swoop-nginx")
         self.prefix = prefix
         root = prefix.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        port = try FreePort.find(host: host)
+        port = try fixedPort ?? FreePort.find(host: host)
         // With sendfile, nginx sends up to sendfile_max_chunk (2 MiB) before its rate delay, so
         // every short request would start with a burst; small chunks keep the cap smooth.
         var listen = "listen \(host):\(port);"

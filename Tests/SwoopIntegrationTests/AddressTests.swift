@@ -1,0 +1,248 @@
+import Foundation
+import Swoop
+import Testing
+
+/// One name on four loopback addresses (127.0.0.2-5, through `--resolve`), each served by its own
+/// nginx that lets a client have 4 connections (`limit_conn`, 503 beyond) at a per-connection
+/// rate: every address is a source, checked against the first before it contributes.
+@Suite("One name, many addresses", .serialized)
+struct AddressTests {
+    static let name = "edges.swoop.test"
+    static let hosts = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+
+    /// Four nginx on one port, edge `i` at `rates[i]` per connection.
+    struct Edges {
+        var servers: [Nginx]
+        var port: Int
+
+        func url(_ path: String) -> String { "http://\(AddressTests.name):\(port)\(path)" }
+        var resolve: [String] {
+            ["--resolve", "\(AddressTests.name):\(port):" + AddressTests.hosts.joined(separator: ",")]
+        }
+        func stop() { servers.forEach { $0.stop() } }
+
+        /// The same file on every edge (or, for edges in `other`, a file of the same size with
+        /// other bytes); the SHA-256 of the first kind.
+        func add(_ file: String, size: Int, seed: UInt64, other: Set<Int> = []) throws -> String {
+            var sha = ""
+            for (index, server) in servers.enumerated() {
+                let written = try server.addFile(file, size: size, seed: other.contains(index) ? seed + 1000 : seed)
+                if !other.contains(index) { sha = written }
+            }
+            return sha
+        }
+    }
+
+    static func start(rates: [String]) throws -> Edges {
+        var lastError: Error?
+        for _ in 0..<10 {
+            let port = try FreePort.find(host: hosts[0])
+            var servers: [Nginx] = []
+            do {
+                for (host, rate) in zip(hosts, rates) {
+                    servers.append(
+                        try Nginx.start(
+                            limitRate: rate, extraServerConfig: "limit_conn perclient 4; limit_conn_status 503;",
+                            host: host, extraHTTPConfig: "limit_conn_zone $binary_remote_addr zone=perclient:1m;",
+                            port: port))
+                }
+                return Edges(servers: servers, port: port)
+            } catch {
+                servers.forEach { $0.stop() }
+                lastError = error
+            }
+        }
+        throw lastError!
+    }
+
+    /// The `--json` summary's sources.
+    struct Summary: Decodable {
+        struct Source: Decodable {
+            var url: String
+            var address: String?
+            var bytes: Int64
+            var state: String
+        }
+        var sources: [Source]?
+        var resumedBytes: Int64?
+    }
+
+    static func summary(_ stdout: String) throws -> Summary {
+        try JSONDecoder().decode(Summary.self, from: Data(stdout.utf8))
+    }
+
+    /// Edges at `rates` serving `size` bytes (other bytes on the edges in `other`); `body` runs
+    /// with them, a scratch directory and the SHA-256 of the right bytes.
+    static func withEdges(
+        rates: [String], size: Int, seed: UInt64, other: Set<Int> = [],
+        _ body: (Edges, Scratch, String) async throws -> Void
+    ) async throws {
+        let edges = try start(rates: rates)
+        defer { edges.stop() }
+        let sha = try edges.add("f.bin", size: size, seed: seed, other: other)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await body(edges, scratch, sha)
+    }
+
+    /// `swoop get` of the edges' file into `f.bin` with `--json`, checked byte for byte; its sources.
+    static func get(
+        _ edges: Edges, _ scratch: Scratch, sha: String, url: String? = nil, arguments: [String]? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> [Summary.Source] {
+        let result = try await CLI.run(
+            ["get", url ?? edges.url("/f.bin"), "-o", "f.bin", "--json", "-q"] + (arguments ?? edges.resolve),
+            in: scratch.url)
+        #expect(result.status == 0, "\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha, sourceLocation: sourceLocation)
+        return try summary(result.stdout).sources ?? []
+    }
+
+    @Test("four addresses of one name: identical bytes, every address contributes, each named in --json")
+    func spread() async throws {
+        try await Self.withEdges(rates: ["2m", "2m", "2m", "2m"], size: 32 << 20, seed: 1) { edges, scratch, sha in
+            let sources = try await Self.get(edges, scratch, sha: sha)
+            #expect(Set(sources.compactMap(\.address)) == Set(Self.hosts), "\(sources)")
+            #expect(sources.allSatisfy { $0.bytes > 0 && $0.state == "used" }, "\(sources)")
+            for (host, server) in zip(Self.hosts, edges.servers) {
+                #expect(try server.log().contains { $0.status == 206 }, "\(host) served nothing")
+            }
+        }
+    }
+
+    @Test("an address ten times slower than the others ends with few bytes")
+    func slowAddress() async throws {
+        let size = 32 << 20
+        try await Self.withEdges(rates: ["2m", "2m", "2m", "200k"], size: size, seed: 2) { edges, scratch, sha in
+            let slow = try await Self.get(edges, scratch, sha: sha).first { $0.address == Self.hosts[3] }
+            #expect((slow?.bytes ?? 0) < Int64(size) / 10, "the slow address delivered \(slow?.bytes ?? -1) bytes")
+        }
+    }
+
+    @Test("an address that serves other bytes of the same size never contributes: the file is never mixed")
+    func otherBytes() async throws {
+        try await Self.withEdges(rates: ["2m", "2m", "2m", "2m"], size: 24 << 20, seed: 3, other: [2]) {
+            edges, scratch, sha in
+            let other = try await Self.get(edges, scratch, sha: sha).first { $0.address == Self.hosts[2] }
+            #expect(other?.state == "dropped" && other?.bytes == 0, "\(String(describing: other))")
+        }
+    }
+
+    @Test("an address that dies mid-download: the others finish the file")
+    func addressDies() async throws {
+        let edges = try Self.start(rates: ["1m", "1m", "1m", "1m"])
+        defer { edges.stop() }
+        let sha = try edges.add("f.bin", size: 48 << 20, seed: 4)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let run = try CLI.start(["get", edges.url("/f.bin"), "-o", "f.bin", "-q"] + edges.resolve, in: scratch.url)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, run.process.isRunning,
+            Downloader.status(of: scratch.path("f.bin")).bytesDone < 8 << 20
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        edges.servers[1].stop()
+        let result = try await run.wait(timeout: .seconds(120))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha)
+    }
+
+    @Test("kill -9 of a spread download, then the same command resumes to the identical file")
+    func killAndResume() async throws {
+        let edges = try Self.start(rates: ["1m", "1m", "1m", "1m"])
+        defer { edges.stop() }
+        let sha = try edges.add("f.bin", size: 48 << 20, seed: 5)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let command = ["get", edges.url("/f.bin"), "-o", "f.bin"] + edges.resolve
+        let slow = try CLI.start(command + ["-q"], in: scratch.url)
+        let deadline = ContinuousClock.now + .seconds(60)
+        var saved = Downloader.status(of: scratch.path("f.bin"))
+        while ContinuousClock.now < deadline, slow.process.isRunning,
+            !(saved.state == .partial && saved.bytesDone >= 8 << 20)
+        {
+            try await Task.sleep(for: .milliseconds(50))
+            saved = Downloader.status(of: scratch.path("f.bin"))
+        }
+        slow.signal(SIGKILL)
+        _ = try await slow.wait(timeout: .seconds(30))
+        try #require(saved.bytesDone >= 8 << 20, "no progress before the kill")
+        let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha)
+        #expect((try Self.summary(resumed.stdout).resumedBytes ?? 0) >= saved.bytesDone, "\(resumed.stdout)")
+    }
+
+    @Test("--single-address: one address only, as curl; a bad --resolve is a usage error")
+    func singleAddress() async throws {
+        try await Self.withEdges(rates: ["4m", "4m", "4m", "4m"], size: 8 << 20, seed: 6) { edges, scratch, sha in
+            let sources = try await Self.get(edges, scratch, sha: sha, arguments: edges.resolve + ["--single-address"])
+            #expect(sources.isEmpty, "one source: \(sources)")
+            #expect(try !edges.servers[0].log().isEmpty, "the first address served it")
+            for server in edges.servers.dropFirst() { #expect(try server.log().isEmpty) }
+            let bad = try await CLI.run(
+                ["get", edges.url("/f.bin"), "--resolve", "\(Self.name):\(edges.port):not-an-address"],
+                in: scratch.url)
+            #expect(bad.status == 2, "\(bad.stderr)")
+            #expect(bad.stderr.contains("not an IPv4 or IPv6 address"), "\(bad.stderr)")
+        }
+    }
+
+    @Test("a list from one name spreads its large files over the name's addresses")
+    func listSpreads() async throws {
+        let edges = try Self.start(rates: ["2m", "2m", "2m", "2m"])
+        defer { edges.stop() }
+        var expected: [String: String] = [:]
+        for index in 0..<3 {
+            expected["f\(index).bin"] = try edges.add("f\(index).bin", size: 12 << 20, seed: UInt64(10 + index))
+        }
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try expected.keys.sorted().map { edges.url("/\($0)") }.joined(separator: "\n").write(
+            to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
+        let result = try await CLI.run(["get", "-i", "list.txt", "-d", "out", "-q"] + edges.resolve, in: scratch.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        for (name, sha) in expected {
+            #expect(try TestData.sha256(of: scratch.path("out/" + name)) == sha, "\(name)")
+        }
+        for (host, server) in zip(Self.hosts, edges.servers) {
+            #expect(try server.log().contains { $0.status == 206 }, "\(host) served nothing")
+        }
+    }
+
+    @Test(
+        "a name with four addresses in /etc/hosts spreads without --resolve",
+        .enabled(if: getuid() == 0 && FileManager.default.isWritableFile(atPath: "/etc/hosts")))
+    func hostsFile() async throws {
+        try await Self.withEdges(rates: ["2m", "2m", "2m", "2m"], size: 24 << 20, seed: 20) { edges, scratch, sha in
+            try await Self.getThroughHostsFile(edges, scratch, sha: sha)
+        }
+    }
+
+    /// Adds the edges' addresses to `/etc/hosts` under a name of this test's, downloads by that
+    /// name alone, and takes the lines out again.
+    private static func getThroughHostsFile(_ edges: Edges, _ scratch: Scratch, sha: String) async throws {
+        let name = "hosts-edges-\(getpid()).swoop.test"
+        // Appended, then cut back to the original length: every other line stays readable to the
+        // other suites' lookups (localhost) the whole time; no rename (a container bind-mounts it).
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: "/etc/hosts"))
+        let original = try file.seekToEnd()
+        defer {
+            try? file.truncate(atOffset: original)
+            try? file.close()
+        }
+        var lines = hosts.map { "\($0) \(name)\n" }.joined()
+        if original > 0 {
+            try file.seek(toOffset: original - 1)
+            if file.readData(ofLength: 1) != Data("\n".utf8) { lines = "\n" + lines }
+        }
+        try file.seekToEnd()
+        try file.write(contentsOf: Data(lines.utf8))
+        try file.synchronize()
+
+        let url = "http://\(name):\(edges.port)/f.bin"
+        let sources = try await get(edges, scratch, sha: sha, url: url, arguments: [])
+        #expect(Set(sources.compactMap(\.address)) == Set(hosts), "\(sources)")
+    }
+}
