@@ -44,6 +44,17 @@ extension Downloader.Configuration {
     }
 }
 
+extension Downloader {
+    /// The addresses a download of `url` spreads over (see ``Configuration/addresses``): those
+    /// ``Configuration/Addresses/resolve`` pins, else those its host name resolves to; empty
+    /// when it goes to the host as one (an IP address, a name with one address, `localhost`, or
+    /// spreading turned off). Looks the name up (blocking) unless it was looked up lately.
+    public func addresses(of url: String) throws(DownloadError) -> [String] {
+        let (remote, _) = try remote(url, configuration: configuration)
+        return hostAddresses.lookup(remote, configuration.addresses)
+    }
+}
+
 /// The addresses a downloader's hosts are reached at, each name looked up at most once every
 /// 30 seconds (a list of many files from one host resolves it once).
 final class HostAddresses: Sendable {

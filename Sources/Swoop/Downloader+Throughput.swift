@@ -26,10 +26,19 @@ extension Downloader {
     /// Fetches `request` with exactly `connections` connections for at most `duration`, counting
     /// the bytes without writing them anywhere (`swoop bench`). A downloader with
     /// ``Configuration/ConnectionPool/maximumBytesPerSecond`` measures no more than its cap.
+    ///
+    /// With `address`, one of ``addresses(of:)``, every connection goes to that address alone
+    /// (`swoop bench` measures each edge of a name this way); without, the download spreads over
+    /// the host's addresses as any download does.
     public func measureThroughput(
-        _ request: DownloadRequest, connections: Int, duration: Duration
+        _ request: DownloadRequest, connections: Int, duration: Duration, address: String? = nil
     ) async throws(DownloadError) -> ThroughputMeasurement {
         var configuration = self.configuration
+        if let address {
+            let (url, _) = try remote(request.url, configuration: configuration)
+            configuration.addresses.spreadsOverAddresses = false
+            configuration.addresses.resolve = ["\(url.host.lowercased()):\(url.port)": [address]]
+        }
         configuration.connections = .fixed(max(1, connections))
         configuration.files.checkpointInterval = nil
         configuration.files.resumes = false

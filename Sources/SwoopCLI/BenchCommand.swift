@@ -9,7 +9,9 @@ struct Bench: AsyncParsableCommand {
         discussion: """
             Each count fetches the object for up to --duration seconds and throws the bytes away: \
             nothing is written to disk. The recommendation is the fewest connections within 5% of \
-            the best throughput.
+            the best throughput. A name with several addresses is then measured one address at a \
+            time with the recommended count, and each is said to be worth using or not (under a \
+            quarter of the best address's rate).
             """
     )
 
@@ -39,6 +41,8 @@ struct Bench: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the results as one JSON object.")
     var json = false
 
+    @OptionGroup(title: "Addresses") var addressOptions: AddressOptions
+
     func counts() throws -> [Int] {
         let parts = connections.split(separator: ",").map { $0.trimmed }
         let values = parts.compactMap { Int($0) }
@@ -62,6 +66,7 @@ struct Bench: AsyncParsableCommand {
     func run() async throws {
         var configuration = Downloader.Configuration()
         configuration.tls.verifiesCertificates = !insecure
+        addressOptions.apply(to: &configuration)
         let headers = header.map { line -> (name: String, value: String) in
             let colon = line.firstIndex(of: ":")!
             return (line[..<colon].trimmed, line[line.index(after: colon)...].trimmed)
@@ -92,15 +97,23 @@ struct Bench: AsyncParsableCommand {
             await downloader.shutdown()
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
         }
-        await downloader.shutdown()
         let recommended = Self.recommendation(results)
-        if json {
-            printJSON(BenchSummary(url: url, results: results, recommended: recommended))
-        } else if let recommended {
+        if !json, let recommended {
             print(
                 "recommended: \(recommended.connections) connection\(recommended.connections == 1 ? "" : "s") "
                     + "(\(Format.rate(recommended.bytesPerSecond)))"
             )
+        }
+        let addresses: [AddressRate]
+        do {
+            addresses = try await measureAddresses(request, downloader, connections: recommended?.connections ?? 4)
+        } catch let error as DownloadError {
+            await downloader.shutdown()
+            throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
+        }
+        await downloader.shutdown()
+        if json {
+            printJSON(BenchSummary(url: url, results: results, recommended: recommended, addresses: addresses))
         }
         if let chart {
             do {
@@ -111,6 +124,43 @@ struct Bench: AsyncParsableCommand {
                 throw CommandFailure(status: .localIO, message: "cannot write the chart to \(chart): \(error)")
             }
         }
+    }
+
+    /// One address of the host, measured alone.
+    struct AddressRate: Encodable {
+        var address: String
+        var bytesPerSecond: Double
+        var worthUsing: Bool
+    }
+
+    /// Each address of a name with several, alone with `connections` connections, and whether it
+    /// is worth using (at least a quarter of the best one's rate); none for a single address.
+    private func measureAddresses(
+        _ request: DownloadRequest, _ downloader: Downloader, connections: Int
+    ) async throws -> [AddressRate] {
+        let addresses = try downloader.addresses(of: request.url)
+        guard addresses.count > 1 else { return [] }
+        if !json { print("addresses (each alone, \(connections) connection\(connections == 1 ? "" : "s")):") }
+        var rates: [(String, Double)] = []
+        for address in addresses {
+            let measurement = try await downloader.measureThroughput(
+                request, connections: connections, duration: .milliseconds(Int64(duration * 1000)), address: address)
+            rates.append((address, measurement.bytesPerSecond))
+        }
+        let best = rates.map(\.1).max() ?? 0
+        let rows = rates.map { AddressRate(address: $0.0, bytesPerSecond: $0.1, worthUsing: $0.1 >= best / 4) }
+        if !json {
+            for row in rows {
+                let verdict =
+                    row.worthUsing
+                    ? "worth using" : "not worth using: under a quarter of the best (\(Format.rate(best)))"
+                let rate = Format.rate(row.bytesPerSecond)
+                print(
+                    "  " + row.address + String(repeating: " ", count: max(1, 16 - row.address.count)) + rate
+                        + String(repeating: " ", count: max(2, 16 - rate.count)) + verdict)
+            }
+        }
+        return rows
     }
 
     static func row(_ measurement: ThroughputMeasurement, best: Double) -> String {
@@ -144,8 +194,14 @@ struct BenchSummary: Encodable {
     var url: String
     var results: [Row]
     var recommendedConnections: Int?
+    /// Each address of a name with several, measured alone; absent for one address.
+    var addresses: [Bench.AddressRate]?
 
-    init(url: String, results: [ThroughputMeasurement], recommended: ThroughputMeasurement?) {
+    init(
+        url: String, results: [ThroughputMeasurement], recommended: ThroughputMeasurement?,
+        addresses: [Bench.AddressRate]
+    ) {
+        self.addresses = addresses.isEmpty ? nil : addresses
         self.url = url
         self.results = results.map {
             Row(
@@ -194,16 +250,16 @@ enum BenchChart {
             out += "<circle cx=\"\(fmt(px))\" cy=\"\(fmt(py))\" r=\"4\" fill=\"\(marker)\"/>\n"
             out +=
                 "<text x=\"\(fmt(px))\" y=\"\(fmt(top + panel + 16))\" "
-                    + "text-anchor=\"middle\">\(result.connections)</text>\n"
+                + "text-anchor=\"middle\">\(result.connections)</text>\n"
             out +=
                 "<text x=\"\(fmt(px))\" y=\"\(fmt(py - 8))\" text-anchor=\"middle\" "
-                    + "font-size=\"10\">\(Format.fixed(result.bytesPerSecond / mib, digits: 1))</text>\n"
+                + "font-size=\"10\">\(Format.fixed(result.bytesPerSecond / mib, digits: 1))</text>\n"
         }
         out += "<polyline points=\"\(points)\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n"
         if let recommended {
             out +=
                 "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(top - 8))\" text-anchor=\"end\" "
-                    + "fill=\"#d62728\">recommended: \(recommended)</text>\n"
+                + "fill=\"#d62728\">recommended: \(recommended)</text>\n"
         }
         // Panel 2: throughput over time, one line per count.
         let top2 = top + panel + gap
@@ -213,7 +269,7 @@ enum BenchChart {
             title: "throughput (MiB/s) over time (s)")
         out +=
             "<text x=\"\(fmt(left + plotWidth))\" y=\"\(fmt(top2 + panel + 16))\" "
-                + "text-anchor=\"end\">\(Format.fixed(longest, digits: 1)) s</text>\n"
+            + "text-anchor=\"end\">\(Format.fixed(longest, digits: 1)) s</text>\n"
         for (index, result) in results.enumerated() {
             let color = colors[index % colors.count]
             let line = result.timeline.map {
@@ -221,10 +277,10 @@ enum BenchChart {
             }
             out +=
                 "<polyline points=\"\(line.joined(separator: " "))\" fill=\"none\" stroke=\"\(color)\" "
-                    + "stroke-width=\"1.5\"/>\n"
+                + "stroke-width=\"1.5\"/>\n"
             out +=
                 "<text x=\"\(fmt(left + 10 + Double(index) * 80))\" y=\"\(fmt(top2 + panel + 40))\" "
-                    + "fill=\"\(color)\">\(result.connections) conn</text>\n"
+                + "fill=\"\(color)\">\(result.connections) conn</text>\n"
         }
         return out + "</svg>\n"
     }
@@ -235,19 +291,19 @@ enum BenchChart {
         var out = "<text x=\"\(fmt(left))\" y=\"\(fmt(top - 8))\" font-weight=\"bold\">\(title)</text>\n"
         out +=
             "<line x1=\"\(fmt(left))\" y1=\"\(fmt(top + height))\" x2=\"\(fmt(left + width))\" "
-                + "y2=\"\(fmt(top + height))\" stroke=\"black\"/>\n"
+            + "y2=\"\(fmt(top + height))\" stroke=\"black\"/>\n"
         out +=
             "<line x1=\"\(fmt(left))\" y1=\"\(fmt(top))\" x2=\"\(fmt(left))\" y2=\"\(fmt(top + height))\" "
-                + "stroke=\"black\"/>\n"
+            + "stroke=\"black\"/>\n"
         for step in 0...4 {
             let value = yMax * Double(step) / 4
             let yy = top + height - height * Double(step) / 4
             out +=
                 "<line x1=\"\(fmt(left))\" y1=\"\(fmt(yy))\" x2=\"\(fmt(left + width))\" y2=\"\(fmt(yy))\" "
-                    + "stroke=\"#e5e5e5\"/>\n"
+                + "stroke=\"#e5e5e5\"/>\n"
             out +=
                 "<text x=\"\(fmt(left - 6))\" y=\"\(fmt(yy + 4))\" "
-                    + "text-anchor=\"end\">\(Format.fixed(value, digits: value < 10 ? 1 : 0))</text>\n"
+                + "text-anchor=\"end\">\(Format.fixed(value, digits: value < 10 ? 1 : 0))</text>\n"
         }
         return out
     }

@@ -245,4 +245,24 @@ struct AddressTests {
         let sources = try await get(edges, scratch, sha: sha, url: url, arguments: [])
         #expect(Set(sources.compactMap(\.address)) == Set(hosts), "\(sources)")
     }
+
+    @Test("swoop bench measures each address alone and says which are worth using")
+    func bench() async throws {
+        try await Self.withEdges(rates: ["4m", "4m", "4m", "400k"], size: 64 << 20, seed: 30) { edges, scratch, _ in
+            let result = try await CLI.run(
+                ["bench", edges.url("/f.bin"), "-c", "2", "--duration", "1", "--json"] + edges.resolve, in: scratch.url)
+            #expect(result.status == 0, "\(result.stderr)")
+            struct Report: Decodable {
+                struct Address: Decodable {
+                    var address: String
+                    var bytesPerSecond: Double
+                    var worthUsing: Bool
+                }
+                var addresses: [Address]?
+            }
+            let addresses = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8)).addresses ?? []
+            #expect(addresses.map(\.address) == Self.hosts, "\(result.stdout)")
+            #expect(addresses.map(\.worthUsing) == [true, true, true, false], "\(result.stdout)")
+        }
+    }
 }
