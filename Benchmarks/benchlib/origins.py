@@ -7,6 +7,7 @@ the harness dies between starting a server and entering its `with` block.
 
 import atexit
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -59,6 +60,24 @@ def free_port(host="127.0.0.1"):
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def free_common_port(hosts, attempts=50):
+    """A port that is free on every one of `hosts` (loopback addresses), for servers that must share
+    one port on several addresses (S12's edges: one name, one port, many addresses)."""
+    for _ in range(attempts):
+        port = free_port(hosts[0])
+        ok = True
+        for host in hosts[1:]:
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return port
+    raise RuntimeError("no port free on all of %s after %d tries" % (", ".join(hosts), attempts))
 
 
 def _port_open(host, port):
@@ -313,3 +332,159 @@ class Netlab:
         self._down()
         _unregister("netlab-" + self.name)
         return False
+
+
+HOSTS_FILE = "/etc/hosts"
+
+
+class HostsEntries:
+    """Lines `ADDRESS NAME` added to /etc/hosts for the duration of a `with` (root only), so every
+    tool resolves NAME to all of `addresses` through getaddrinfo (glibc's files backend returns every
+    line for a name, in file order). The file's bytes, mode and times are kept in memory and in
+    results/tmp/hosts.backup-PID; leaving the `with` (also on an exception, Ctrl-C or SIGTERM, which
+    the harness turns into KeyboardInterrupt) and the atexit registry write them back in place (the
+    same inode: /etc/hosts is often a bind mount) and check the SHA-256. `getent ahosts NAME` must
+    list every address before anything is measured."""
+
+    def __init__(self, name, addresses, path=HOSTS_FILE):
+        self.name, self.addresses, self.path = name, list(addresses), path
+        self.original = None
+        self.backup = os.path.join(TMP_DIR, "hosts.backup-%d" % os.getpid())
+        self.resolved = []
+
+    @staticmethod
+    def _digest(data):
+        import hashlib
+        return hashlib.sha256(data).hexdigest()
+
+    def __enter__(self):
+        with open(self.path, "rb") as f:
+            self.original = f.read()
+        st = os.stat(self.path)
+        self.stat = (st.st_mode, st.st_atime_ns, st.st_mtime_ns)
+        self.original_sha256 = self._digest(self.original)
+        if any(self.name in line.split()[1:] for line in self.original.decode(errors="replace").splitlines()
+               if line.strip() and not line.lstrip().startswith("#")):
+            import glob
+            raise RuntimeError("%s already names %s (a run killed before it could restore the file? its copy: %s); "
+                               "remove those lines first" % (self.path, self.name,
+                                                             ", ".join(glob.glob(os.path.join(TMP_DIR, "hosts.backup-*")))
+                                                             or "none left"))
+        os.makedirs(TMP_DIR, exist_ok=True)
+        with open(self.backup, "wb") as f:
+            f.write(self.original)
+        _register("hosts-" + self.name, self.restore)
+        added = "".join("%s %s\n" % (a, self.name) for a in self.addresses)
+        with open(self.path, "r+b") as f:
+            f.seek(0, os.SEEK_END)
+            if self.original and not self.original.endswith(b"\n"):
+                f.write(b"\n")
+            f.write(added.encode())
+        log("%s: added %s for %s (backup %s, sha256 %s)" % (
+            self.path, ", ".join(self.addresses), self.name, self.backup, self.original_sha256[:16]))
+        try:
+            out = subprocess.run(["getent", "ahosts", self.name], capture_output=True, text=True, timeout=10,
+                                 stdin=subprocess.DEVNULL).stdout
+        except (OSError, subprocess.SubprocessError) as error:
+            self.restore()
+            raise RuntimeError("getent ahosts %s failed: %s" % (self.name, error))
+        seen = []
+        for line in out.splitlines():
+            words = line.split()
+            if words and words[0] not in seen:
+                seen.append(words[0])
+        self.resolved = seen
+        if sorted(seen) != sorted(self.addresses):
+            self.restore()
+            raise RuntimeError("getent ahosts %s gave %s, not %s" % (self.name, seen or "nothing", self.addresses))
+        log("getent ahosts %s: %s" % (self.name, ", ".join(seen)))
+        return self
+
+    def restore(self):
+        """Writes the original bytes back in place, with the original mode and times; checks the SHA-256."""
+        if self.original is None:
+            return
+        with open(self.path, "r+b") as f:
+            f.write(self.original)
+            f.truncate(len(self.original))
+            f.flush()
+            os.fsync(f.fileno())
+        mode, atime, mtime = self.stat
+        os.chmod(self.path, mode & 0o7777)
+        os.utime(self.path, ns=(atime, mtime))
+        with open(self.path, "rb") as f:
+            now = self._digest(f.read())
+        if now != self.original_sha256:
+            raise RuntimeError("%s restored but its sha256 is %s, not %s; the original is in %s" % (
+                self.path, now, self.original_sha256, self.backup))
+        log("%s restored (sha256 %s, as before)" % (self.path, now[:16]))
+        self.original = None
+        _unregister("hosts-" + self.name)
+        try:
+            os.unlink(self.backup)
+        except OSError:
+            pass
+
+    def __exit__(self, *exc):
+        self.restore()
+        return False
+
+
+class AccessLogs:
+    """Per-run accounting from nginx access logs (the default `combined` format): after each run,
+    the requests, bytes sent and 503s each server logged since the run before, keyed by a label
+    (S12: the server's address). nginx logs a request when it ends, so an aborted one may land a
+    moment after the client exits: `collect` waits until the logs stop growing (at most `settle` s)."""
+
+    _LINE = re.compile(r'" (\d{3}) (\d+) "')
+
+    def __init__(self, servers):
+        self.servers = dict(servers)  # label -> Nginx
+        self.offsets = {k: self._size(ng) for k, ng in self.servers.items()}
+
+    @staticmethod
+    def _path(ng):
+        return os.path.join(ng.prefix, "access.log")
+
+    def _size(self, ng):
+        try:
+            return os.path.getsize(self._path(ng))
+        except OSError:
+            return 0
+
+    def collect(self, settle=2.0, quiet=0.3):
+        deadline = time.monotonic() + settle
+        sizes = {k: self._size(ng) for k, ng in self.servers.items()}
+        stable_since = time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = {k: self._size(ng) for k, ng in self.servers.items()}
+            if now != sizes:
+                sizes, stable_since = now, time.monotonic()
+            elif time.monotonic() - stable_since >= quiet:
+                break
+        out = {}
+        for k, ng in self.servers.items():
+            stats = {"requests": 0, "bytes": 0, "status_503": 0, "other_errors": 0}
+            try:
+                with open(self._path(ng), "rb") as f:
+                    f.seek(self.offsets[k])
+                    data = f.read()
+            except OSError:
+                data = b""
+            # Only whole lines; a partial last line waits for the next collect.
+            end = data.rfind(b"\n") + 1
+            self.offsets[k] += end
+            for line in data[:end].decode(errors="replace").splitlines():
+                m = self._LINE.search(line)
+                if not m:
+                    continue
+                status, sent = int(m.group(1)), int(m.group(2))
+                stats["requests"] += 1
+                stats["bytes"] += sent
+                if status == 503:
+                    stats["status_503"] += 1
+                elif status >= 400:
+                    stats["other_errors"] += 1
+            out[k] = stats
+        return out

@@ -46,6 +46,29 @@ def summarize_entry(er):
         s["swoop_connections"] = median(conns)
         s["swoop_requests"] = median([x["requests"] for x in sw if isinstance(x.get("requests"), int)] or [0])
         s["swoop_retries_max"] = max([x["retries"] for x in sw if isinstance(x.get("retries"), int)] or [0])
+    # Several addresses of one name (S12): Swoop's bytes per address in the run of median wall time.
+    with_addresses = [r for r in ok if any(isinstance(x, dict) and x.get("address")
+                                           for x in (r.get("swoop") or {}).get("sources") or [])]
+    if with_addresses:
+        mid = sorted(with_addresses, key=lambda r: r["wall_s"])[(len(with_addresses) - 1) // 2]
+        s["swoop_sources_median_run"] = [
+            {"address": x.get("address"), "bytes": x.get("bytes"), "state": x.get("state")}
+            for x in mid["swoop"]["sources"] if isinstance(x, dict)]
+        s["swoop_sources_by_run"] = [
+            {x.get("address"): x.get("bytes") for x in r["swoop"]["sources"] if isinstance(x, dict)}
+            for r in with_addresses]
+    # Servers' own accounting (S12's access logs): which address served the tool, and the 503s.
+    logged = [r["edges"] for r in ok if r.get("edges")]
+    if logged:
+        patterns = {}
+        for edges in logged:
+            # An address counts as serving a run when it sent at least 1% of the object.
+            used = tuple(a for a, x in edges.items() if x["bytes"] >= er["size"] / 100)
+            patterns[used] = patterns.get(used, 0) + 1
+        s["served_by"] = [{"addresses": list(k), "runs": n} for k, n in sorted(patterns.items(), key=lambda kv: -kv[1])]
+        s["status_503_median"] = median([sum(x["status_503"] for x in edges.values()) for edges in logged])
+        s["status_503_max"] = max(sum(x["status_503"] for x in edges.values()) for edges in logged)
+        s["requests_median"] = median([sum(x["requests"] for x in edges.values()) for edges in logged])
     return s
 
 
@@ -65,6 +88,13 @@ def summarize(scenario_result):
             best_sync = max(peers, key=lambda p: p["mibps_with_sync"])
             s["ratio_vs_best_peer_with_sync"] = best_sync["mibps_with_sync"] / s["mibps_with_sync"]
     return sums, by_id
+
+
+def _mib(nbytes):
+    if nbytes is None:
+        return "?"
+    mib = nbytes / MiB
+    return "%.0f MiB" % mib if mib >= 10 or mib == 0 else "%.1f MiB" % mib
 
 
 def _f(value, digits=2):
@@ -100,6 +130,18 @@ def scenario_markdown(sr, sums, targets):
         if s.get("swoop_connections") is not None:
             notes.append("%g conns, %g requests, %d retries max" % (
                 s["swoop_connections"], s["swoop_requests"], s["swoop_retries_max"]))
+        if s.get("swoop_sources_median_run"):
+            notes.append("bytes by address (median run): " + ", ".join(
+                "%s %s%s" % (x["address"], _mib(x["bytes"]), "" if x["state"] in (None, "used") else " (%s)" % x["state"])
+                for x in s["swoop_sources_median_run"]))
+        if s.get("served_by"):
+            n = sum(p["runs"] for p in s["served_by"])
+            if s["tool"] != "swoop" or len(s["served_by"]) > 1 or len(s["served_by"][0]["addresses"]) < 2:
+                notes.append("served by " + "; ".join(
+                    "%s (%d/%d runs)" % (" + ".join(p["addresses"]) or "none", p["runs"], n) for p in s["served_by"]))
+            notes.append("%g request%s, %g got 503 (median per run%s)" % (
+                s["requests_median"], "" if s["requests_median"] == 1 else "s", s["status_503_median"],
+                ", max %d" % s["status_503_max"] if s["status_503_max"] != s["status_503_median"] else ""))
         if s.get("note"):
             notes.append(s["note"])
         if s.get("stray_files_max"):

@@ -20,7 +20,7 @@ from . import origins, s3store, sources
 from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median, size_token
 
-ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "S11", "S11n", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "S11", "S11n", "S12", "MEM", "CKPT"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 _DELAYLINE_CEILING = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS,
@@ -51,7 +51,7 @@ class Entry:
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
-                 sync="each", published_digest=None, tls=False, fresh_fs=False, machine_cpu=False):
+                 sync="each", published_digest=None, tls=False, fresh_fs=False, machine_cpu=False, edges=None):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -69,6 +69,9 @@ class Scenario:
         self.tls = tls                  # nginx serves HTTPS (a self-signed certificate)
         self.fresh_fs = fresh_fs        # file sets: each run writes into a new ext4 (runner._mount_fresh_fs)
         self.machine_cpu = machine_cpu  # the report shows the whole machine's CPU seconds per run (/proc/stat)
+        # "edges-nginx": {"name": host name, "servers": [(address, limit_rate)], "conn_limit": N}: one nginx
+        # per address, all on one port, the name in /etc/hosts for every address (S12).
+        self.edges = edges
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -119,6 +122,7 @@ def fileset_command(entry, bins, url_list, curl_config, out_dir):
 
 
 S3_BUCKET = "swoop-bench"
+S12_NAME = "s12-edges.swoop.bench"  # put in /etc/hosts, one line per address, while S12 runs
 
 
 def s3_command(entry, bins, s3_url, endpoint, output=None, out_dir=None):
@@ -628,6 +632,58 @@ def build(name, quick, cfg):
             entries, "netlab-seaweed" if lossy else "seaweed", netlab=(20, 0.1) if lossy else None,
             timeout=900 if lossy else 400, targets=targets, sync="filesystem", fresh_fs=True, machine_cpu=True)
 
+    if name == "S12":
+        size = 64 * MiB if q else 512 * MiB
+        per_conn, slow_rate, conns = 8.0, 0.8, 4  # MiB/s per connection (limit_rate 8m, 820k); limit_conn 4
+        servers = [("127.0.0.2", "8m"), ("127.0.0.3", "820k"), ("127.0.0.4", "8m"), ("127.0.0.5", "8m")]
+        fast = 3 * conns * per_conn              # 96 MiB/s: the three fast edges together
+        offered = fast + conns * slow_rate       # 99.2 MiB/s: all four
+        ideal_kw = dict(ideal_mibps=offered, ideal_label="all four edges: 3 x 4 x 8 + 4 x 0.8 MiB/s")
+
+        def targets(s):
+            out = []
+            w = _by_tool(s, "swoop-adaptive")
+            if w:
+                r = w["mibps_with_sync"] / fast
+                out.append(("swoop (defaults) durable rate >= 0.85x the three fast edges' %.0f MiB/s (%.1f MiB/s): "
+                            "%.1f MiB/s (%.2fx)" % (fast, 0.85 * fast, w["mibps_with_sync"], r), r >= 0.85))
+            peers = [p for p in (_by_tool(s, i) for i in ("aria2c-x16", "axel-n16", "curl")) if p]
+            for sid in ("swoop-adaptive", "swoop-c16"):
+                w = _by_tool(s, sid)
+                if w and peers:
+                    best = min(peers, key=lambda p: p["median_wall_sync_s"])
+                    r = w["median_wall_sync_s"] / best["median_wall_sync_s"]
+                    text = "%s durable wall <= 0.4x the best peer's (%s): %.2f s vs %.2f s (%.2fx)" % (
+                        w["label"], best["label"], w["median_wall_sync_s"], best["median_wall_sync_s"], r)
+                    out.append((text, r <= 0.4) if sid == "swoop-adaptive" else (text.replace(" <= 0.4x", " vs"), None))
+            c = _by_tool(s, "swoop-c16")
+            if c:
+                out.append(("swoop -c 16 durable rate: %.1f MiB/s (%.2fx the fast edges' %.0f MiB/s)" % (
+                    c["mibps_with_sync"], c["mibps_with_sync"] / fast, fast), None))
+            return out
+
+        return Scenario(
+            "S12", "One name, four addresses: 4 connections per client each, 8 MiB/s per connection (one edge 0.8), %s"
+            % human_size(size),
+            "Four nginx instances on 127.0.0.2, 127.0.0.3, 127.0.0.4 and 127.0.0.5, all on one port, serve the same "
+            "file; each allows a client 4 connections (limit_conn, 503 beyond) at 8 MiB/s each (limit_rate 8m), "
+            "except 127.0.0.3 at 0.8 MiB/s (limit_rate 820k): the edges of a CDN behind one name, one of them "
+            "congested. For the scenario /etc/hosts gives the name %s all four addresses (getent ahosts lists "
+            "them; the file is restored byte for byte afterwards), and every tool gets the same URL by name. "
+            "Swoop treats every address as a source (connections pinned to it, one range checked against the "
+            "first address's bytes before it contributes). The peers connect to one address, the first their "
+            "resolver returns, so one edge's 4 x 8 = 32 MiB/s caps them (4 x 0.8 = 3.2 MiB/s had they landed on "
+            "127.0.0.3), and their connections beyond 4 get 503; the Notes say which address served each tool, "
+            "from the nginx access logs. Together the fast edges give 3 x 4 x 8 = %.0f MiB/s, all four %.1f MiB/s. "
+            "Times are durable: a peer's includes the fsync of its output (Swoop fsyncs before it exits)."
+            % (S12_NAME, fast, offered),
+            {"main": ("random", size)},
+            [swoop("swoop-adaptive", "swoop (defaults)", **ideal_kw),
+             swoop("swoop-c16", "swoop -c 16", ["--connections", "16"], **ideal_kw),
+             aria2c(**ideal_kw), axel(**ideal_kw), curl(**ideal_kw)],
+            "edges-nginx", timeout=900, targets=targets,
+            edges={"name": S12_NAME, "servers": servers, "conn_limit": conns})
+
     if name == "MEM":
         small = 64 * MiB if q else GiB
         big = 256 * MiB if q else 8 * GiB
@@ -835,6 +891,31 @@ def _origins(sc, objs, bins, lab_name):
             info["origin"] = "nginx %s and %s, limit_rate %s and limit_conn 4 per client each" % (
                 first.base_url, second.base_url, sc.nginx_rate)
             yield urls, [], info
+        elif sc.origin_kind == "edges-nginx":
+            # One nginx per address, all on one port; the name resolves to every address through /etc/hosts.
+            addresses = [a for a, _ in sc.edges["servers"]]
+            port = origins.free_common_port(addresses)
+            servers = {}
+            for address, rate in sc.edges["servers"]:
+                servers[address] = stack.enter_context(origins.Nginx(
+                    WWW_DIR, "%s-%s" % (sc.name.lower(), address.replace(".", "-")), rate=rate, host=address,
+                    port=port, conn_limit=sc.edges["conn_limit"]))
+            hosts = stack.enter_context(origins.HostsEntries(sc.edges["name"], addresses))
+            base = "http://%s:%d" % (sc.edges["name"], port)
+            urls = {("main", k): "%s/%s" % (base, o["name"]) for k, o in objs.items()}
+            logs = origins.AccessLogs(servers)
+
+            def after_run(entry, rec):
+                rec["edges"] = logs.collect()
+
+            info["after_run"] = after_run
+            info["resolved"] = hosts.resolved
+            info["origin"] = "nginx on %s, port %d, limit_conn %d per client each, limit_rate %s; %s in /etc/hosts " \
+                             "for the scenario (getent ahosts: %s)" % (
+                                 ", ".join(addresses), port, sc.edges["conn_limit"],
+                                 ", ".join("%s %s" % (r, a) for a, r in sc.edges["servers"]),
+                                 sc.edges["name"], ", ".join(hosts.resolved))
+            yield urls, [], info
         elif sc.origin_kind == "netlab-nginx":
             delay, loss = sc.netlab
             lab = stack.enter_context(origins.Netlab(lab_name, delay, loss, max_seconds=3600))
@@ -976,6 +1057,7 @@ def run_scenario(sc, cfg, bins):
             if metrics_namespaces:
                 result["tcp_metrics"] = "flushed in both namespaces before every run"
             endpoint = info.pop("s3_endpoint", None)
+            after_run = info.pop("after_run", None)
             result.update(info)
             if sc.machine_cpu:
                 result["machine_cpu"] = True
@@ -1028,6 +1110,8 @@ def run_scenario(sc, cfg, bins):
                     rec = run_once(er["command"], output, o["size"], o["sha256"], sc.timeout, stem,
                                    parse_swoop_json=e.is_swoop)
                 rec["phase"], rec["index"] = phase, index
+                if after_run:
+                    after_run(e, rec)
                 er["runs"].append(rec)
                 what = {"warm-up": "warm-up", "counted": "run %d/%d" % (index, runs), "single": "single run"}[phase]
                 line = "%s %-9s %-36s %7.2f s" % (sc.name, what, e.label, rec["wall_s"])
@@ -1043,6 +1127,10 @@ def run_scenario(sc, cfg, bins):
                         line += "  conns %s req %s retries %s" % (sw.get("connections"), sw.get("requests"), sw.get("retries"))
                     if sw.get("files") is not None:
                         line += "  files %s/%s" % (sw.get("succeeded"), sw.get("files"))
+                    if rec.get("edges"):
+                        line += "  served " + ", ".join(
+                            "%s %.0fM%s" % (a, x["bytes"] / MiB, "/%dx503" % x["status_503"] if x["status_503"] else "")
+                            for a, x in rec["edges"].items() if x["requests"])
                     if rec.get("extra_files_total"):
                         line += "  (left %d stray file(s), e.g. %s)" % (rec["extra_files_total"], rec["extra_files"][0])
                     line += "  ok"
