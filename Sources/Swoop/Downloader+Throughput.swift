@@ -8,13 +8,28 @@ public struct ThroughputMeasurement: Sendable {
     public var bytes: Int64
     /// How long the measurement ran.
     public var duration: Duration
-    /// The steady rate in bytes per second, measured after the first quarter of the run (when
-    /// connections are past TCP slow start); the whole run's average for short objects.
+    /// The steady rate in bytes per second: the median of the rates of the window's intervals
+    /// (``interval`` each) after the ramp-up (``rampUp``); the whole run's average when too little
+    /// is left after it.
     public var bytesPerSecond: Double
+    /// The spread of the steady intervals' rates: the 10th and 90th percentiles.
+    public var spread: ClosedRange<Double>
+    /// How long the start of the run was left out of ``bytesPerSecond`` (connections opening, TCP
+    /// slow start).
+    public var rampUp: Duration
+    /// The length of the intervals ``bytesPerSecond`` is the median of.
+    public var interval: Duration
     /// The rate over time, in 100 ms steps: seconds since the start, bytes per second.
     public var timeline: [TimelinePoint]
-    /// Whether the whole object arrived before the time was up.
+    /// Whether the whole object arrived before the time was up. It was then fetched again, from
+    /// the start, as many times as the window allowed (``passes``), so the figure is the
+    /// connections' steady rate and not diluted by one download's start and tail.
     public var completed: Bool
+    /// How many times the object was fetched (1 when the window ended first).
+    public var passes: Int
+
+    /// ``bytesPerSecond`` per connection.
+    public var bytesPerSecondPerConnection: Double { bytesPerSecond / Double(max(1, connections)) }
 
     public struct TimelinePoint: Sendable, Equatable {
         public var seconds: Double
@@ -23,9 +38,12 @@ public struct ThroughputMeasurement: Sendable {
 }
 
 extension Downloader {
-    /// Fetches `request` with exactly `connections` connections for at most `duration`, counting
-    /// the bytes without writing them anywhere (`swoop bench`). A downloader with
-    /// ``Configuration/ConnectionPool/maximumBytesPerSecond`` measures no more than its cap.
+    /// Fetches `request` with exactly `connections` connections for `duration`, counting the
+    /// bytes without writing them anywhere (`swoop bench`). An object that arrives before the
+    /// time is up is fetched again, back to back (its connections stay open in the pool), until
+    /// the window ends, as iperf keeps sending: the figure is what the connections sustain. A
+    /// downloader with ``Configuration/ConnectionPool/maximumBytesPerSecond`` measures no more
+    /// than its cap.
     ///
     /// With `address`, one of ``addresses(of:)``, every connection goes to that address alone
     /// (`swoop bench` measures each edge of a name this way); without, the download spreads over
@@ -44,6 +62,26 @@ extension Downloader {
         configuration.files.resumes = false
         configuration.progressInterval = .milliseconds(100)
         configuration.tuning.hedgesSlowTail = true
+        let started = ContinuousClock.now
+        var points: [(time: Duration, bytes: Int64)] = [(.zero, 0)]
+        var passes = 0
+        var completed = false
+        while ContinuousClock.now - started < duration {
+            let left = duration - (ContinuousClock.now - started)
+            let offset = (time: ContinuousClock.now - started, bytes: points.last?.bytes ?? 0)
+            let pass = try await measurePass(request, configuration: configuration, for: left)
+            passes += 1
+            points += pass.points.map { (offset.time + $0.time, offset.bytes + $0.bytes) }
+            guard pass.completed else { break }
+            completed = true
+        }
+        return Self.summarize(points, connections: connections, completed: completed, passes: passes)
+    }
+
+    /// One download of `request` for at most `limit`: its progress points, and whether it ended.
+    private func measurePass(
+        _ request: DownloadRequest, configuration: Configuration, for limit: Duration
+    ) async throws(DownloadError) -> (points: [(time: Duration, bytes: Int64)], completed: Bool) {
         let samples = Mutex<[(time: Duration, bytes: Int64)]>([])
         // A path that is never created: the discard sink does not touch the file system.
         let path = "/nonexistent/swoop-measurement-\(UInt64.random(in: 0...UInt64.max))"
@@ -55,7 +93,7 @@ extension Downloader {
                 do throws(DownloadError) { return .success(try await task.result()) } catch { return .failure(error) }
             }
             group.addTask {
-                try? await Task.sleep(for: duration)
+                try? await Task.sleep(for: limit)
                 return nil
             }
             let first = await group.next() ?? nil
@@ -66,37 +104,71 @@ extension Downloader {
         if case .failure(let error)? = outcome, error.kind != DownloadError.Kind.cancelled {
             throw error
         }
-        var completed = false
         var points = samples.withLock { $0 }
         if case .success(let result)? = outcome {
-            completed = true
             points.append((result.duration, result.bytes))
+            return (points, true)
         }
-        return Self.summarize(points, connections: connections, completed: completed)
+        return (points, false)
     }
 
+    /// The measurement of a run's progress `points` (time since the start, bytes so far).
     static func summarize(
-        _ points: [(time: Duration, bytes: Int64)], connections: Int, completed: Bool
+        _ points: [(time: Duration, bytes: Int64)], connections: Int, completed: Bool, passes: Int = 1
     ) -> ThroughputMeasurement {
-        guard let last = points.last else {
+        let interval = Duration.milliseconds(250)
+        guard let last = points.last, last.time > .zero else {
             return ThroughputMeasurement(
-                connections: connections, bytes: 0, duration: .zero, bytesPerSecond: 0, timeline: [],
-                completed: completed)
+                connections: connections, bytes: points.last?.bytes ?? 0, duration: .zero, bytesPerSecond: 0,
+                spread: 0...0, rampUp: .zero, interval: interval, timeline: [], completed: completed, passes: passes)
         }
         var timeline: [ThroughputMeasurement.TimelinePoint] = []
         for (previous, point) in zip(points, points.dropFirst()) where point.time > previous.time {
             let rate = Double(point.bytes - previous.bytes) / (point.time - previous.time).seconds
             timeline.append(.init(seconds: point.time.seconds, bytesPerSecond: max(0, rate)))
         }
-        // Steady state: from a quarter of the way in, unless that leaves too little to measure.
-        let total = last.time.seconds
-        let steadyFrom = points.first(where: { $0.time.seconds >= total / 4 }) ?? points[0]
-        var rate = total > 0 ? Double(last.bytes) / total : 0
-        if (last.time - steadyFrom.time).seconds >= 0.5 {
-            rate = Double(last.bytes - steadyFrom.bytes) / (last.time - steadyFrom.time).seconds
+        // Ramp-up: the first second, or a fifth of a shorter run.
+        let rampUp = min(.seconds(1), last.time / 5)
+        let rates = intervalRates(points, from: rampUp, every: interval).sorted()
+        let average = Double(last.bytes) / last.time.seconds
+        guard rates.count >= 2 else {
+            return ThroughputMeasurement(
+                connections: connections, bytes: last.bytes, duration: last.time, bytesPerSecond: average,
+                spread: average...average, rampUp: .zero, interval: interval, timeline: timeline,
+                completed: completed, passes: passes)
+        }
+        func percentile(_ fraction: Double) -> Double {
+            let position = fraction * Double(rates.count - 1)
+            let lower = Int(position.rounded(.down))
+            let upper = min(rates.count - 1, lower + 1)
+            return rates[lower] + (rates[upper] - rates[lower]) * (position - Double(lower))
         }
         return ThroughputMeasurement(
-            connections: connections, bytes: last.bytes, duration: last.time, bytesPerSecond: rate,
-            timeline: timeline, completed: completed)
+            connections: connections, bytes: last.bytes, duration: last.time, bytesPerSecond: percentile(0.5),
+            spread: percentile(0.1)...percentile(0.9), rampUp: rampUp, interval: interval, timeline: timeline,
+            completed: completed, passes: passes)
+    }
+
+    /// The rates of consecutive `every`-long intervals from `start` on, each read off the
+    /// progress points by linear interpolation.
+    private static func intervalRates(
+        _ points: [(time: Duration, bytes: Int64)], from start: Duration, every step: Duration
+    ) -> [Double] {
+        func bytes(at time: Duration) -> Double {
+            guard let after = points.firstIndex(where: { $0.time >= time }) else { return Double(points.last!.bytes) }
+            guard after > 0 else { return Double(points[0].bytes) }
+            let (a, b) = (points[after - 1], points[after])
+            let span = (b.time - a.time).seconds
+            guard span > 0 else { return Double(b.bytes) }
+            return Double(a.bytes) + Double(b.bytes - a.bytes) * ((time - a.time).seconds / span)
+        }
+        var rates: [Double] = []
+        var from = start
+        let end = points.last!.time
+        while from + step <= end {
+            rates.append(max(0, (bytes(at: from + step) - bytes(at: from)) / step.seconds))
+            from += step
+        }
+        return rates
     }
 }

@@ -8,8 +8,11 @@ struct Bench: AsyncParsableCommand {
         abstract: "Measure a URL's throughput with 1, 2, 4, ... connections and recommend a count.",
         discussion: """
             Each count fetches the object for up to --duration seconds and throws the bytes away: \
-            nothing is written to disk. The recommendation is the fewest connections within 5% of \
-            the best throughput. A name with several addresses is then measured one address at a \
+            nothing is written to disk; an object that arrives before the time is up is fetched \
+            again until it is, so each figure is what that many connections sustain. A figure is the \
+            median of 250 ms intervals after a ramp-up (the first second, or a fifth of a shorter \
+            run), with the 10th-90th percentile spread. The recommendation is the fewest \
+            connections within 5% of the best throughput, with what limits the rate there. A name with several addresses is then measured one address at a \
             time with the recommended count, and each is said to be worth using or not (under a \
             quarter of the best address's rate).
             """
@@ -81,28 +84,31 @@ struct Bench: AsyncParsableCommand {
                 "Measuring \(url) for \(Format.fixed(duration, digits: 1)) s per connection count (nothing is written "
                     + "to disk)\n"
             )
-            print("connections   throughput      vs best")
         }
         do {
             for count in try counts() {
                 let measurement = try await downloader.measureThroughput(
                     request, connections: count, duration: .milliseconds(Int64(duration * 1000)))
                 results.append(measurement)
-                if !json {
-                    let best = results.map(\.bytesPerSecond).max() ?? 1
-                    print(Self.row(measurement, best: best))
-                }
+                // As each count ends, its figure; the table, with bars against the best of all, at the end.
+                if !json { writeStderr("  \(count) connection\(count == 1 ? "" : "s"): \(Self.figure(measurement))\n") }
             }
         } catch let error as DownloadError {
             await downloader.shutdown()
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
         }
-        let recommended = Self.recommendation(results)
-        if !json, let recommended {
-            print(
-                "recommended: \(recommended.connections) connection\(recommended.connections == 1 ? "" : "s") "
-                    + "(\(Format.rate(recommended.bytesPerSecond)))"
-            )
+        let knee = BenchKnee.find(results)
+        let recommended = knee?.recommended
+        if !json {
+            let best = results.map(\.bytesPerSecond).max() ?? 0
+            print("connections   throughput      per connection   vs best (\(Format.rate(best)))")
+            for measurement in results { print(Self.row(measurement, best: best)) }
+            if let knee {
+                let count = knee.recommended.connections
+                print(
+                    "recommended: \(count) connection\(count == 1 ? "" : "s") "
+                        + "(\(Format.rate(knee.recommended.bytesPerSecond))): \(knee.reason)")
+            }
         }
         let addresses: [AddressRate]
         do {
@@ -113,7 +119,7 @@ struct Bench: AsyncParsableCommand {
         }
         await downloader.shutdown()
         if json {
-            printJSON(BenchSummary(url: url, results: results, recommended: recommended, addresses: addresses))
+            printJSON(BenchSummary(url: url, results: results, knee: knee, addresses: addresses))
         }
         if let chart {
             do {
@@ -163,53 +169,67 @@ struct Bench: AsyncParsableCommand {
         return rows
     }
 
+    /// One count's figure: the median and its spread, and how often the object came whole.
+    static func figure(_ measurement: ThroughputMeasurement) -> String {
+        let spread = "\(Format.rate(measurement.spread.lowerBound))-\(Format.rate(measurement.spread.upperBound))"
+        let passes = measurement.completed ? ", the object fetched \(measurement.passes)x" : ""
+        return "\(Format.rate(measurement.bytesPerSecond)) (10-90%: \(spread)\(passes))"
+    }
+
+    /// A row of the final table: the bar is the share of `best`, the best of all counts.
     static func row(_ measurement: ThroughputMeasurement, best: Double) -> String {
         let count = String(measurement.connections)
         let rate = Format.rate(measurement.bytesPerSecond)
+        let each = Format.rate(measurement.bytesPerSecondPerConnection)
         let share = best > 0 ? measurement.bytesPerSecond / best : 0
         let bar = String(repeating: "#", count: Int((share * 30).rounded()))
-        let note = measurement.completed ? "  (whole object)" : ""
         return String(repeating: " ", count: max(0, 11 - count.count)) + count + "   "
-            + rate + String(repeating: " ", count: max(0, 14 - rate.count)) + "  " + bar + note
-    }
-
-    /// The fewest connections within 5% of the best throughput.
-    static func recommendation(_ results: [ThroughputMeasurement]) -> ThroughputMeasurement? {
-        guard let best = results.map(\.bytesPerSecond).max(), best > 0 else { return nil }
-        return results.sorted { $0.connections < $1.connections }.first { $0.bytesPerSecond >= 0.95 * best }
+            + rate + String(repeating: " ", count: max(0, 14 - rate.count)) + "  "
+            + each + String(repeating: " ", count: max(0, 15 - each.count)) + "  " + bar
     }
 }
 
-/// `swoop bench --json`.
+/// `swoop bench --json` (the fields of earlier releases kept, new ones added).
 struct BenchSummary: Encodable {
     struct Row: Encodable {
         var connections: Int
+        /// The median of the steady intervals' rates.
         var bytesPerSecond: Double
         var bytes: Int64
         var seconds: Double
         var completed: Bool
         var timeline: [[Double]]
+        var bytesPerSecondPerConnection: Double
+        /// The 10th and 90th percentiles of the steady intervals' rates.
+        var spread: [Double]
+        var rampUpSeconds: Double
+        var intervalSeconds: Double
+        /// Times the object was fetched in the window (more than once when it arrived early).
+        var passes: Int
     }
 
     var url: String
     var results: [Row]
     var recommendedConnections: Int?
+    /// What limits the rate at the recommended count.
+    var recommendationReason: String?
     /// Each address of a name with several, measured alone; absent for one address.
     var addresses: [Bench.AddressRate]?
 
-    init(
-        url: String, results: [ThroughputMeasurement], recommended: ThroughputMeasurement?,
-        addresses: [Bench.AddressRate]
-    ) {
+    init(url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate]) {
         self.addresses = addresses.isEmpty ? nil : addresses
         self.url = url
         self.results = results.map {
             Row(
                 connections: $0.connections, bytesPerSecond: $0.bytesPerSecond, bytes: $0.bytes,
                 seconds: Format.seconds($0.duration), completed: $0.completed,
-                timeline: $0.timeline.map { [$0.seconds, $0.bytesPerSecond] })
+                timeline: $0.timeline.map { [$0.seconds, $0.bytesPerSecond] },
+                bytesPerSecondPerConnection: $0.bytesPerSecondPerConnection,
+                spread: [$0.spread.lowerBound, $0.spread.upperBound], rampUpSeconds: Format.seconds($0.rampUp),
+                intervalSeconds: Format.seconds($0.interval), passes: $0.passes)
         }
-        recommendedConnections = recommended?.connections
+        recommendedConnections = knee?.recommended.connections
+        recommendationReason = knee?.reason
     }
 }
 

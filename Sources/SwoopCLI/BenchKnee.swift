@@ -1,0 +1,33 @@
+import Swoop
+
+/// Where adding connections stops paying, and why (`swoop bench`'s recommendation).
+struct BenchKnee {
+    /// The fewest connections within 5% of the best throughput.
+    var recommended: ThroughputMeasurement
+    /// What limits the rate there, in a few words.
+    var reason: String
+
+    /// The knee of `results`; `nil` when nothing was measured.
+    static func find(_ results: [ThroughputMeasurement]) -> BenchKnee? {
+        let sorted = results.sorted { $0.connections < $1.connections }
+        guard let best = sorted.map(\.bytesPerSecond).max(), best > 0,
+            let recommended = sorted.first(where: { $0.bytesPerSecond >= 0.95 * best }),
+            let fewest = sorted.first
+        else { return nil }
+        // Each connection delivers about what one alone does: a per-connection cap (a CDN's, a
+        // server's limit_rate, a window over a long round trip), so the rate grows with the count.
+        let perConnection = fewest.bytesPerSecondPerConnection
+        let capped = recommended.bytesPerSecondPerConnection >= 0.8 * perConnection
+        let reason: String =
+            if capped && recommended.connections == sorted.last?.connections {
+                "each connection capped near \(Format.rate(perConnection)); more than \(recommended.connections) "
+                    + "connections may still add"
+            } else if capped {
+                "each connection capped near \(Format.rate(perConnection)) up to \(recommended.connections); beyond, "
+                    + "the link is saturated near \(Format.rate(best))"
+            } else {
+                "the link is saturated near \(Format.rate(best))"
+            }
+        return BenchKnee(recommended: recommended, reason: reason)
+    }
+}
