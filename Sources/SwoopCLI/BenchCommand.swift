@@ -12,9 +12,11 @@ struct Bench: AsyncParsableCommand {
             again until it is, so each figure is what that many connections sustain. A figure is the \
             median of 250 ms intervals after a ramp-up (the first second, or a fifth of a shorter \
             run), with the 10th-90th percentile spread. The recommendation is the fewest \
-            connections within 5% of the best throughput, with what limits the rate there. A name with several addresses is then measured one address at a \
-            time with the recommended count, and each is said to be worth using or not (under a \
-            quarter of the best address's rate).
+            connections within 5% of the best throughput, with what limits the rate there. Before \
+            the counts, the time to the first response (a new connection and one request: two round \
+            trips, more with TLS) is measured. A name with several addresses is then measured one \
+            address at a time with the recommended count, and each is said to be worth using or not \
+            (under a quarter of the best address's rate).
             """
     )
 
@@ -85,7 +87,15 @@ struct Bench: AsyncParsableCommand {
                     + "to disk)\n"
             )
         }
+        let firstResponse: Duration
         do {
+            firstResponse = try await Self.firstResponse(request, downloader)
+            if !json {
+                let milliseconds = Format.fixed(Format.seconds(firstResponse) * 1000, digits: 1)
+                writeStderr(
+                    "first response after \(milliseconds) ms (a new connection and one request: two round trips, "
+                        + "more with TLS)\n")
+            }
             for count in try counts() {
                 let measurement = try await downloader.measureThroughput(
                     request, connections: count, duration: .milliseconds(Int64(duration * 1000)))
@@ -119,7 +129,9 @@ struct Bench: AsyncParsableCommand {
         }
         await downloader.shutdown()
         if json {
-            printJSON(BenchSummary(url: url, results: results, knee: knee, addresses: addresses))
+            printJSON(
+                BenchSummary(
+                    url: url, results: results, knee: knee, addresses: addresses, firstResponse: firstResponse))
         }
         if let chart {
             do {
@@ -169,6 +181,17 @@ struct Bench: AsyncParsableCommand {
         return rows
     }
 
+    /// How long the first request takes to be answered (a new connection, then the response's
+    /// head): the round trip the connections see, plus the TCP and TLS handshakes.
+    static func firstResponse(_ request: DownloadRequest, _ downloader: Downloader) async throws -> Duration {
+        let started = ContinuousClock.now
+        let (bytes, _) = try await downloader.bytes(for: request, window: DownloadBytes.minimumWindow)
+        let took = ContinuousClock.now - started
+        bytes.task.cancel()
+        _ = try? await bytes.task.result()
+        return took
+    }
+
     /// One count's figure: the median and its spread, and how often the object came whole.
     static func figure(_ measurement: ThroughputMeasurement) -> String {
         let spread = "\(Format.rate(measurement.spread.lowerBound))-\(Format.rate(measurement.spread.upperBound))"
@@ -215,8 +238,14 @@ struct BenchSummary: Encodable {
     var recommendationReason: String?
     /// Each address of a name with several, measured alone; absent for one address.
     var addresses: [Bench.AddressRate]?
+    /// Seconds from sending the first request (on a new connection) to its response's head.
+    var firstResponseSeconds: Double
 
-    init(url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate]) {
+    init(
+        url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate],
+        firstResponse: Duration
+    ) {
+        firstResponseSeconds = Format.seconds(firstResponse)
         self.addresses = addresses.isEmpty ? nil : addresses
         self.url = url
         self.results = results.map {
