@@ -26,16 +26,9 @@ extension Downloader {
         public var redirect = RedirectConfiguration()
         /// How servers' TLS certificates are verified.
         public var tls = TLS()
-        /// Which proxy requests go through; by default the environment says, as for curl.
-        public var proxy: Proxy = .fromEnvironment
-        /// Hosts reached without the proxy (curl's `NOPROXY`): names (a name also covers its
-        /// subdomains), IP addresses, or `*` for all; `nil`, the default, takes `no_proxy`
-        /// from the environment.
-        public var noProxy: [String]?
-        /// Credentials from a `.netrc` file, sent only to the host they name; off by default.
-        public var netrc: Netrc = .off
-        /// Cookies to send (from a file) and where to save the cookies servers set.
-        public var cookies = Cookies()
+        /// How requests reach servers and what they carry besides their own headers: the proxy,
+        /// `.netrc` logins, cookies.
+        public var access = NetworkAccess()
         /// How `s3://` URLs are signed and reach their store: credentials, profile, region, endpoint.
         public var s3 = S3()
         /// What a download does with what is at and beside its target: resuming, checkpoints,

@@ -5,12 +5,29 @@ import Musl
 #endif
 
 extension Downloader.Configuration {
-    /// Which proxy requests go through.
+    /// How requests reach servers and what they carry besides their own headers, as curl's
+    /// `--proxy`, `--noproxy`, `--netrc` and `--cookie` say it.
     ///
     /// ```swift
-    /// configuration.proxy = .url("http://user:secret@proxy.example.com:3128")
-    /// configuration.noProxy = ["internal.example.com", "10.0.0.1"]
+    /// configuration.access.proxy = .url("http://user:secret@proxy.example.com:3128")
+    /// configuration.access.noProxy = ["internal.example.com", "10.0.0.1"]
     /// ```
+    public struct NetworkAccess: Sendable, Equatable {
+        /// Which proxy requests go through; by default the environment says, as for curl.
+        public var proxy: Proxy = .fromEnvironment
+        /// Hosts reached without the proxy (curl's `NOPROXY`): names (a name also covers its
+        /// subdomains), IP addresses, or `*` for all; `nil`, the default, takes `no_proxy`
+        /// from the environment.
+        public var noProxy: [String]?
+        /// Credentials from a `.netrc` file, sent only to the host they name; off by default.
+        public var netrc: Netrc = .off
+        /// Cookies to send (from a file) and where to save the cookies servers set.
+        public var cookies = Cookies()
+
+        public init() {}
+    }
+
+    /// Which proxy requests go through.
     public enum Proxy: Sendable, Equatable {
         /// As the environment says, the way curl reads it: `http_proxy` for http URLs,
         /// `https_proxy` (or `HTTPS_PROXY`) for https URLs, else `all_proxy` (or `ALL_PROXY`);
@@ -59,6 +76,7 @@ extension Downloader.Configuration {
 
     /// Checks the proxy, netrc and cookie settings.
     func validateNetworkAccess() throws(DownloadError) {
+        let (proxy, noProxy, netrc, cookies) = (access.proxy, access.noProxy, access.netrc, access.cookies)
         if case .url(let proxy) = proxy {
             _ = try ProxyURL(proxy)
         }
@@ -66,24 +84,29 @@ extension Downloader.Configuration {
             let bad = noProxy.first(where: { $0.contains(where: { $0 == "," || $0.isWhitespace }) || $0.isEmpty })
         {
             throw .invalidRequest(
-                "invalid Configuration.noProxy entry '\(RemoteURL.printable(bad))': give one host name or address per "
-                    + "entry"
+                "invalid Configuration.access.noProxy entry '\(RemoteURL.printable(bad))': give one host name "
+                    + "or address per entry"
             )
         }
         if case .file(let path) = netrc {
-            try Self.requireReadable(path, "Configuration.netrc")
+            try Self.requireReadable(path, "Configuration.access.netrc")
         }
         if let file = cookies.file {
-            try Self.requireReadable(file, "Configuration.cookies.file")
+            try Self.requireReadable(file, "Configuration.access.cookies.file")
         }
         if let jar = cookies.jar, jar.isEmpty {
-            throw .invalidRequest("Configuration.cookies.jar is empty: name a file, or nil to save no cookies")
+            throw .invalidRequest("Configuration.access.cookies.jar is empty: name a file, or nil to save no cookies")
         }
     }
 
     private static func requireReadable(_ path: String, _ setting: String) throws(DownloadError) {
         guard !path.isEmpty else { throw .invalidRequest("\(setting) names no file (an empty path)") }
-        if access(path, R_OK) != 0 {
+        #if canImport(Glibc)
+        let readable = Glibc.access(path, R_OK) == 0
+        #elseif canImport(Musl)
+        let readable = Musl.access(path, R_OK) == 0
+        #endif
+        if !readable {
             let cause = String(cString: strerror(errno))
             throw DownloadError(.invalidRequest, "\(setting): cannot read \(path): \(cause)", errno: errno)
         }

@@ -12,13 +12,13 @@ extension TransferOptions {
             lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
         }
         let proxy: ProxySetting =
-            switch configuration.proxy {
+            switch configuration.access.proxy {
             case .fromEnvironment: .fromEnvironment
             case .direct: .direct
             case .url(let url): .url(url)
             }
         let netrc: NetrcSetting =
-            switch configuration.netrc {
+            switch configuration.access.netrc {
             case .off: .off
             case .defaultFile: .defaultFile
             case .file(let path): .file(path)
@@ -28,6 +28,6 @@ extension TransferOptions {
             lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.tls.verifiesCertificates,
             certificateAuthorities: TrustedCertificates(configuration), userAgent: configuration.userAgent,
             receiveBufferSize: configuration.tuning.receiveBufferSize, proxy: proxy,
-            noProxy: configuration.noProxy?.joined(separator: ","), netrc: netrc)
+            noProxy: configuration.access.noProxy?.joined(separator: ","), netrc: netrc)
     }
 }

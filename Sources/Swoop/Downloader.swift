@@ -52,7 +52,7 @@ public final class Downloader: Sendable {
         guard
             let loop = TransferLoop(
                 budget: budget, maximumBytesPerSecond: configuration.connectionPool.maximumBytesPerSecond,
-                cookieFile: configuration.cookies.file, cookieJar: configuration.cookies.jar)
+                cookieFile: configuration.access.cookies.file, cookieJar: configuration.access.cookies.jar)
         else {
             fatalError("libcurl could not be initialised (curl_global_init or curl_multi_init failed)")
         }

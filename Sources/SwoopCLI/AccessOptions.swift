@@ -149,9 +149,11 @@ struct AccessOptions: ParsableArguments {
         if cacert != nil || capath != nil {
             configuration.tls.certificateAuthorities = .custom(file: cacert, directory: capath)
         }
-        if let proxy { configuration.proxy = proxy.isEmpty ? .direct : .url(proxy) }
-        configuration.noProxy = noProxy.map { $0.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty } }
-        configuration.netrc = netrcFile.map { .file($0) } ?? (netrc ? .defaultFile : .off)
-        configuration.cookies = .init(file: cookieFile, jar: cookieJar)
+        if let proxy { configuration.access.proxy = proxy.isEmpty ? .direct : .url(proxy) }
+        configuration.access.noProxy = noProxy.map {
+            $0.split(separator: ",").map { $0.trimmed }.filter { !$0.isEmpty }
+        }
+        configuration.access.netrc = netrcFile.map { .file($0) } ?? (netrc ? .defaultFile : .off)
+        configuration.access.cookies = .init(file: cookieFile, jar: cookieJar)
     }
 }

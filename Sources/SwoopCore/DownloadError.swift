@@ -154,9 +154,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// The object is not the size the request expected: correct or drop
         /// ``DownloadRequest/expectedSize`` (the object may have changed since it was recorded).
         public static let correctExpectedSize = Remedy(code: .correctExpectedSize)
-        /// The proxy failed or refused: check ``Downloader/Configuration/proxy`` (its address and
-        /// credentials) or, when it comes from the environment, `http_proxy`, `https_proxy`,
-        /// `all_proxy` and `no_proxy`.
+        /// The proxy failed or refused: check ``Downloader/Configuration/NetworkAccess/proxy``
+        /// (its address and credentials) or, when it comes from the environment, `http_proxy`,
+        /// `https_proxy`, `all_proxy` and `no_proxy`.
         public static let checkProxy = Remedy(code: .checkProxy)
         /// The URL could not be refreshed: check ``DownloadRequest/urlProvider``; the partial
         /// download is kept, and starting the download again resumes it.
@@ -206,8 +206,8 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
                 "check the bucket's name, the endpoint (Configuration.s3.endpointURL, AWS_ENDPOINT_URL_S3 or "
                     + "AWS_ENDPOINT_URL) and the region (Configuration.s3.region, AWS_REGION)"
             case .checkProxy:
-                "check Configuration.proxy (address and credentials), or the http_proxy, https_proxy, all_proxy and "
-                    + "no_proxy environment variables it defaults to"
+                "check Configuration.access.proxy (address and credentials), or the http_proxy, https_proxy, "
+                    + "all_proxy and no_proxy environment variables it defaults to"
             }
         }
     }

@@ -3,7 +3,7 @@ import SwoopCore
 
 /// The downloader's cookies: one libcurl share handle holding the cookie store that every
 /// exchange of the ``TransferLoop`` uses, loaded once from a file and, when the loop stops, saved
-/// to a jar (`Configuration.cookies`). libcurl's cookie
+/// to a jar (`Configuration.access.cookies`). libcurl's cookie
 /// engine sends each cookie only to the domain and path it names. Transfer thread only.
 package final class CookieEngine {
     private let share: UnsafeMutableRawPointer

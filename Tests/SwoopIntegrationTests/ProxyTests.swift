@@ -84,7 +84,7 @@ struct ProxyTests {
         }
     }
 
-    @Test("Configuration.proxy with socks5h: the proxy resolves the name; its credentials are never logged or stored")
+    @Test("access.proxy with socks5h: the proxy resolves the name; its credentials are never logged or stored")
     func socksProxyWithCredentials() async throws {
         try await withTestOrigin { origin in
             try await withLoopbackProxy(credentials: "alice:PROXYSECRET7") { proxy in
@@ -94,7 +94,7 @@ struct ProxyTests {
                 defer { scratch.cleanup() }
                 let url = "http://localhost:\(origin.port)/s.bin"
                 var configuration = quickConfiguration(connections: 3)
-                configuration.proxy = .url("socks5h://alice:PROXYSECRET7@127.0.0.1:\(proxy.socksPort)")
+                configuration.access.proxy = .url("socks5h://alice:PROXYSECRET7@127.0.0.1:\(proxy.socksPort)")
                 let result = try await withDownloader(configuration) {
                     try await $0.download(DownloadRequest(url: url), to: scratch.path("s.bin"))
                 }
