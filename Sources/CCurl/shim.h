@@ -59,6 +59,11 @@ static inline CURLcode swoop_easy_getinfo_long(CURL *handle, CURLINFO info, long
     return curl_easy_getinfo(handle, info, value);
 }
 
+/// For CURLINFO_OFF_T items (the `*_TIME_T` timings, in microseconds).
+static inline CURLcode swoop_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
 /// For CURLINFO_PRIVATE.
 static inline CURLcode swoop_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);

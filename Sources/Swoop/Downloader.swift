@@ -224,8 +224,12 @@ public final class Downloader: Sendable {
                 case .stream(let buffer, _):
                     StreamSink(buffer: buffer, loop: loop)
                 }
-            let objectFound: ((RemoteObject) -> Void)? =
-                if case .stream(_, let slot) = kind { { slot.deliver(.success(DownloadResponse($0))) } } else { nil }
+            let objectFound: ((RemoteObject, ExchangeTiming?) -> Void)? =
+                if case .stream(_, let slot) = kind {
+                    { slot.deliver(.success(DownloadResponse($0, timing: $1.map(DownloadResponse.Timing.init)))) }
+                } else {
+                    nil
+                }
             let session = DownloadSession(
                 loop: loop, configuration: configuration, request: request, url: url, service: remote.service,
                 mirrors: mirrors, paths: paths, sink: sink, objectFound: objectFound,

@@ -87,15 +87,10 @@ struct Bench: AsyncParsableCommand {
                     + "to disk)\n"
             )
         }
-        let firstResponse: Duration
+        let firstResponse: DownloadResponse.Timing?
         do {
             firstResponse = try await Self.firstResponse(request, downloader)
-            if !json {
-                let milliseconds = Format.fixed(Format.seconds(firstResponse) * 1000, digits: 1)
-                writeStderr(
-                    "first response after \(milliseconds) ms (a new connection and one request: two round trips, "
-                        + "more with TLS)\n")
-            }
+            if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
             for count in try counts() {
                 let measurement = try await downloader.measureThroughput(
                     request, connections: count, duration: .milliseconds(Int64(duration * 1000)))
@@ -181,15 +176,28 @@ struct Bench: AsyncParsableCommand {
         return rows
     }
 
-    /// How long the first request takes to be answered (a new connection, then the response's
-    /// head): the round trip the connections see, plus the TCP and TLS handshakes.
-    static func firstResponse(_ request: DownloadRequest, _ downloader: Downloader) async throws -> Duration {
-        let started = ContinuousClock.now
-        let (bytes, _) = try await downloader.bytes(for: request, window: DownloadBytes.minimumWindow)
-        let took = ContinuousClock.now - started
+    /// The first response's timing (a new connection, then one request): the head of a stream of
+    /// the object, cancelled once the head has arrived.
+    static func firstResponse(
+        _ request: DownloadRequest, _ downloader: Downloader
+    ) async throws -> DownloadResponse.Timing? {
+        let (bytes, response) = try await downloader.bytes(for: request, window: DownloadBytes.minimumWindow)
         bytes.task.cancel()
         _ = try? await bytes.task.result()
-        return took
+        return response.timing
+    }
+
+    /// "round trip 40.2 ms (the TCP handshake), TLS handshake 41.0 ms, first response after 42.3 ms".
+    static func describe(_ timing: DownloadResponse.Timing) -> String {
+        func milliseconds(_ duration: Duration) -> String {
+            "\(Format.fixed(Format.seconds(duration) * 1000, digits: 2)) ms"
+        }
+        var parts: [String] = []
+        if let connect = timing.connect { parts.append("round trip \(milliseconds(connect)) (the TCP handshake)") }
+        if let tls = timing.tlsHandshake { parts.append("TLS handshake \(milliseconds(tls))") }
+        parts.append(
+            "first response after \(milliseconds(timing.firstByte)) (a round trip and the server's time to answer)")
+        return parts.joined(separator: ", ")
     }
 
     /// One count's figure: the median and its spread, and how often the object came whole.
@@ -238,14 +246,20 @@ struct BenchSummary: Encodable {
     var recommendationReason: String?
     /// Each address of a name with several, measured alone; absent for one address.
     var addresses: [Bench.AddressRate]?
-    /// Seconds from sending the first request (on a new connection) to its response's head.
-    var firstResponseSeconds: Double
+    /// The first request's new connection: its TCP handshake (one round trip) and TLS handshake,
+    /// in seconds; absent when not measured (TLS: without TLS).
+    var roundTripSeconds: Double?
+    var tlsHandshakeSeconds: Double?
+    /// Seconds from sending the first request to its response's first byte.
+    var firstResponseSeconds: Double?
 
     init(
         url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate],
-        firstResponse: Duration
+        firstResponse: DownloadResponse.Timing?
     ) {
-        firstResponseSeconds = Format.seconds(firstResponse)
+        roundTripSeconds = firstResponse?.connect.map(Format.seconds)
+        tlsHandshakeSeconds = firstResponse?.tlsHandshake.map(Format.seconds)
+        firstResponseSeconds = firstResponse.map { Format.seconds($0.firstByte) }
         self.addresses = addresses.isEmpty ? nil : addresses
         self.url = url
         self.results = results.map {

@@ -87,6 +87,12 @@ package final class CurlEasy {
         return swoop_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil
     }
 
+    /// A `*_TIME_T` timing, in microseconds since the transfer started.
+    package func getMicroseconds(_ info: CURLINFO) -> Int64? {
+        var value: curl_off_t = 0
+        return swoop_easy_getinfo_off_t(handle, info, &value) == CURLE_OK ? Int64(value) : nil
+    }
+
     private func record(_ option: CURLoption, _ code: CURLcode) {
         if code != CURLE_OK && firstSetoptFailure == nil {
             firstSetoptFailure = (option, code)

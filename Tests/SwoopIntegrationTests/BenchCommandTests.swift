@@ -42,16 +42,24 @@ struct BenchCommandTests {
     @Test("the library's measurement of a small object fetches it again until the window ends")
     func measureSmallObject() async throws {
         try await withTestOrigin { origin in
-            // Small enough that a pass takes a small part of the window even on a loaded machine
-            // (a 3 MiB object in a 1 s window came whole only once while the whole suite ran).
-            origin.addObject(TestObject(size: 256 << 10, seed: 61), at: "/s.bin")
+            // 256 KiB at 2 MiB/s a connection: a pass takes about a tenth of a second, so the 3 s
+            // window holds many, without the CPU an unthrottled loop of passes would take.
+            let size: Int64 = 256 << 10
+            origin.addObject(TestObject(size: size, seed: 61), at: "/s.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
+            let window = Duration.seconds(3)
             let measurement = try await withDownloader {
                 try await $0.measureThroughput(
-                    DownloadRequest(url: origin.url("/s.bin")), connections: 2, duration: .seconds(3))
+                    DownloadRequest(url: origin.url("/s.bin")), connections: 2, duration: window)
             }
-            // It arrived whole, and again, until the window was up.
-            #expect(measurement.completed && measurement.passes >= 2, "\(measurement.passes) passes")
-            #expect(measurement.bytes >= 2 * (256 << 10))
+            // It arrived whole, and again, until the window was up. On a machine so loaded that the
+            // first fetch took most of the window (the whole suite starting at once: it happened),
+            // that fetch is all there is; a measurement that stopped after one pass would end early.
+            #expect(measurement.completed)
+            #expect(
+                measurement.passes >= 2 || measurement.duration >= window * 0.8,
+                "\(measurement.passes) passes in \(measurement.duration)")
+            #expect(measurement.bytes >= Int64(measurement.passes - 1) * size)
             #expect(measurement.bytesPerSecond > 0)
         }
     }
@@ -82,6 +90,9 @@ struct BenchCommandTests {
             #expect((summary["recommendationReason"] as? String)?.contains("each connection capped near") == true)
             let firstResponse = try #require(summary["firstResponseSeconds"] as? Double)
             #expect(firstResponse > 0 && firstResponse < 5, "first response after \(firstResponse) s on loopback")
+            let roundTrip = try #require(summary["roundTripSeconds"] as? Double)
+            #expect(roundTrip > 0 && roundTrip < 2, "a TCP handshake on loopback: \(roundTrip) s")
+            #expect(summary["tlsHandshakeSeconds"] == nil, "no TLS")
 
             let text = try await CLI.run(arguments, in: scratch.url)
             #expect(text.status == 0, "\(text.stderr)")
@@ -102,4 +113,26 @@ struct BenchCommandTests {
         #expect(result.status == 2)
         #expect(result.stderr.contains("--connections"))
     }
+
+    @Test("the first response's timing over TLS: the TCP and TLS handshakes, then the request")
+    func timingOverTLS() async throws {
+        let nginx = try Nginx.start(tls: true)
+        defer { nginx.stop() }
+        _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 63)
+        var configuration = Downloader.Configuration()
+        configuration.tls.certificateAuthorities = .custom(
+            file: nginx.prefix.appendingPathComponent("cert.pem").path)
+        let timing = try await withDownloader(configuration) { downloader in
+            let (bytes, response) = try await downloader.bytes(
+                for: DownloadRequest(url: nginx.url("/t.bin")), window: DownloadBytes.minimumWindow)
+            bytes.task.cancel()
+            _ = try? await bytes.task.result()
+            return response.timing
+        }
+        let measured = try #require(timing)
+        #expect(measured.connect.map { $0 > .zero && $0 < .seconds(2) } == true, "\(measured)")
+        #expect(measured.tlsHandshake.map { $0 > .zero && $0 < .seconds(5) } == true, "\(measured)")
+        #expect(measured.firstByte > .zero && measured.firstByte < .seconds(5))
+    }
+
 }

@@ -196,6 +196,10 @@ struct StreamTests {
                 #expect(response.expectedContentLength == 24 << 20 && response.acceptsRanges)
                 #expect(response.url == nginx.url("/l.bin") && response.etag?.isEmpty == false)
                 #expect(response.contentType != nil)
+                // How long it took: a new connection (no TLS), then the request.
+                let timing = try #require(response.timing)
+                #expect(timing.connect.map { $0 > .zero && $0 < .seconds(2) } == true, "\(timing)")
+                #expect(timing.tlsHandshake == nil && timing.firstByte > .zero && timing.firstByte < .seconds(5))
                 for try await chunk in bytes {
                     hasher.update(Data(chunk))
                 }

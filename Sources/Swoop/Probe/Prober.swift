@@ -38,6 +38,8 @@ final class Prober: ProbeExchangeDelegate {
     weak var delegate: (any ProberDelegate)?
     /// The last response head received: the one that decided the step the probe ends with.
     private(set) var lastHead: ResponseHead?
+    /// How long that head took to arrive (connecting, the request's round trip).
+    private(set) var lastTiming: ExchangeTiming?
     /// The range a ``ProbeDecision/Step/confirm(_:)`` asked for, sent instead of the basis's.
     private var confirming: RequestedRange?
     /// The connection went on to the transfer; the prober is done.
@@ -122,6 +124,7 @@ final class Prober: ProbeExchangeDelegate {
         body: BodyDisposition
     ) -> BodyDisposition {
         lastHead = head
+        lastTiming = exchange.connection.exchange?.timing()
         switch (step, purpose) {
         case (.ranged, .headOnly):
             // One byte: read it, and the connection stays open for the download that follows.

@@ -39,7 +39,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
         service: (any ObjectService)? = nil, mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink,
-        objectFound: ((RemoteObject) -> Void)? = nil, logger: Logger,
+        objectFound: ((RemoteObject, ExchangeTiming?) -> Void)? = nil, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -126,7 +126,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         switch step {
         case .ranged(let object, let firstRange):
             found = object
-            store = try TransferSetup.ranged(object, firstRange: firstRange, resuming: resumedMap, url: url, context)
+            store = try TransferSetup.ranged(
+                object, timing: prober.lastTiming, firstRange: firstRange, resuming: resumedMap, url: url, context)
         case .stream(let object, let discardsPartial):
             if discardsPartial {
                 logger.warning("the server no longer answers range requests; starting over in a single stream")
@@ -134,7 +135,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
                 basis = .fresh
             }
             found = object
-            store = try TransferSetup.stream(object, context)
+            store = try TransferSetup.stream(object, timing: prober.lastTiming, context)
         default:
             return
         }
@@ -168,10 +169,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             stop(with: .success(result(size: size, object: nil, store: nil, alreadyComplete: true)))
         case .finishResumed(let found):
             let verifier = TransferSetup.verifier(for: found, store: nil, resuming: resumedMap, context)
-            finishWithoutTransfer(found, size: found.size ?? 0, resuming: true, verifier: verifier)
+            finishWithoutTransfer(
+                found, timing: prober.lastTiming, size: found.size ?? 0, resuming: true, verifier: verifier)
         case .empty(let found):
             let verifier = TransferSetup.verifier(for: found, store: nil, resuming: nil, context)
-            finishWithoutTransfer(found, size: 0, resuming: false, verifier: verifier)
+            finishWithoutTransfer(found, timing: prober.lastTiming, size: 0, resuming: false, verifier: verifier)
         case .restart(let reason):
             restartFromScratch(reason)
         case .fail(let error):
@@ -259,9 +261,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     // MARK: Finalize
 
-    private func finishWithoutTransfer(_ found: RemoteObject, size: Int64, resuming: Bool, verifier: ObjectVerifier?) {
+    private func finishWithoutTransfer(
+        _ found: RemoteObject, timing: ExchangeTiming?, size: Int64, resuming: Bool, verifier: ObjectVerifier?
+    ) {
         do {
-            try context.openSink(for: found, size: size, resuming: resuming)
+            try context.openSink(for: found, timing: timing, size: size, resuming: resuming)
         } catch {
             stop(with: .failure(error))
             return

@@ -12,17 +12,19 @@ struct SessionContext {
     let service: (url: RemoteURL, service: any ObjectService)?
     let paths: DownloadPaths
     let sink: BodySink
-    /// Told the object once the probe has found it, before the sink opens (a reader of the
-    /// bytes waits for it: ``Downloader/bytes(for:window:progress:)``).
-    let objectFound: ((RemoteObject) -> Void)?
+    /// Told the object once the probe has found it, with how long its response took, before
+    /// the sink opens (a reader of the bytes waits for it: ``Downloader/bytes(for:window:progress:)``).
+    let objectFound: ((RemoteObject, ExchangeTiming?) -> Void)?
     let logger: Logger
     /// Bytes, requests and retries, across restarts.
     let counters = DownloadCounters()
     let startedAt = ContinuousClock.now
 
-    /// Opens the sink for `found`, after telling ``objectFound``.
-    func openSink(for found: RemoteObject, size: Int64?, resuming: Bool) throws(DownloadError) {
-        objectFound?(found)
+    /// Opens the sink for `found`, after telling ``objectFound`` (with `timing`, the probe's).
+    func openSink(
+        for found: RemoteObject, timing: ExchangeTiming?, size: Int64?, resuming: Bool
+    ) throws(DownloadError) {
+        objectFound?(found, timing)
         try sink.open(size: size, resuming: resuming)
     }
 

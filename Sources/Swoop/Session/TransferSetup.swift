@@ -1,18 +1,19 @@
 import SwoopStore
+import SwoopTransfer
 
 /// What a download needs once the probe's head has arrived, before its transfer starts: the
 /// store its bytes go to (for ranges, the plan of what is missing and the segment map), and the
 /// verifier of the digests it is checked against.
 enum TransferSetup {
-    /// The probe's 206 arrived: opens the sink and plans the missing bytes of `found`, resuming
-    /// `map` if there is one. `url` is the source the map names.
+    /// The probe's 206 arrived (after `timing`): opens the sink and plans the missing bytes of
+    /// `found`, resuming `map` if there is one. `url` is the source the map names.
     static func ranged(
-        _ found: RemoteObject, firstRange: ByteRange, resuming map: SegmentMap?, url: RemoteURL,
-        _ context: SessionContext
+        _ found: RemoteObject, timing: ExchangeTiming?, firstRange: ByteRange, resuming map: SegmentMap?,
+        url: RemoteURL, _ context: SessionContext
     ) throws(DownloadError) -> DownloadStore {
         let configuration = context.configuration
         let size = found.size ?? firstRange.upperBound
-        try context.openSink(for: found, size: size, resuming: map != nil)
+        try context.openSink(for: found, timing: timing, size: size, resuming: map != nil)
         let plan = SegmentScheduler(
             objectSize: size, resuming: map, minimumSegmentSize: configuration.tuning.minimumSegmentSize)
         // An object that arrives whole in this first response needs no segment map: a crash
@@ -37,9 +38,12 @@ enum TransferSetup {
         return store
     }
 
-    /// The probe's 200 arrived: the server ignores ranges, so this one response is the download.
-    static func stream(_ found: RemoteObject, _ context: SessionContext) throws(DownloadError) -> DownloadStore {
-        try context.openSink(for: found, size: found.size, resuming: false)
+    /// The probe's 200 arrived (after `timing`): the server ignores ranges, so this one response
+    /// is the download.
+    static func stream(
+        _ found: RemoteObject, timing: ExchangeTiming?, _ context: SessionContext
+    ) throws(DownloadError) -> DownloadStore {
+        try context.openSink(for: found, timing: timing, size: found.size, resuming: false)
         return DownloadStore(streamingTo: context.sink, counters: context.counters)
     }
 
