@@ -566,10 +566,11 @@ def build(name, quick, cfg):
 
     if name in ("S11", "S11n"):
         lossy = name == "S11n"
-        # Over the netlab link 1 GiB is out of reach of repeated runs: s5cmd's defaults fetch 50 MiB parts,
+        # Over the netlab link 1 GiB is out of reach of routine runs: s5cmd's defaults fetch 50 MiB parts,
         # 5 at a time, each part over one loss-bound connection (about 0.7-1.4 MiB/s), so one 1 GiB run
-        # would take it about 5 minutes; 256 MiB (S3a's size) took it 58-81 s.
-        big = (16 * MiB if lossy else 64 * MiB) if q else (256 * MiB if lossy else GiB)
+        # takes it about 5 minutes; 256 MiB (S3a's size) took it 58-81 s. S11N_OBJECT_MIB=1024 measures it.
+        netlab_big = int(os.environ.get("S11N_OBJECT_MIB", "256")) * MiB
+        big = (16 * MiB if lossy else 64 * MiB) if q else (netlab_big if lossy else GiB)
         groups = [(100, 256 * KiB), (2, 8 * MiB)] if q else [(1000, 256 * KiB), (4, 64 * MiB)]
         shape = " + ".join("%d × %s" % (n, human_size(z)) for n, z in groups)
         total = sum(n * z for n, z in groups)
