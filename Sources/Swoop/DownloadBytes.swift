@@ -1,5 +1,4 @@
 import SwoopStore
-import SwoopTransfer
 import Synchronization
 
 extension Downloader {
@@ -79,36 +78,13 @@ public struct DownloadResponse: Sendable, Equatable {
     public var lastModified: String?
     /// Whether the server serves byte ranges (the bytes then come over several connections).
     public var acceptsRanges: Bool
-    /// How long this response took to arrive (as `URLSessionTaskTransactionMetrics` tells it);
-    /// `nil` when it was not measured.
-    public var timing: Timing?
-
-    /// How long a response took, as libcurl measured it (curl's `-w` `%{time_connect}`,
-    /// `%{time_appconnect}`, `%{time_starttransfer}`, as spans rather than times since the start).
-    public struct Timing: Sendable, Equatable {
-        /// The TCP handshake with the server (or the proxy): one round trip. `nil` when the
-        /// request went out on a connection that was already open.
-        public var connect: Duration?
-        /// The TLS handshake after it; `nil` without TLS or on a connection already open.
-        public var tlsHandshake: Duration?
-        /// From sending the request to the response's first byte: a round trip and the server's
-        /// time to answer.
-        public var firstByte: Duration
-
-        public init(connect: Duration?, tlsHandshake: Duration?, firstByte: Duration) {
-            self.connect = connect
-            self.tlsHandshake = tlsHandshake
-            self.firstByte = firstByte
-        }
-
-        init(_ timing: ExchangeTiming) {
-            self.init(connect: timing.connect, tlsHandshake: timing.tlsHandshake, firstByte: timing.firstByte)
-        }
-    }
+    /// How long this response took to arrive: the TCP and TLS handshakes of a new connection,
+    /// and the request's time to its first byte; `nil` when it was not measured.
+    public var timing: ResponseTiming?
 
     public init(
         url: String, expectedContentLength: Int64?, contentType: String? = nil, etag: String? = nil,
-        lastModified: String? = nil, acceptsRanges: Bool, timing: Timing? = nil
+        lastModified: String? = nil, acceptsRanges: Bool, timing: ResponseTiming? = nil
     ) {
         self.url = url
         self.expectedContentLength = expectedContentLength
@@ -119,7 +95,7 @@ public struct DownloadResponse: Sendable, Equatable {
         self.timing = timing
     }
 
-    init(_ object: RemoteObject, timing: Timing?) {
+    init(_ object: RemoteObject, timing: ResponseTiming?) {
         let named = object.url.redacted.hasPrefix("s3://")
         self.init(
             url: named ? object.url.redacted : object.url.absoluteString, expectedContentLength: object.size,

@@ -224,9 +224,9 @@ public final class Downloader: Sendable {
                 case .stream(let buffer, _):
                     StreamSink(buffer: buffer, loop: loop)
                 }
-            let objectFound: ((RemoteObject, ExchangeTiming?) -> Void)? =
+            let objectFound: ((RemoteObject, ResponseTiming?) -> Void)? =
                 if case .stream(_, let slot) = kind {
-                    { slot.deliver(.success(DownloadResponse($0, timing: $1.map(DownloadResponse.Timing.init)))) }
+                    { slot.deliver(.success(DownloadResponse($0, timing: $1))) }
                 } else {
                     nil
                 }

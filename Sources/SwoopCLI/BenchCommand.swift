@@ -87,7 +87,7 @@ struct Bench: AsyncParsableCommand {
                     + "to disk)\n"
             )
         }
-        let firstResponse: DownloadResponse.Timing?
+        let firstResponse: ResponseTiming?
         do {
             firstResponse = try await Self.firstResponse(request, downloader)
             if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
@@ -180,7 +180,7 @@ struct Bench: AsyncParsableCommand {
     /// the object, cancelled once the head has arrived.
     static func firstResponse(
         _ request: DownloadRequest, _ downloader: Downloader
-    ) async throws -> DownloadResponse.Timing? {
+    ) async throws -> ResponseTiming? {
         let (bytes, response) = try await downloader.bytes(for: request, window: DownloadBytes.minimumWindow)
         bytes.task.cancel()
         _ = try? await bytes.task.result()
@@ -188,7 +188,7 @@ struct Bench: AsyncParsableCommand {
     }
 
     /// "round trip 40.2 ms (the TCP handshake), TLS handshake 41.0 ms, first response after 42.3 ms".
-    static func describe(_ timing: DownloadResponse.Timing) -> String {
+    static func describe(_ timing: ResponseTiming) -> String {
         func milliseconds(_ duration: Duration) -> String {
             "\(Format.fixed(Format.seconds(duration) * 1000, digits: 2)) ms"
         }
@@ -255,7 +255,7 @@ struct BenchSummary: Encodable {
 
     init(
         url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate],
-        firstResponse: DownloadResponse.Timing?
+        firstResponse: ResponseTiming?
     ) {
         roundTripSeconds = firstResponse?.connect.map(Format.seconds)
         tlsHandshakeSeconds = firstResponse?.tlsHandshake.map(Format.seconds)

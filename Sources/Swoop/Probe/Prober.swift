@@ -39,7 +39,7 @@ final class Prober: ProbeExchangeDelegate {
     /// The last response head received: the one that decided the step the probe ends with.
     private(set) var lastHead: ResponseHead?
     /// How long that head took to arrive (connecting, the request's round trip).
-    private(set) var lastTiming: ExchangeTiming?
+    private(set) var lastTiming: ResponseTiming?
     /// The range a ``ProbeDecision/Step/confirm(_:)`` asked for, sent instead of the basis's.
     private var confirming: RequestedRange?
     /// The connection went on to the transfer; the prober is done.

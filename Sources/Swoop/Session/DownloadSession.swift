@@ -39,7 +39,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     init(
         loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
         service: (any ObjectService)? = nil, mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink,
-        objectFound: ((RemoteObject, ExchangeTiming?) -> Void)? = nil, logger: Logger,
+        objectFound: ((RemoteObject, ResponseTiming?) -> Void)? = nil, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
@@ -262,7 +262,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     // MARK: Finalize
 
     private func finishWithoutTransfer(
-        _ found: RemoteObject, timing: ExchangeTiming?, size: Int64, resuming: Bool, verifier: ObjectVerifier?
+        _ found: RemoteObject, timing: ResponseTiming?, size: Int64, resuming: Bool, verifier: ObjectVerifier?
     ) {
         do {
             try context.openSink(for: found, timing: timing, size: size, resuming: resuming)

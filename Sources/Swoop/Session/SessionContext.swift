@@ -14,7 +14,7 @@ struct SessionContext {
     let sink: BodySink
     /// Told the object once the probe has found it, with how long its response took, before
     /// the sink opens (a reader of the bytes waits for it: ``Downloader/bytes(for:window:progress:)``).
-    let objectFound: ((RemoteObject, ExchangeTiming?) -> Void)?
+    let objectFound: ((RemoteObject, ResponseTiming?) -> Void)?
     let logger: Logger
     /// Bytes, requests and retries, across restarts.
     let counters = DownloadCounters()
@@ -22,7 +22,7 @@ struct SessionContext {
 
     /// Opens the sink for `found`, after telling ``objectFound`` (with `timing`, the probe's).
     func openSink(
-        for found: RemoteObject, timing: ExchangeTiming?, size: Int64?, resuming: Bool
+        for found: RemoteObject, timing: ResponseTiming?, size: Int64?, resuming: Bool
     ) throws(DownloadError) {
         objectFound?(found, timing)
         try sink.open(size: size, resuming: resuming)

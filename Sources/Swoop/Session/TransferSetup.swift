@@ -8,7 +8,7 @@ enum TransferSetup {
     /// The probe's 206 arrived (after `timing`): opens the sink and plans the missing bytes of
     /// `found`, resuming `map` if there is one. `url` is the source the map names.
     static func ranged(
-        _ found: RemoteObject, timing: ExchangeTiming?, firstRange: ByteRange, resuming map: SegmentMap?,
+        _ found: RemoteObject, timing: ResponseTiming?, firstRange: ByteRange, resuming map: SegmentMap?,
         url: RemoteURL, _ context: SessionContext
     ) throws(DownloadError) -> DownloadStore {
         let configuration = context.configuration
@@ -41,7 +41,7 @@ enum TransferSetup {
     /// The probe's 200 arrived (after `timing`): the server ignores ranges, so this one response
     /// is the download.
     static func stream(
-        _ found: RemoteObject, timing: ExchangeTiming?, _ context: SessionContext
+        _ found: RemoteObject, timing: ResponseTiming?, _ context: SessionContext
     ) throws(DownloadError) -> DownloadStore {
         try context.openSink(for: found, timing: timing, size: found.size, resuming: false)
         return DownloadStore(streamingTo: context.sink, counters: context.counters)
