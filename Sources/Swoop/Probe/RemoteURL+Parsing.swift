@@ -9,20 +9,23 @@ extension RemoteURL {
         if trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it contains control characters")
         }
-        let shown = RemoteURL.printable(trimmed)
-        let looksLikeHost = trimmed.first.map { $0.isLetter || $0.isNumber } ?? false
-        let noScheme: DownloadError =
-            trimmed.contains(where: \.isWhitespace) || !looksLikeHost
-            ? .invalidRequest("invalid URL '\(shown)': it has no scheme (a URL starts with http://, https:// or s3://)")
-            : .invalidRequest("invalid URL '\(shown)': it has no scheme; write http://\(shown) or https://\(shown)")
+        // Built only on failure: every download parses its URL, and a bulk list parses each twice.
+        func noScheme() -> DownloadError {
+            let shown = RemoteURL.printable(trimmed)
+            let looksLikeHost = trimmed.first.map { $0.isLetter || $0.isNumber } ?? false
+            return trimmed.contains(where: \.isWhitespace) || !looksLikeHost
+                ? .invalidRequest(
+                    "invalid URL '\(shown)': it has no scheme (a URL starts with http://, https:// or s3://)")
+                : .invalidRequest("invalid URL '\(shown)': it has no scheme; write http://\(shown) or https://\(shown)")
+        }
         guard let colon = trimmed.firstIndex(of: ":"),
             trimmed[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
             !trimmed[..<colon].isEmpty
-        else { throw noScheme }
+        else { throw noScheme() }
         let scheme = trimmed[..<colon].lowercased()
         // `host:port/path` reads as a scheme `host` (a URL parser's view); what was meant is a host.
         let afterColon = trimmed[trimmed.index(after: colon)...]
-        if scheme.contains(".") || scheme == "localhost" || afterColon.first?.isNumber == true { throw noScheme }
+        if scheme.contains(".") || scheme == "localhost" || afterColon.first?.isNumber == true { throw noScheme() }
         guard scheme == "http" || scheme == "https" else {
             throw .invalidRequest(
                 "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http, "
