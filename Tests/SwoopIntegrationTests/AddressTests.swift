@@ -1,5 +1,6 @@
 import Foundation
 import Swoop
+import SwoopTestOrigin
 import Testing
 
 /// One name on four loopback addresses (127.0.0.2-5, through `--resolve`), each served by its own
@@ -244,6 +245,55 @@ struct AddressTests {
         let url = "http://\(name):\(edges.port)/f.bin"
         let sources = try await get(edges, scratch, sha: sha, url: url, arguments: [])
         #expect(Set(sources.compactMap(\.address)) == Set(hosts), "\(sources)")
+    }
+
+    @Test("an IPv6 and an IPv4 address of one name are both sources: identical bytes from both")
+    func ipv6AndIPv4() async throws {
+        let object = TestObject(size: 24 << 20, seed: 30)
+        let origins = try await Self.originPair(hosts: ["::1", "127.0.0.2"])
+        do {
+            for origin in origins {
+                origin.addObject(object, at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
+            }
+            let port = origins[0].port
+            var configuration = Downloader.Configuration()
+            configuration.connections = .fixed(8)
+            configuration.addresses.resolve = ["\(Self.name):\(port)": ["::1", "127.0.0.2"]]
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let result = try await withDownloader(configuration) { downloader in
+                try await downloader.download(
+                    DownloadRequest(url: "http://\(Self.name):\(port)/o.bin"), to: scratch.path("o.bin"))
+            }
+            #expect(try TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
+            let used = result.sources.filter { $0.bytes > 0 }.compactMap(\.address)
+            #expect(Set(used) == ["::1", "127.0.0.2"], "\(result.sources)")
+            for origin in origins {
+                let host = "\(Self.name):\(port)"
+                #expect(origin.requests.contains { $0.header("host") == host }, "the name, not the address")
+            }
+        } catch {
+            for origin in origins { try? await origin.shutdown() }
+            throw error
+        }
+        for origin in origins { try await origin.shutdown() }
+    }
+
+    /// Test origins on `hosts`, all on one port (another program may hold it on one of them: the
+    /// pair is started again on another).
+    static func originPair(hosts: [String]) async throws -> [TestOrigin] {
+        for _ in 0..<10 {
+            let first = try await TestOrigin.start(host: hosts[0])
+            var origins = [first]
+            for host in hosts.dropFirst() {
+                guard let next = try? await TestOrigin.start(host: host, port: first.port) else { break }
+                origins.append(next)
+            }
+            if origins.count == hosts.count { return origins }
+            for origin in origins { try? await origin.shutdown() }
+        }
+        throw TestFailure("no port free on all of \(hosts)")
     }
 
     @Test("swoop bench measures each address alone and says which are worth using")
