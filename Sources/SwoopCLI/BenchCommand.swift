@@ -13,8 +13,8 @@ struct Bench: AsyncParsableCommand {
             median of 250 ms intervals after a ramp-up (the first second, or a fifth of a shorter \
             run), with the 10th-90th percentile spread. The recommendation is the fewest \
             connections within 5% of the best throughput, with what limits the rate there. Before \
-            the counts, the time to the first response (a new connection and one request: two round \
-            trips, more with TLS) is measured. A name with several addresses is then measured one \
+            the counts, the first request's round trip (its TCP handshake), TLS handshake and time to \
+            its first byte are measured. A name with several addresses is then measured one \
             address at a time with the recommended count, and each is said to be worth using or not \
             (under a quarter of the best address's rate).
             """
@@ -35,17 +35,10 @@ struct Bench: AsyncParsableCommand {
     )
     var chart: String?
 
-    @Option(
-        name: [.customShort("H"), .long],
-        help: ArgumentHelp("Send a request header; repeat for several.", valueName: "Name: value"))
-    var header: [String] = []
-
-    @Flag(name: [.customShort("k"), .long], help: "Skip TLS certificate verification (insecure).")
-    var insecure = false
-
     @Flag(name: .long, help: "Print the results as one JSON object.")
     var json = false
 
+    @OptionGroup(title: "Access") var access: AccessOptions
     @OptionGroup(title: "Addresses") var addressOptions: AddressOptions
 
     func counts() throws -> [Int] {
@@ -63,20 +56,14 @@ struct Bench: AsyncParsableCommand {
         guard duration > 0, duration.isFinite else {
             throw ValidationError("--duration must be a positive number of seconds")
         }
-        for line in header where !line.contains(":") {
-            throw ValidationError("invalid --header '\(line)': expected 'Name: value'")
-        }
+        _ = try access.parsedHeaders()
     }
 
     func run() async throws {
         var configuration = Downloader.Configuration()
-        configuration.tls.verifiesCertificates = !insecure
+        access.apply(to: &configuration)
         addressOptions.apply(to: &configuration)
-        let headers = header.map { line -> (name: String, value: String) in
-            let colon = line.firstIndex(of: ":")!
-            return (line[..<colon].trimmed, line[line.index(after: colon)...].trimmed)
-        }
-        let request = DownloadRequest(url: url, headers: headers)
+        let request = DownloadRequest(url: url, headers: try access.parsedHeaders())
         let downloader = Downloader(configuration: configuration)
         let interrupts = InterruptWatcher {}
         defer { interrupts.stop() }

@@ -54,7 +54,8 @@ struct BenchCommandTests {
             let result = try await CLI.run(
                 ["bench", origin.url("/s.bin"), "-c", "2", "--duration", "3", "--json"], in: scratch.url)
             #expect(result.status == 0, "\(result.stderr)")
-            let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let summary = try #require(
+                try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
             let row = try #require((summary["results"] as? [[String: Any]])?.first)
             // It arrived whole, and again, until the window was up.
             let passes = try #require(row["passes"] as? Int)
@@ -136,4 +137,25 @@ struct BenchCommandTests {
         #expect(measured.firstByte > .zero && measured.firstByte < .seconds(5))
     }
 
+
+    @Test("bench reaches a server as get does: a private CA through --cacert, a header; the TLS handshake in --json")
+    func accessOptions() async throws {
+        let nginx = try Nginx.start(tls: true)
+        defer { nginx.stop() }
+        _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 64)
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let certificate = nginx.prefix.appendingPathComponent("cert.pem").path
+        let arguments = ["bench", nginx.url("/t.bin"), "-c", "1", "--duration", "0.5", "--json"]
+        let untrusted = try await CLI.run(arguments, in: scratch.url)
+        #expect(untrusted.status != 0 && untrusted.stderr.contains("--cacert"), "\(untrusted.stderr)")
+        let trusted = try await CLI.run(
+            arguments + ["--cacert", certificate, "-H", "User-Agent: bench-test"], in: scratch.url)
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(trusted.stdout.utf8)) as? [String: Any])
+        #expect((summary["tlsHandshakeSeconds"] as? Double).map { $0 > 0 && $0 < 5 } == true, "\(summary)")
+        let log = try nginx.log()
+        #expect(!log.isEmpty && log.allSatisfy { $0.userAgent == "bench-test" }, "\(log.map(\.userAgent))")
+    }
 }
