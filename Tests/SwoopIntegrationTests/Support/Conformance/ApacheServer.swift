@@ -26,15 +26,7 @@ final class ApacheServer: DocumentRootServer {
 
     static func start() async throws -> ApacheServer {
         let executable = try ServerPrograms.find("apache2", candidates: ["/usr/sbin/apache2"], package: "apt apache2")
-        var lastError: Error?
-        for _ in 0..<3 {
-            do {
-                return try await ApacheServer(executable: executable)
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError!
+        return try await startTrying { try await ApacheServer(executable: executable) }
     }
 
     private init(executable: String) async throws {
@@ -86,15 +78,10 @@ final class ApacheServer: DocumentRootServer {
             """
         let configFile = directory.appendingPathComponent("httpd.conf")
         try config.write(to: configFile, atomically: true, encoding: .utf8)
-        server = try ServerProcess(
+        server = try await ServerProcess.started(
             name: name, executable: executable, arguments: ["-f", configFile.path, "-k", "start", "-DFOREGROUND"],
-            output: directory.appendingPathComponent("stderr.log"))
-        do {
-            try await server.waitUntilListening(on: port, logs: [errorLog])
-        } catch {
-            stop()
-            throw error
-        }
+            output: directory.appendingPathComponent("stderr.log"), listeningOn: [port], logs: [errorLog],
+            directory: directory)
     }
 
     func parse(_ line: Substring) -> ServedRequest? { parseFields(line) }

@@ -21,15 +21,7 @@ final class CaddyServer: DocumentRootServer {
 
     static func start() async throws -> CaddyServer {
         let executable = try ServerPrograms.find("caddy", candidates: ["/usr/bin/caddy"], package: "apt caddy")
-        var lastError: Error?
-        for _ in 0..<3 {
-            do {
-                return try await CaddyServer(executable: executable)
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError!
+        return try await startTrying { try await CaddyServer(executable: executable) }
     }
 
     private init(executable: String) async throws {

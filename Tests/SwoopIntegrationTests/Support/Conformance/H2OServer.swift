@@ -22,15 +22,7 @@ final class H2OServer: DocumentRootServer {
     static func start() async throws -> H2OServer {
         let executable = try ServerPrograms.find("h2o", candidates: ["/usr/bin/h2o"], package: "apt h2o")
         let openssl = try ServerPrograms.find("openssl", candidates: ["/usr/bin/openssl"], package: "apt openssl")
-        var lastError: Error?
-        for _ in 0..<3 {
-            do {
-                return try await H2OServer(executable: executable, openssl: openssl)
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError!
+        return try await startTrying { try await H2OServer(executable: executable, openssl: openssl) }
     }
 
     private init(executable: String, openssl: String) async throws {
@@ -74,16 +66,10 @@ final class H2OServer: DocumentRootServer {
             """
         let configFile = directory.appendingPathComponent("h2o.conf")
         try config.write(to: configFile, atomically: true, encoding: .utf8)
-        server = try ServerProcess(
+        server = try await ServerProcess.started(
             name: name, executable: executable, arguments: ["-c", configFile.path],
-            output: directory.appendingPathComponent("stderr.log"))
-        do {
-            try await server.waitUntilListening(on: port, logs: [errorLog])
-            try await server.waitUntilListening(on: tlsPort, logs: [errorLog])
-        } catch {
-            stop()
-            throw error
-        }
+            output: directory.appendingPathComponent("stderr.log"), listeningOn: [port, tlsPort], logs: [errorLog],
+            directory: directory)
     }
 
     func parse(_ line: Substring) -> ServedRequest? { parseFields(line) }

@@ -20,15 +20,7 @@ final class LighttpdServer: DocumentRootServer {
     static func start() async throws -> LighttpdServer {
         let executable = try ServerPrograms.find(
             "lighttpd", candidates: ["/usr/sbin/lighttpd"], package: "apt lighttpd")
-        var lastError: Error?
-        for _ in 0..<3 {
-            do {
-                return try await LighttpdServer(executable: executable)
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError!
+        return try await startTrying { try await LighttpdServer(executable: executable) }
     }
 
     private init(executable: String) async throws {
@@ -53,15 +45,10 @@ final class LighttpdServer: DocumentRootServer {
             """
         let configFile = directory.appendingPathComponent("lighttpd.conf")
         try config.write(to: configFile, atomically: true, encoding: .utf8)
-        server = try ServerProcess(
+        server = try await ServerProcess.started(
             name: name, executable: executable, arguments: ["-D", "-f", configFile.path],
-            output: directory.appendingPathComponent("stderr.log"))
-        do {
-            try await server.waitUntilListening(on: port, logs: [errorLog])
-        } catch {
-            stop()
-            throw error
-        }
+            output: directory.appendingPathComponent("stderr.log"), listeningOn: [port], logs: [errorLog],
+            directory: directory)
     }
 
     func parse(_ line: Substring) -> ServedRequest? { parseFields(line) }

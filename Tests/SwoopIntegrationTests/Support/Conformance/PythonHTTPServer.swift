@@ -16,15 +16,7 @@ final class PythonHTTPServer: DocumentRootServer {
 
     static func start() async throws -> PythonHTTPServer {
         let python = try ServerPrograms.python()
-        var lastError: Error?
-        for _ in 0..<3 {
-            do {
-                return try await PythonHTTPServer(python: python)
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError!
+        return try await startTrying { try await PythonHTTPServer(python: python) }
     }
 
     private init(python: String) async throws {
@@ -32,16 +24,10 @@ final class PythonHTTPServer: DocumentRootServer {
         root = try DocumentRoot.make(in: directory)
         port = try FreePort.find()
         accessLog = directory.appendingPathComponent("server.log")
-        server = try ServerProcess(
+        server = try await ServerProcess.started(
             name: name, executable: python,
             arguments: ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", root.path],
-            output: accessLog)
-        do {
-            try await server.waitUntilListening(on: port)
-        } catch {
-            stop()
-            throw error
-        }
+            output: accessLog, listeningOn: [port], directory: directory)
     }
 
     func parse(_ line: Substring) -> ServedRequest? { nil }

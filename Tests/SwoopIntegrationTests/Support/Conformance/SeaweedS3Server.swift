@@ -27,15 +27,7 @@ final class SeaweedS3Server: ConformanceServer {
         } catch {
             throw TestFailure("boto3 is not installed for \(python) (PyPI boto3); run scripts/setup")
         }
-        var lastError: Error?
-        for _ in 0..<3 {
-            do {
-                return try await SeaweedS3Server(weed: weed, python: python)
-            } catch {
-                lastError = error
-            }
-        }
-        throw lastError!
+        return try await startTrying { try await SeaweedS3Server(weed: weed, python: python) }
     }
 
     /// `weed` where pip puts console scripts for this `python3` (a pyenv shim on `PATH` would

@@ -21,6 +21,24 @@ final class ServerProcess: Sendable {
             stdout: output.path, stderr: output.path)
     }
 
+    /// Starts the server with `arguments` and waits until it listens on every one of `ports`;
+    /// when it does not, it is stopped and `directory` (its configuration and logs) removed before
+    /// the error is thrown.
+    static func started(
+        name: String, executable: String, arguments: [String], output: URL, listeningOn ports: [Int],
+        logs: [URL] = [], directory: URL
+    ) async throws -> ServerProcess {
+        let server = try ServerProcess(name: name, executable: executable, arguments: arguments, output: output)
+        do {
+            for port in ports { try await server.waitUntilListening(on: port, logs: logs) }
+            return server
+        } catch {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
     /// Waits until `ready` holds, polling without blocking a thread. Fails at once, with the end
     /// of `logs` (its output first), when the server exits; fails after `timeout` otherwise.
     func waitUntil(
@@ -156,4 +174,18 @@ enum ServerPrograms {
         }
         return output
     }
+}
+
+/// The first of up to `attempts` tries of `start` that succeeds, else the last one's error: a free
+/// port that was found can be taken by another program before the server binds it.
+func startTrying<Server>(attempts: Int = 3, _ start: () async throws -> Server) async throws -> Server {
+    var lastError: Error?
+    for _ in 0..<attempts {
+        do {
+            return try await start()
+        } catch {
+            lastError = error
+        }
+    }
+    throw lastError!
 }
