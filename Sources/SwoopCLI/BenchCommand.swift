@@ -20,7 +20,7 @@ struct Bench: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The http or https URL to measure.")
+    @Argument(help: "The http, https or s3:// URL to measure.")
     var url: String
 
     @Option(name: [.short, .long], help: ArgumentHelp("Connection counts to try, comma-separated.", valueName: "list"))
@@ -39,6 +39,7 @@ struct Bench: AsyncParsableCommand {
     var json = false
 
     @OptionGroup(title: "Access") var access: AccessOptions
+    @OptionGroup(title: "Object stores (s3://)") var s3: S3Options
     @OptionGroup(title: "Addresses") var addressOptions: AddressOptions
 
     func counts() throws -> [Int] {
@@ -62,6 +63,7 @@ struct Bench: AsyncParsableCommand {
     func run() async throws {
         var configuration = Downloader.Configuration()
         access.apply(to: &configuration)
+        s3.apply(to: &configuration)
         addressOptions.apply(to: &configuration)
         let request = DownloadRequest(url: url, headers: try access.parsedHeaders())
         let downloader = Downloader(configuration: configuration)

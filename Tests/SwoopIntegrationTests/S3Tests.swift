@@ -38,6 +38,30 @@ struct S3Tests {
         }
     }
 
+    @Test("swoop bench measures an s3:// object, signed, its endpoint from --endpoint-url")
+    func bench() async throws {
+        let store = try S3Store.require()
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let source = scratch.url.appendingPathComponent("source")
+        _ = try TestData.write(to: source, size: 4 << 20, seed: 71)
+        try await store.put(source, key: "bench/object.bin", bucket: Self.bucket)
+        var environment = Self.environment(store, scratch)
+        environment["AWS_ENDPOINT_URL"] = nil
+        let result = try await CLI.run(
+            [
+                "bench", "s3://\(Self.bucket)/bench/object.bin", "-c", "1,2", "--duration", "1", "--json",
+                "--endpoint-url", store.endpoint,
+            ], in: scratch.url, environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let rows = try #require(summary["results"] as? [[String: Any]])
+        #expect(rows.count == 2 && rows.allSatisfy { ($0["bytesPerSecond"] as? Double ?? 0) > 0 }, "\(rows)")
+        let secret = SeaweedS3Server.secretKey
+        #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret), "no credentials in the output")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["source"], "nothing written")
+    }
+
     @Test("credentials from a profile in the shared credentials file, region and endpoint from its config")
     func profile() async throws {
         let store = try S3Store.require()
