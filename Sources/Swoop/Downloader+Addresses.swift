@@ -66,15 +66,14 @@ final class HostAddresses: Sendable {
     /// address, one address, spreading off without a pin, or `localhost`'s `::1` and `127.0.0.1`
     /// (one machine). A lookup blocks the calling thread (a download's start).
     func lookup(_ url: RemoteURL, _ addresses: Downloader.Configuration.Addresses) -> [String] {
-        let host = url.host.lowercased()
-        if let pinned = addresses.resolve["\(host):\(url.port)"], !pinned.isEmpty {
+        let key = "\(url.host):\(url.port)"
+        if let pinned = addresses.resolve[key], !pinned.isEmpty {
             return addresses.spreadsOverAddresses ? pinned : [pinned[0]]
         }
-        guard addresses.spreadsOverAddresses, !Self.isAddress(host) else { return [] }
-        let key = "\(host):\(url.port)"
+        guard addresses.spreadsOverAddresses, !Self.isAddress(url.host) else { return [] }
         let now = ContinuousClock.now
         if let cached = cache.withLock({ $0[key] }), now - cached.at < .seconds(30) { return cached.addresses }
-        var found = Self.resolve(host, port: url.port)
+        var found = Self.resolve(url.host, port: url.port)
         if found.count < 2 || Set(found) == ["::1", "127.0.0.1"] { found = [] }
         cache.withLock { $0[key] = (found, now) }
         return found

@@ -55,7 +55,7 @@ extension Downloader {
         if let address {
             let (url, _) = try remote(request.url, configuration: configuration)
             configuration.addresses.spreadsOverAddresses = false
-            configuration.addresses.resolve = ["\(url.host.lowercased()):\(url.port)": [address]]
+            configuration.addresses.resolve = ["\(url.host):\(url.port)": [address]]
         }
         configuration.connections = .fixed(max(1, connections))
         configuration.files.checkpointInterval = nil

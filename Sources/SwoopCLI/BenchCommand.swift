@@ -52,6 +52,9 @@ struct Bench: AsyncParsableCommand {
         return Array(Set(values)).sorted()
     }
 
+    /// How long each count is measured.
+    private var window: Duration { .milliseconds(Int64(duration * 1000)) }
+
     func validate() throws {
         _ = try counts()
         guard duration > 0, duration.isFinite else {
@@ -82,7 +85,7 @@ struct Bench: AsyncParsableCommand {
             if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
             for count in try counts() {
                 let measurement = try await downloader.measureThroughput(
-                    request, connections: count, duration: .milliseconds(Int64(duration * 1000)))
+                    request, connections: count, duration: window)
                 results.append(measurement)
                 // As each count ends, its figure; the table, with bars against the best of all, at the end.
                 if !json { writeStderr("  \(count) connection\(count == 1 ? "" : "s"): \(Self.figure(measurement))\n") }
@@ -146,7 +149,7 @@ struct Bench: AsyncParsableCommand {
         var rates: [(String, Double)] = []
         for address in addresses {
             let measurement = try await downloader.measureThroughput(
-                request, connections: connections, duration: .milliseconds(Int64(duration * 1000)), address: address)
+                request, connections: connections, duration: window, address: address)
             rates.append((address, measurement.bytesPerSecond))
         }
         let best = rates.map(\.1).max() ?? 0

@@ -3,6 +3,7 @@ package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
     /// The URL as sent to the server (fragment removed).
     package let absoluteString: String
     package let scheme: String
+    /// Lowercase (the parser makes it so).
     package let host: String
     package let port: Int
     /// The path, percent-decoded.
