@@ -122,8 +122,7 @@ struct BenchCommandTests {
         defer { nginx.stop() }
         _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 63)
         var configuration = Downloader.Configuration()
-        configuration.tls.certificateAuthorities = .custom(
-            file: nginx.prefix.appendingPathComponent("cert.pem").path)
+        configuration.tls.certificateAuthorities = .custom(file: nginx.certificate)
         let timing = try await withDownloader(configuration) { downloader in
             let (bytes, response) = try await downloader.bytes(
                 for: DownloadRequest(url: nginx.url("/t.bin")), window: DownloadBytes.minimumWindow)
@@ -145,12 +144,11 @@ struct BenchCommandTests {
         _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 64)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        let certificate = nginx.prefix.appendingPathComponent("cert.pem").path
         let arguments = ["bench", nginx.url("/t.bin"), "-c", "1", "--duration", "0.5", "--json"]
         let untrusted = try await CLI.run(arguments, in: scratch.url)
         #expect(untrusted.status != 0 && untrusted.stderr.contains("--cacert"), "\(untrusted.stderr)")
         let trusted = try await CLI.run(
-            arguments + ["--cacert", certificate, "-H", "User-Agent: bench-test"], in: scratch.url)
+            arguments + ["--cacert", nginx.certificate, "-H", "User-Agent: bench-test"], in: scratch.url)
         #expect(trusted.status == 0, "\(trusted.stderr)")
         let summary = try #require(
             try JSONSerialization.jsonObject(with: Data(trusted.stdout.utf8)) as? [String: Any])

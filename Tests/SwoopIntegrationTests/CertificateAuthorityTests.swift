@@ -20,7 +20,7 @@ struct CertificateAuthorityTests {
         let scratch: Scratch
         let expected: String
         var url: String { nginx.url("/t.bin") }
-        var certificate: String { nginx.prefix.appendingPathComponent("cert.pem").path }
+        var certificate: String { nginx.certificate }
         var hashedDirectory: String { scratch.path("ca") }
 
         /// Runs `swoop URL arguments -q -f` with `environment` over ``noCAVariables``.

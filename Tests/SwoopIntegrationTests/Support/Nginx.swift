@@ -27,6 +27,10 @@ final class Nginx: @unchecked Sendable {
     /// The loopback address it listens on (127.0.0.x: several instances are several hosts).
     let host: String
     var baseURL: String { "\(scheme)://\(host):\(port)" }
+    /// The self-signed certificate a TLS instance serves: what a client trusts with `--cacert`.
+    var certificate: String { Self.certificate(in: prefix) }
+
+    private static func certificate(in prefix: URL) -> String { prefix.appendingPathComponent("cert.pem").path }
 
     func url(_ path: String) -> String { baseURL + path }
 
@@ -71,7 +75,7 @@ final class Nginx: @unchecked Sendable {
         var listen = "listen \(host):\(port);"
         if tls {
             let key = prefix.appendingPathComponent("key.pem").path
-            let certificate = prefix.appendingPathComponent("cert.pem").path
+            let certificate = Self.certificate(in: prefix)
             let openssl = try ChildProcess(
                 executable: "/usr/bin/openssl",
                 arguments: [
