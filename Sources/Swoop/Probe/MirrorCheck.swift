@@ -71,7 +71,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
     func nextRequest(
         of exchange: ProbeExchange
     ) -> (
-        range: RequestedRange, precondition: (name: String, value: String)?,
+        range: RequestedRange?, precondition: (name: String, value: String)?,
         job: Connection.Job
     ) {
         (.bounded(range), nil, .sample(.bounded(range)))
@@ -91,7 +91,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
             servesOtherObject = object.size != nil
             return .abort
         }
-        guard served == range else {
+        guard served.own == range else {
             unusable = "it answered bytes \(served) to a request for \(range)"
             return .abort
         }

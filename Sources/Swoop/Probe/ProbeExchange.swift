@@ -7,7 +7,7 @@ protocol ProbeExchangeDelegate: AnyObject {
     func nextRequest(
         of exchange: ProbeExchange
     ) -> (
-        range: RequestedRange, precondition: (name: String, value: String)?,
+        range: RequestedRange?, precondition: (name: String, value: String)?,
         job: Connection.Job
     )
     /// A request is being sent (the download counts it).

@@ -40,8 +40,10 @@ final class Prober: ProbeExchangeDelegate {
     private(set) var lastHead: ResponseHead?
     /// How long that head took to arrive (connecting, the request's round trip).
     private(set) var lastTiming: ResponseTiming?
-    /// The range a ``ProbeDecision/Step/confirm(_:)`` asked for, sent instead of the basis's.
-    private var confirming: RequestedRange?
+    /// The next request goes without `Range` (``ProbeDecision/Step/withoutRange``) or without
+    /// the precondition (``ProbeDecision/Step/withoutPrecondition``).
+    private var withoutRange = false
+    private var withoutPrecondition = false
     /// The connection went on to the transfer; the prober is done.
     private var handedOver = false
     /// Starting the transfer failed inside the head's callback: acted on when the exchange ends.
@@ -107,12 +109,13 @@ final class Prober: ProbeExchangeDelegate {
     func nextRequest(
         of exchange: ProbeExchange
     ) -> (
-        range: RequestedRange, precondition: (name: String, value: String)?,
+        range: RequestedRange?, precondition: (name: String, value: String)?,
         job: Connection.Job
     ) {
-        var (range, precondition) = ProbeDecision.request(for: exchange.decision.basis, probeSize: probeSize)
-        if let confirming { range = confirming }
-        return (range, precondition, .probe(range))
+        let (range, precondition) = ProbeDecision.request(for: exchange.decision.basis, probeSize: probeSize)
+        // Without Range, a 200's bytes start at 0: judged as an answer to "from byte 0".
+        if withoutRange { return (nil, withoutPrecondition ? nil : precondition, .probe(.from(0))) }
+        return (range, withoutPrecondition ? nil : precondition, .probe(range))
     }
 
     func probeExchangeWillSend(_ exchange: ProbeExchange) {
@@ -132,6 +135,10 @@ final class Prober: ProbeExchangeDelegate {
         case (.stream, .headOnly):
             // A 200: the whole object would follow.
             return .abort
+        case (.compareHeld(_, let range), _):
+            // The bytes to compare with those held: kept in memory, then judged as it ends.
+            exchange.connection.collect(range)
+            return .deliver
         case (.ranged, .download), (.stream, .download):
             do throws(DownloadError) {
                 try delegate?.prober(self, beginTransfer: step, on: exchange.connection)
@@ -155,8 +162,24 @@ final class Prober: ProbeExchangeDelegate {
         switch (step, outcome) {
         case (_, .failed(let error, let retryAfter)):
             failed(error, retryAfter: retryAfter)
-        case (.confirm(let range)?, _):
-            confirming = range
+        case (.compareHeld(let found, let range)?, _):
+            let bytes = exchange.connection.takeSample()
+            delegate?.prober(self, didEndWith: exchange.decision.confirmed(bytes, at: range, found: found))
+        case (.withoutRange?, _):
+            guard !withoutRange else {
+                return failed(
+                    .invalidResponse("the server answered 416 to a request without Range (\(exchange.decision.url))"),
+                    retryAfter: nil)
+            }
+            withoutRange = true
+            logger.info("the server refused the range (416); asking for the object without Range")
+            exchange.start()
+        case (.withoutPrecondition?, _):
+            guard !withoutPrecondition else {
+                return failed(.httpStatus(412, url: exchange.decision.url.redacted), retryAfter: nil)
+            }
+            withoutPrecondition = true
+            logger.info("the server's copy has other validators (412); asking without them, the bytes held decide")
             exchange.start()
         case (let step?, _):
             delegate?.prober(self, didEndWith: step)

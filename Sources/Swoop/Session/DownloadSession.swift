@@ -86,7 +86,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let basis = try PartialState.basis(
             for: context.paths, url: url, sink: context.sink, rules: PartialState.Rules(context.configuration),
             logger: logger, reading: reading)
-        if case .resuming(let map) = basis, map.url != url.redacted,
+        if case .resuming(let map, _) = basis, map.url != url.redacted,
             let index = mirrors.firstIndex(where: { $0.redacted == map.url })
         {
             swap(&url, &mirrors[index])
@@ -113,8 +113,20 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     }
 
     private var resumedMap: SegmentMap? {
-        if case .resuming(let map) = basis { return map }
+        if case .resuming(let map, _) = basis { return map }
         return nil
+    }
+
+    /// `found` as the transfer checks it: the validators a resumed map's bytes were served under
+    /// are its too (its first response's overlap with those bytes decides, and a difference
+    /// starts over), and the validators of versions seen before this try are refused.
+    private func versioned(_ found: RemoteObject) -> RemoteObject {
+        var found = found
+        if let map = resumedMap {
+            for validators in map.identity.knownValidators { found.identity.learn(validators) }
+        }
+        found.identity.otherVersions = restarts.otherVersions(than: found.identity)
+        return found
     }
 
     func prober(
@@ -124,10 +136,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let found: RemoteObject
         let store: DownloadStore
         switch step {
-        case .ranged(let object, let firstRange):
-            found = object
+        case .ranged(let object, let first):
+            found = versioned(object)
             store = try TransferSetup.ranged(
-                object, timing: prober.lastTiming, firstRange: firstRange, resuming: resumedMap, url: url, context)
+                found, timing: prober.lastTiming, firstRange: first.own, resuming: resumedMap, url: url, context)
         case .stream(let object, let discardsPartial):
             if discardsPartial {
                 logger.warning("the server no longer answers range requests; starting over in a single stream")
@@ -146,8 +158,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             loop: context.loop, counters: context.counters, logger: logger, mirrors: mirrors,
             requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
-        if case .ranged(_, let firstRange) = step {
-            try run.start(from: connection, firstRange: firstRange)
+        if case .ranged(_, let first) = step {
+            try run.start(from: connection, first: first)
             // A map from the start, so a crash at any moment leaves something to resume from.
             if resumedMap == nil && store.keepsPartialState { store.checkpoint() }
         } else {
@@ -165,7 +177,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .alreadyComplete:
             logger.info("already complete", metadata: ["path": "\(context.paths.target)"])
             var size: Int64 = 0
-            if case .completed(let record) = basis { size = record.size }
+            if case .completed(let record, _) = basis { size = record.size }
             stop(with: .success(result(size: size, object: nil, store: nil, alreadyComplete: true)))
         case .finishResumed(let found):
             let verifier = TransferSetup.verifier(for: found, store: nil, resuming: resumedMap, context)
@@ -178,7 +190,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             restartFromScratch(reason)
         case .fail(let error):
             stop(with: .failure(error))
-        case .redirect, .ranged, .stream, .confirm:
+        case .redirect, .ranged, .stream, .compareHeld, .withoutRange, .withoutPrecondition:
             break  // the prober acts on these itself
         }
     }
@@ -204,9 +216,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
                 run: run, store: transfer.store, object: transfer.object, verifier: transfer.verifier, size: size))
     }
 
-    func transfer(_ run: TransferRun, foundObjectChanged reason: String) {
+    func transfer(_ run: TransferRun, foundObjectChanged reason: String, versions: [ObjectIdentity.Validators]) {
         guard current(run) != nil else { return }
-        restartFromScratch(reason)
+        restartFromScratch(reason, versions: versions)
     }
 
     func transfer(_ run: TransferRun, didFailWith error: DownloadError) {
@@ -235,15 +247,19 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
     }
 
-    /// Starts over from byte 0 once: the object changed, or the partial state did not match it.
-    private func restartFromScratch(_ reason: String) {
-        guard context.configuration.files.onObjectChange == .restart, !restarts.restartedAfterChange else {
+    /// Starts over from byte 0, within `maxTries`: the object changed, or the partial state did
+    /// not match it. `versions`: the validators of two responses whose bytes differed.
+    private func restartFromScratch(_ reason: String, versions: [ObjectIdentity.Validators] = []) {
+        let maxTries = context.configuration.retry.maxTries
+        guard context.configuration.files.onObjectChange == .restart,
+            restarts.objectChanged(versions: versions, maxTries: maxTries)
+        else {
             discardOnStop = true
-            let message = "\(reason); not mixing versions, the partial download was discarded"
+            let tries = restarts.changes > 0 ? " (started over \(restarts.changes) times)" : ""
+            let message = "\(reason); not mixing versions, the partial download was discarded\(tries)"
             return stop(with: .failure(DownloadError(.objectChanged, message)))
         }
-        restarts.restartedAfterChange = true
-        logger.warning("\(reason); starting over from the beginning")
+        logger.warning("\(reason); starting over from the beginning (\(restarts.changes) of \(maxTries))")
         startOver { [self] in probe() }
     }
 
@@ -321,7 +337,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         verified: [VerifiedDigest] = []
     ) -> DownloadResult {
         var etag = object?.strongETag
-        if etag == nil, case .completed(let record) = basis { etag = record.etag }
+        if etag == nil, case .completed(let record, _) = basis { etag = record.etag }
         let counters = context.counters
         let resumed = alreadyComplete ? size : store?.bytesResumed ?? (store == nil && resumedMap != nil ? size : 0)
         return DownloadResult(

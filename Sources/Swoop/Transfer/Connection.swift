@@ -34,8 +34,15 @@ final class Connection: ExchangeDelegate {
     enum Job {
         /// The download's first request.
         case probe(RequestedRange)
-        /// Filling `segment`; this request asks for `request`.
-        case segment(Segment, request: ByteRange)
+        /// Filling `segment` with `request`'s own bytes; its overlap is compared with the bytes
+        /// of the responses next to it (``AgreementLedger``).
+        case segment(Segment, request: RangeRequest)
+        /// Only overlap: bytes on both sides of a break between two pieces that never met, to
+        /// compare with both (``AgreementLedger/breaks``).
+        case bridge(RangeRequest)
+        /// The first bytes of the response, kept in memory (at most `range`'s count) to compare
+        /// with bytes held locally (``ProbeDecision/Step/compareHeld(_:range:)``).
+        case confirmation(ByteRange)
         /// The whole object in one response (the server ignores ranges).
         case stream
         /// Bytes of another source, kept in memory to compare with what the first source served
@@ -74,10 +81,26 @@ final class Connection: ExchangeDelegate {
     /// Throughput and first-byte time, sampled by the transfer and at each request's end.
     private var meter = ConnectionMeter()
 
+    /// Why a segment's response was refused at its head, for the transfer to act on.
+    enum Refusal: Equatable {
+        /// `412`: the server's copy has none of the validators sent (a pool's node with another
+        /// mtime, or a changed object): ask again without them; the bytes decide.
+        case preconditionFailed
+        /// Validators known to be another version's (a pool serving two).
+        case otherVersion(ObjectIdentity.Validators)
+    }
+
     /// What one exchange brought besides its body's bytes.
     private struct ExchangeState {
         /// Set by the head or body handlers when the exchange must fail.
         var failure: DownloadError?
+        /// The head was refused, and why.
+        var refusal: Refusal?
+        /// The head's validators are new ones: its overlap decides whether they join the
+        /// object's (``ObjectIdentity/learn(_:)``).
+        var variant: ObjectIdentity.Validators?
+        /// Body bytes received so far.
+        var received: Int64 = 0
         /// A response head arrived: a failure came after the server answered (``FailureScope``).
         var wasAnswered = false
         var retryAfter: Int?
@@ -93,6 +116,10 @@ final class Connection: ExchangeDelegate {
 
     /// A response head arrived for the current (or last) exchange (see ``FailureScope``).
     var wasAnswered: Bool { current.wasAnswered }
+    /// Why the current (or last) segment response was refused at its head, if it was.
+    var refusal: Refusal? { current.refusal }
+    /// The new validators the current (or last) response carried, if they were new.
+    var variant: ObjectIdentity.Validators? { current.variant }
     /// Bytes per second, smoothed; 0 until measured.
     var recentRate: Double { meter.rate }
     /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.
@@ -119,7 +146,7 @@ final class Connection: ExchangeDelegate {
     var isTransferring: Bool {
         guard exchange != nil, let job else { return false }
         switch job {
-        case .probe, .sample: return false
+        case .probe, .sample, .confirmation, .bridge: return false
         case .segment, .stream: return true
         }
     }
@@ -203,6 +230,13 @@ final class Connection: ExchangeDelegate {
         plan.hold(segment)
     }
 
+    /// The response under way becomes a confirmation: its first bytes, up to `range`'s count,
+    /// are kept for ``takeSample()``.
+    func collect(_ range: ByteRange) {
+        job = .confirmation(range)
+        current.sampled = []
+    }
+
     /// Points the slot at the store and object its segment requests serve.
     func attach(to store: DownloadStore, object: RemoteObject) {
         self.store = store
@@ -248,21 +282,56 @@ final class Connection: ExchangeDelegate {
         case .probe(let requested), .sample(let requested):
             let disposition = delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
             return keepingErrorBody(of: head, instead: disposition)
-        case .segment(let segment, let requested):
-            guard let object else { return .abort }
-            do {
-                try ResponseValidator.segment(head, requested: requested, object: object)
-                if store?.checksEachResponse == true {
-                    expectDigest(PublishedDigests(head, bodyIsWholeObject: false).preferredForResponse, for: segment)
-                }
-                delegate?.connectionWasAnswered(self)
-                return .deliver
-            } catch {
-                current.failure = error
-                return keepingErrorBody(of: head, instead: .abort)
+        case .segment(let segment, let request):
+            guard let checked = check(head, for: request) else { return keepingErrorBody(of: head, instead: .abort) }
+            job = .segment(segment, request: checked)
+            if store?.checksEachResponse == true {
+                expectDigest(PublishedDigests(head, bodyIsWholeObject: false).preferredForResponse, for: segment)
             }
-        case .stream, nil:
+            delegate?.connectionWasAnswered(self)
+            return .deliver
+        case .bridge(let request):
+            guard let checked = check(head, for: request) else { return keepingErrorBody(of: head, instead: .abort) }
+            job = .bridge(checked)
+            delegate?.connectionWasAnswered(self)
+            return .deliver
+        case .stream, .confirmation, nil:
             return .abort
+        }
+    }
+
+    /// Checks a range response's head (``ResponseValidator/segment(_:requested:object:)``):
+    /// the request as the response answers it (fewer bytes, when the server caps them), or `nil`
+    /// when it is refused (``current`` says why).
+    private func check(_ head: ResponseHead, for request: RangeRequest) -> RangeRequest? {
+        guard let object else { return nil }
+        do {
+            let (verdict, holds) = try ResponseValidator.segment(head, requested: request.sent, object: object)
+            guard let answered = request.truncated(to: holds) else {
+                current.failure = .invalidResponse(
+                    "the server sent bytes \(holds) for a request of bytes \(request.sent): too few to use "
+                        + "(\(object.url))")
+                return nil
+            }
+            let validators = ObjectIdentity.Validators(etag: head.etag, lastModified: head.lastModified)
+            store?.note(validators, of: request.response)
+            switch verdict {
+            case .known:
+                break
+            case .variant(let validators):
+                current.variant = validators
+            case .otherVersion(let validators):
+                current.refusal = .otherVersion(validators)
+                current.failure = DownloadError(
+                    .objectChanged,
+                    "the server answered with \(validators), known to be another version of the object (\(object.url))")
+                return nil
+            }
+            return answered
+        } catch {
+            if error.kind == .objectChanged, error.httpStatus == 412 { current.refusal = .preconditionFailed }
+            current.failure = error
+            return nil
         }
     }
 
@@ -294,26 +363,65 @@ final class Connection: ExchangeDelegate {
             return .pause
         }
         meter.deliver(body.count)
-        if case .sample(let requested) = job {
+        switch job {
+        case .sample(let requested):
             guard case .bounded(let range) = requested, Int64(current.sampled.count + body.count) <= range.count else {
                 current.failure = .invalidResponse("the server sent more bytes than asked for (\(url?.redacted ?? ""))")
                 return .stop
             }
             current.sampled.append(contentsOf: body)
             return .take
-        }
-        guard let store else { return .stop }
-        let verdict: DownloadStore.WriteVerdict
-        switch job {
+        case .confirmation(let range):
+            current.sampled.append(contentsOf: body.prefix(Int(range.count) - current.sampled.count))
+            return Int64(current.sampled.count) < range.count ? .take : .stop
         case .segment(let segment, let request):
+            guard let store else { return .stop }
             if current.responseCheck != nil { current.responseCheck!.hasher.update(body) }
-            verdict = store.write(body, for: segment, requestEnd: request.upperBound)
+            return deliver(body, of: request, to: store, segment: segment)
+        case .bridge(let request):
+            guard let store else { return .stop }
+            return deliver(body, of: request, to: store, segment: nil)
         case .stream:
-            verdict = store.writeStream(body)
-        case .probe, .sample, nil:
+            guard let store else { return .stop }
+            return verdict(store.writeStream(body))
+        case .probe, nil:
             return .stop
         }
-        switch verdict {
+    }
+
+    /// A range response's body: its overlap is compared (``DownloadStore/compareOverlap(_:at:response:)``),
+    /// its own bytes written to `segment`.
+    @inline(__always)
+    private func deliver(
+        _ body: UnsafeRawBufferPointer, of request: RangeRequest, to store: DownloadStore, segment: Segment?
+    ) -> BodyVerdict {
+        let received = current.received
+        current.received += Int64(body.count)
+        let parts = request.parts(received: received, count: body.count)
+        let start = request.sent.lowerBound + received
+        if !parts.lead.isEmpty, let failure = store.compareOverlap(
+            UnsafeRawBufferPointer(rebasing: body[parts.lead]), at: start, response: request.response)
+        {
+            current.failure = failure
+            return .stop
+        }
+        if !parts.own.isEmpty, let segment {
+            let own = UnsafeRawBufferPointer(rebasing: body[parts.own])
+            let written = store.write(own, for: segment, requestEnd: request.own.upperBound, response: request.response)
+            guard case .more = written else { return verdict(written) }
+        }
+        if !parts.trail.isEmpty, let failure = store.compareOverlap(
+            UnsafeRawBufferPointer(rebasing: body[parts.trail]), at: start + Int64(parts.trail.lowerBound),
+            response: request.response)
+        {
+            current.failure = failure
+            return .stop
+        }
+        return .take
+    }
+
+    private func verdict(_ written: DownloadStore.WriteVerdict) -> BodyVerdict {
+        switch written {
         case .more:
             return .take
         case .enough:
@@ -331,8 +439,8 @@ final class Connection: ExchangeDelegate {
         releasePermit()
         measure(exchange)
         var outcome = report(outcome, of: job)
-        if case .segment(let segment, let requested) = job, let check = current.responseCheck {
-            outcome = settle(check, of: segment, requested: requested, outcome: outcome)
+        if case .segment(let segment, let request) = job, let check = current.responseCheck {
+            outcome = settle(check, of: segment, requested: request.sent, outcome: outcome)
         }
         delegate?.connection(self, didFinish: job, with: outcome)
     }
@@ -346,12 +454,12 @@ final class Connection: ExchangeDelegate {
         current.responseCheck = nil
         guard let plan = store?.plan else { return outcome }
         guard case .completed = outcome else {
-            plan.rewind(segment)
+            store?.rewind(segment)
             return outcome
         }
         let computed = check.hasher.finalize()
         guard computed == check.expected.checksum else {
-            plan.rewind(segment)
+            store?.rewind(segment)
             let location = object?.url.redacted ?? url?.redacted ?? ""
             let message =
                 "the response for bytes \(requested) does not match its \(check.expected.header): it says "
@@ -376,7 +484,7 @@ final class Connection: ExchangeDelegate {
         case .failed(let transport):
             let isProbe =
                 switch job {
-                case .probe, .sample: true
+                case .probe, .sample, .confirmation: true
                 default: false
                 }
             return .failed(
@@ -388,12 +496,18 @@ final class Connection: ExchangeDelegate {
                         "the server sent \(current.sampled.count) of the \(range.count) bytes asked for (\(location))"),
                     retryAfter: current.retryAfter)
             }
-            if case .segment(let segment, let requested) = job,
-                !segment.isDone, segment.position < min(requested.upperBound, segment.end)
+            if case .segment(let segment, let request) = job,
+                !segment.isDone, segment.position < min(request.own.upperBound, segment.end)
             {
                 let message =
-                    "the server closed the response after \(segment.position - requested.lowerBound) of "
-                    + "\(requested.count) bytes (\(location))"
+                    "the server closed the response after \(current.received) of \(request.sent.count) bytes "
+                    + "(\(location))"
+                return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
+            }
+            if case .bridge(let request) = job, current.received < request.sent.count {
+                let message =
+                    "the server closed the response after \(current.received) of \(request.sent.count) bytes "
+                    + "(\(location))"
                 return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }
             return .completed

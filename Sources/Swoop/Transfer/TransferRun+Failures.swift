@@ -26,12 +26,16 @@ extension TransferRun {
             dispatchWork()
             return
         }
+        if handleRefusal(segment, on: connection, error: error) {
+            source?.health.abandonTrial()  // an answer, though not a usable one: no outage
+            return
+        }
         if error.kind == .objectChanged {
             source?.health.abandonTrial()
             // The first source's change restarts the download; a mirror's only loses the mirror
             // (while another source is left).
             guard let source, source !== sources.primary, sources.usable.contains(where: { $0 !== source }) else {
-                delegate?.transfer(self, foundObjectChanged: error.message)
+                delegate?.transfer(self, foundObjectChanged: error.message, versions: store.versionsInDisagreement)
                 return
             }
             sources.drop(source, "its object changed (\(error.reason))")

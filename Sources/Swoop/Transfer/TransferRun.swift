@@ -6,8 +6,9 @@ import SwoopTransfer
 protocol TransferRunDelegate: AnyObject {
     /// Every byte is stored and no connection is busy.
     func transferDidComplete(_ run: TransferRun)
-    /// The object changed on the server mid-transfer.
-    func transfer(_ run: TransferRun, foundObjectChanged reason: String)
+    /// The object changed on the server mid-transfer (or its servers serve two versions):
+    /// `versions` are the validators of the two responses whose bytes differed, if known.
+    func transfer(_ run: TransferRun, foundObjectChanged reason: String, versions: [ObjectIdentity.Validators])
     /// The transfer cannot go on.
     func transfer(_ run: TransferRun, didFailWith error: DownloadError)
     /// The single stream (a server without ranges) broke off with a failure that another try
@@ -42,6 +43,8 @@ final class TransferRun: ConnectionDelegate {
     private(set) var stopped = false
     /// The probe's range, near which a source's bytes are compared.
     private(set) var firstRange = ByteRange(0, 0)
+    /// What the bytes themselves showed about validators and versions (``VersionWatch``).
+    var versions = VersionWatch()
 
     /// What the run reads from the configuration, once.
     struct Settings {
@@ -112,17 +115,22 @@ final class TransferRun: ConnectionDelegate {
 
     /// Takes over the probe's `connection`, whose response carries `firstRange`, plans the
     /// other connections and starts them (after the current callbacks).
-    func start(from connection: Connection, firstRange: ByteRange) throws(DownloadError) {
+    func start(from connection: Connection, first: RangeRequest) throws(DownloadError) {
         guard let plan = store.plan else { return }
+        let firstRange = first.own
         let reserved = ByteRange(firstRange.lowerBound, plan.layout.alignUp(firstRange.upperBound))
         guard let segment = plan.reserve(reserved, ownerID: connection.id) else {
             throw .invalidResponse("internal: the probe's range \(firstRange) is not missing")
         }
         self.firstRange = firstRange
         pool.adoptProbe(connection, delegate: self)
-        connection.adopt(.segment(segment, request: firstRange), store: store, object: object)
+        var first = first
+        first.response = store.beginResponse(validators: object.identity.validators)
+        versions.anchor = first.response
+        connection.adopt(.segment(segment, request: first), store: store, object: object)
         plan.noteRequested(segment, upTo: firstRange.upperBound)
         pool.send(connection, to: sources.primary)
+        store.variants = { [weak self] in self?.sources.primary.object.identity.variants ?? [] }
         let mirrors = settings.mirrors
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
         guard plan.remainingBytes >= 2 * plan.minimumStealSize else {
@@ -191,6 +199,8 @@ final class TransferRun: ConnectionDelegate {
             return
         }
         if plan.isComplete {
+            // Every byte is here; it is one version only once every piece was seen to agree.
+            if !store.isStitched { return bridgeBreaks() }
             if !pool.isAnyBusy { delegate?.transferDidComplete(self) }
             return
         }
@@ -221,7 +231,8 @@ final class TransferRun: ConnectionDelegate {
         connection.acquirePermit(for: source.object.url, owner: self) { [weak self] in self?.dispatchWork() }
     }
 
-    /// Sends `connection`'s next request for `segment` to `source`.
+    /// Sends `connection`'s next request for `segment` to `source`: its own bytes, and the
+    /// overlap with the bytes around them (``RangeRequest``).
     func request(_ segment: Segment, on connection: Connection, from source: Source) {
         guard let plan = store.plan else { return }
         let policy = settings.policy
@@ -229,14 +240,31 @@ final class TransferRun: ConnectionDelegate {
         let range = policy.nextRequest(
             position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
+        let response = store.beginResponse(validators: nil)
+        let ranged =
+            store.ledger.map {
+                RangeRequest.overlapping(
+                    range, size: plan.layout.objectSize, window: $0.window, heldAfter: $0.isHeld(range.upperBound),
+                    response: response)
+            } ?? RangeRequest(own: range, response: response)
+        // After a 412, once without the precondition: the overlap decides.
+        let unconditional = versions.unconditional.remove(ObjectIdentifier(segment)) != nil
+        send(.segment(segment, request: ranged), range: ranged.sent, on: connection, to: source, unconditional: unconditional)
+    }
+
+    /// Sends `job`, asking for `range`, on `connection` to `source`.
+    func send(
+        _ job: Connection.Job, range: ByteRange, on connection: Connection, to source: Source, unconditional: Bool = false
+    ) {
         let object = source.object
         logger.trace(
             "request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
         connection.attach(to: store, object: object)
         pool.send(connection, to: source)
         let request = source.headers.request(
-            for: object.url, precondition: object.precondition, range: .bounded(range), options: settings.options)
-        connection.begin(.segment(segment, request: range), url: object.url, request: request)
+            for: object.url, precondition: unconditional ? nil : object.precondition, range: .bounded(range),
+            options: settings.options)
+        connection.begin(job, url: object.url, request: request)
         counters.willSend(busy: pool.busyCount)
     }
 
@@ -264,21 +292,26 @@ final class TransferRun: ConnectionDelegate {
     func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
         guard !stopped else { return }
         switch job {
-        case .segment(let segment, let requested):
-            segmentEnded(segment, requested: requested, on: connection, outcome: outcome)
+        case .segment(let segment, let request):
+            segmentEnded(segment, request: request, on: connection, outcome: outcome)
+        case .bridge(let request):
+            bridgeEnded(request, on: connection, outcome: outcome)
         case .stream:
             streamEnded(outcome)
-        case .probe, .sample:
+        case .probe, .sample, .confirmation:
             break
         }
     }
 
     /// A segment request ended: continue, retry or fail.
     private func segmentEnded(
-        _ segment: Segment, requested: ByteRange, on connection: Connection, outcome: Connection.Outcome
+        _ segment: Segment, request: RangeRequest, on connection: Connection, outcome: Connection.Outcome
     ) {
         guard let plan = store.plan else { return }
+        let requested = request.sent
         let source = pool.requestEnded(connection)
+        if let variant = connection.variant, let source { versions.heard(variant, from: source, in: request.response) }
+        learnVariants()
         logger.trace(
             "request ended",
             metadata: [
@@ -286,6 +319,7 @@ final class TransferRun: ConnectionDelegate {
                 "outcome": "\(outcome)",
             ])
         if let source, connection.bytesThisRequest > 0 {
+            versions.refusedInARow = 0
             source.health.delivered()
             if source === sources.primary { refresher?.noteProgress() }
         }
@@ -310,7 +344,7 @@ final class TransferRun: ConnectionDelegate {
             // The request ended inside the segment: the same connection asks for the next part
             // (of the same source while it may be asked, keeping its connection).
             store.checkpointIfDue()
-            return request(segment, on: connection, from: next)
+            return self.request(segment, on: connection, from: next)
         } else {
             plan.release(segment, failed: false)
         }

@@ -44,6 +44,15 @@ package struct ChunkSet: Equatable, Sendable {
         for chunk in chunks { insert(chunk) }
     }
 
+    package mutating func remove(_ chunk: Int) {
+        precondition(chunk >= 0 && chunk < count, "chunk \(chunk) out of 0..<\(count)")
+        let mask: UInt64 = 1 << UInt64(chunk & 63)
+        if words[chunk >> 6] & mask != 0 {
+            words[chunk >> 6] &= ~mask
+            completedCount -= 1
+        }
+    }
+
     /// The bitmap, one bit per chunk, chunk 0 in the lowest bit of byte 0.
     package var bitmapBytes: [UInt8] {
         var bytes = [UInt8](repeating: 0, count: (count + 7) / 8)

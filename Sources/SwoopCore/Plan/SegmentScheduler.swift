@@ -288,15 +288,24 @@ package final class SegmentScheduler {
     }
 
     /// The held response's bytes are bad or unverifiable: they are fetched again, and the
-    /// response does not count as progress.
-    package func rewind(_ segment: Segment) {
-        guard let held = segment.held else { return }
+    /// response does not count as progress. Returns the bytes taken back.
+    @discardableResult
+    package func rewind(_ segment: Segment) -> ByteRange? {
+        guard let held = segment.held else { return nil }
+        let taken = ByteRange(held.from, max(held.from, segment.position))
         segment.held = nil
         bytesWritten -= max(0, segment.frontier - held.from)
         segment.position = min(segment.position, held.from)
         segment.coveredUpTo = min(segment.coveredUpTo, held.from)
         segment.requestedUpTo = segment.position
         segment.failuresWithoutProgress = held.failures
+        return taken
+    }
+
+    /// Whether the byte at `offset` is written (by any segment, or before the plan began).
+    package func isWritten(_ offset: Int64) -> Bool {
+        guard offset >= 0, offset < layout.objectSize else { return false }
+        return !segments.contains { offset >= $0.frontier && offset < $0.end }
     }
 
     /// The connection working on `segment` stopped before its end. A failure counts against the

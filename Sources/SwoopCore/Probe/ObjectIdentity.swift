@@ -19,6 +19,31 @@ package struct ObjectIdentity: Sendable, Equatable {
     /// observed (records on disk keep no coding). The bytes are kept as stored, never decoded, so
     /// every response of a download must name the same coding.
     package var contentCoding: String?
+    /// Other validators the same bytes were served under (the nodes of a pool, whose copies have
+    /// different mtimes), learnt by comparing bytes (``AgreementLedger``), never from headers.
+    package var variants: [Validators] = []
+    /// Validators known to belong to another version of the object (a pool serving two): a
+    /// response that carries them is refused at its head.
+    package var otherVersions: [Validators] = []
+
+    /// A response's validators: the `ETag` and `Last-Modified` as sent.
+    package struct Validators: Hashable, Sendable, CustomStringConvertible {
+        package var etag: String?
+        package var lastModified: String?
+
+        package init(etag: String?, lastModified: String?) {
+            self.etag = etag
+            self.lastModified = lastModified
+        }
+
+        package var description: String {
+            switch (etag, lastModified) {
+            case (let etag?, _): "ETag \(etag)"
+            case (nil, let date?): "Last-Modified \(date)"
+            case (nil, nil): "no validators"
+            }
+        }
+    }
 
     package init(size: Int64?, etag: String? = nil, lastModified: String? = nil, contentCoding: String? = nil) {
         self.size = size
@@ -27,18 +52,55 @@ package struct ObjectIdentity: Sendable, Equatable {
         self.contentCoding = contentCoding
     }
 
+    /// The validators first seen (the probe's, or the record's).
+    package var validators: Validators { Validators(etag: etag, lastModified: lastModified) }
+
+    /// Every set of validators these bytes are known under: the first, then the variants.
+    package var knownValidators: [Validators] { [validators] + variants }
+
+    /// Adds `other` to the variants, if it is new. Returns whether it was.
+    @discardableResult
+    package mutating func learn(_ other: Validators) -> Bool {
+        guard !knownValidators.contains(other), other.etag != nil || other.lastModified != nil else { return false }
+        variants.append(other)
+        otherVersions.removeAll { $0 == other }
+        return true
+    }
+
+    /// Whether `observed` is one of the validators these bytes are known under.
+    package func isKnown(_ observed: Validators) -> Bool {
+        knownValidators.contains { known in
+            if let strong = known.etag, !strong.hasPrefix("W/") { return observed.etag == strong }
+            if let etag = known.etag, let other = observed.etag, Self.weakTag(etag) != Self.weakTag(other) {
+                return false
+            }
+            if let date = known.lastModified, let other = observed.lastModified { return date == other }
+            return true
+        }
+    }
+
+    /// Whether `observed` is known to be another version's.
+    package func isOtherVersion(_ observed: Validators) -> Bool {
+        !isKnown(observed) && otherVersions.contains(observed)
+    }
+
     /// The ETag if it is strong, the only kind `If-Match` can use (RFC 9110 §13.1.1).
     package var strongETag: String? {
         guard let etag, !etag.hasPrefix("W/") else { return nil }
         return etag
     }
 
-    /// The precondition requests for this object carry: `If-Match` with the strong ETag, else
-    /// `If-Unmodified-Since` with the Last-Modified date, else none.
+    /// The precondition requests for this object carry: `If-Match` with every strong ETag it is
+    /// known under (RFC 9110 §13.1.1 allows a list), else `If-Unmodified-Since` with the latest
+    /// Last-Modified date it is known under (which every node's copy satisfies), else none.
     package var precondition: (name: String, value: String)? {
-        if let strongETag { return ("If-Match", strongETag) }
-        if let lastModified { return ("If-Unmodified-Since", lastModified) }
-        return nil
+        let known = knownValidators
+        let strong = known.compactMap { $0.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } }
+        if strongETag != nil, !strong.isEmpty { return ("If-Match", strong.joined(separator: ", ")) }
+        guard let lastModified else { return nil }
+        let dates = known.compactMap(\.lastModified)
+        let latest = dates.max { (HTTPDate.seconds($0) ?? .min) < (HTTPDate.seconds($1) ?? .min) } ?? lastModified
+        return ("If-Unmodified-Since", HTTPDate.seconds(latest) == nil ? lastModified : latest)
     }
 
     /// Whether this identity alone proves that an object found at another URL is the same one.
@@ -79,6 +141,7 @@ package struct ObjectIdentity: Sendable, Equatable {
         if let coding = contentCoding, let other = observed.contentCoding, coding != other {
             return .changed("its Content-Encoding \(coding) became \(other)")
         }
+        if !variants.isEmpty, isKnown(observed.validators) { return .same }
         if let expected = strongETag {
             guard let etag = observed.etag else {
                 return observation == .representation
@@ -96,7 +159,7 @@ package struct ObjectIdentity: Sendable, Equatable {
     }
 
     /// The opaque part of an entity tag, for weak comparison (RFC 9110 §8.8.3.2).
-    private static func weakTag(_ tag: String) -> Substring {
+    fileprivate static func weakTag(_ tag: String) -> Substring {
         tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag)
     }
 }

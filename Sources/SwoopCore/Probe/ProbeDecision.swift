@@ -6,16 +6,40 @@ package struct LocalObject: Sendable, Equatable {
     package var missingRanges: [ByteRange]
     /// The file's path, as the messages about it name it.
     package var path: String
+    /// Bytes read from the file, to compare a confirming response with (a complete file's first
+    /// and last few KiB).
+    package var samples: [HeldBytes] = []
 
-    package init(identity: ObjectIdentity, missingRanges: [ByteRange] = [], path: String) {
+    package init(identity: ObjectIdentity, missingRanges: [ByteRange] = [], path: String, samples: [HeldBytes] = []) {
         precondition(identity.size != nil, "a local object's size is known")
         self.identity = identity
         self.missingRanges = missingRanges
         self.path = path
+        self.samples = samples
+    }
+
+    /// The held bytes at `range`, if a sample covers it.
+    package func held(_ range: ByteRange) -> [UInt8]? {
+        if range.isEmpty { return [] }
+        guard let sample = samples.first(where: { $0.range.clamped(to: range) == range }) else { return nil }
+        let from = Int(range.lowerBound - sample.range.lowerBound)
+        return Array(sample.bytes[from..<(from + Int(range.count))])
     }
 
     package var size: Int64 { identity.size ?? 0 }
     package var isComplete: Bool { missingRanges.isEmpty }
+}
+
+/// Bytes of a local file at `range`.
+package struct HeldBytes: Sendable, Equatable {
+    package var range: ByteRange
+    package var bytes: [UInt8]
+
+    package init(range: ByteRange, bytes: [UInt8]) {
+        precondition(range.count == Int64(bytes.count), "held bytes and their range differ in length")
+        self.range = range
+        self.bytes = bytes
+    }
 }
 
 /// What a download knows locally before its first request, as far as the probe is concerned.
@@ -89,16 +113,23 @@ package struct ProbeDecision {
         case finishResumed(RemoteObject)
         /// The object is empty.
         case empty(RemoteObject)
-        /// The server serves ranges: plan the object; this response carries `firstRange`.
-        case ranged(RemoteObject, firstRange: ByteRange)
+        /// The server serves ranges: plan the object; this response carries `first` (its own
+        /// bytes, and the overlap with bytes held around them).
+        case ranged(RemoteObject, first: RangeRequest)
         /// The server ignores ranges: this response is the whole download. `discardsPartial`: a
         /// partial download existed and cannot be continued.
         case stream(RemoteObject, discardsPartial: Bool)
         /// The local partial state is not this object's: discard it and start over.
         case restart(String)
-        /// The answer did not say the object's size: ask for `range` (its last byte), whose `206`
-        /// does, with the same precondition.
-        case confirm(RequestedRange)
+        /// This response's bytes at `range` (`found`'s) are to be compared with the bytes held
+        /// there (``LocalObject/samples``): ``confirmed(_:at:found:)`` decides once they arrived.
+        case compareHeld(RemoteObject, range: ByteRange)
+        /// Ask again without a `Range` header: a `416` to byte 0 (an empty object, or a server
+        /// that refuses ranges of small objects) or to a range of a file held whole.
+        case withoutRange
+        /// Ask again without the precondition: the server's copy has validators other than the
+        /// ones held (a pool's node, or a changed object); the bytes decide.
+        case withoutPrecondition
         /// The download fails with `error` (a new probe may follow if it is transient).
         case fail(DownloadError)
     }
@@ -122,10 +153,15 @@ package struct ProbeDecision {
     /// object arrives in one response and a large one's first connection is busy from the start.
     package static func probeSize(minimumSegmentSize: Int64) -> Int64 { max(minimumSegmentSize, 1 << 20) }
 
-    /// The probe's range and precondition for `basis`: a completed file (or a partial download that
-    /// holds every byte) asks for the byte after its end, whose `416` confirms it when it names the
-    /// size (Apache httpd and lighttpd do not: ``Step/confirm(_:)`` then asks for the last byte); a
-    /// partial download asks for its first missing bytes; a new one for its first `probeSize`
+    /// The overlap window: bytes compared with those held (``AgreementLedger``).
+    package static let window = AgreementLedger.defaultWindow
+
+    /// The probe's range and precondition for `basis`.
+    ///
+    /// A completed file (or a partial download that holds every byte) asks for its last few KiB,
+    /// which must match the bytes held (``Step/compareHeld(_:range:)``); a partial download asks
+    /// for its first missing bytes with a few KiB of the held bytes on each side that touches
+    /// them (``RangeRequest``, compared by the store); a new one for its first `probeSize`
     /// bytes. Known validators go in the precondition.
     package static func request(
         for basis: ProbeBasis, probeSize: Int64
@@ -134,11 +170,56 @@ package struct ProbeDecision {
         case .fresh:
             return (.bounded(ByteRange(0, probeSize)), nil)
         case .completed(let record):
-            return (.from(record.size), record.identity.precondition)
+            return (.from(max(0, record.size - window)), record.identity.precondition)
         case .resuming(let map):
-            guard let first = map.missingRanges.first else { return (.from(map.size), map.identity.precondition) }
-            let range = ByteRange(first.lowerBound, min(first.upperBound, first.lowerBound + probeSize))
-            return (.bounded(range), map.identity.precondition)
+            guard let first = firstRequest(for: map, probeSize: probeSize) else {
+                return (.from(max(0, map.size - window)), map.identity.precondition)
+            }
+            return (.bounded(first.sent), map.identity.precondition)
+        }
+    }
+
+    /// A partial download's first request: its first missing bytes (at most `probeSize`), with a
+    /// lead into the held bytes before them and a trail into those after, where there are such.
+    package static func firstRequest(for map: LocalObject, probeSize: Int64) -> RangeRequest? {
+        guard let first = map.missingRanges.first else { return nil }
+        let own = ByteRange(first.lowerBound, min(first.upperBound, first.lowerBound + probeSize))
+        return RangeRequest.overlapping(
+            own, size: map.size, window: window, heldAfter: own.upperBound == first.upperBound, response: -1)
+    }
+
+    /// The request ``firstRequest(for:probeSize:)`` planned, as read back from what it sent.
+    private static func firstRequest(for map: LocalObject, sent: RequestedRange) -> RangeRequest? {
+        guard let first = map.missingRanges.first, case .bounded(let range) = sent,
+            range.lowerBound <= first.lowerBound, range.upperBound > first.lowerBound
+        else { return nil }
+        let ownEnd = min(range.upperBound, first.upperBound)
+        return RangeRequest(
+            own: ByteRange(first.lowerBound, ownEnd), lead: first.lowerBound - range.lowerBound,
+            trail: range.upperBound - ownEnd)
+    }
+
+    /// What a ``Step/compareHeld(_:range:)`` ends with: `bytes`, which arrived for `range`, against
+    /// the bytes held there. Equal, the file is `found`; otherwise another object.
+    package func confirmed(_ bytes: [UInt8], at range: ByteRange, found: RemoteObject) -> Step {
+        let local: LocalObject
+        switch basis {
+        case .completed(let record): local = record
+        case .resuming(let map): local = map
+        case .fresh: return .fail(.invalidResponse("internal: nothing held to compare with"))
+        }
+        let matches = Int64(bytes.count) == range.count && local.held(range) == bytes
+        switch basis {
+        case .completed:
+            return matches
+                ? .alreadyComplete
+                : .fail(targetDiffers("the object on the server has changed since (bytes \(range) differ)"))
+        case .resuming:
+            return matches
+                ? .finishResumed(found)
+                : .restart("the object changed on the server since the partial download (bytes \(range) differ)")
+        case .fresh:
+            return .fail(.invalidResponse("internal: nothing held to compare with"))
         }
     }
 
@@ -155,10 +236,11 @@ package struct ProbeDecision {
     /// The object's size a step goes on with, if it names one.
     private func objectSize(_ step: Step) -> Int64? {
         switch step {
-        case .ranged(let found, _), .stream(let found, _), .finishResumed(let found): found.size
+        case .ranged(let found, _), .stream(let found, _), .finishResumed(let found), .compareHeld(let found, _):
+            found.size
         case .empty: 0
         case .alreadyComplete: if case .completed(let record) = basis { record.size } else { nil }
-        case .redirect, .restart, .fail, .confirm: nil
+        case .redirect, .restart, .fail, .withoutRange, .withoutPrecondition: nil
         }
     }
 
@@ -190,13 +272,10 @@ package struct ProbeDecision {
             return (.redirect(next), .discard)
         case .preconditionFailed:
             switch basis {
-            case .completed:
-                return (.fail(targetDiffers("the object on the server has changed since")), .discard)
-            case .resuming:
-                return (
-                    .restart("the object changed on the server since the partial download (412 Precondition Failed)"),
-                    .discard
-                )
+            case .completed, .resuming:
+                // Validators lie both ways (a pool's nodes differ; a cache keeps old ones): the
+                // bytes held decide, so ask again without the precondition.
+                return (.withoutPrecondition, .discard)
             case .fresh:
                 return (.fail(.httpStatus(412, url: url.redacted)), .discard)
             }
@@ -205,26 +284,28 @@ package struct ProbeDecision {
         case .partial(let found, let range):
             switch basis {
             case .completed(let record):
-                // The last byte, asked for to confirm the file (one byte: read and dropped).
-                if found.size == record.size, record.identity.compare(found.identity) == .same {
-                    return (.alreadyComplete, .discard)
-                }
-                if found.size != record.size {
+                // The last few KiB, asked for to compare with the file's: the bytes decide, not
+                // the validators (a pool's nodes send different ones for the same bytes).
+                guard found.size == record.size else {
                     let sizes = "the object on the server now has \(found.size ?? 0) bytes, not \(record.size)"
                     return (.fail(targetDiffers(sizes)), .abort)
                 }
-                return (.fail(targetDiffers("differs from the object on the server")), .abort)
+                return (.compareHeld(found, range: range), .deliver)
             case .resuming(let map):
-                if case .changed(let what) = map.identity.compare(found.identity) {
+                guard found.size == map.size else {
+                    let what = "its size \(map.size) became \(found.size ?? 0) bytes"
                     return (.restart("the object changed on the server since the partial download: \(what)"), .abort)
                 }
-                if map.isComplete {
-                    // Every byte is here; the last one was asked for to confirm the object.
-                    return (.finishResumed(found), .discard)
+                if map.isComplete { return (.compareHeld(found, range: range), .deliver) }
+                // New validators are not a change by themselves: the overlap with the bytes
+                // held decides (the store compares them before the new bytes count).
+                guard let planned = Self.firstRequest(for: map, sent: requested), let first = planned.truncated(to: range)
+                else {
+                    return (.fail(.invalidResponse("the server sent bytes \(range) of no use to resume (\(url))")), .abort)
                 }
-                return (.ranged(found, firstRange: range), .deliver)
+                return (.ranged(found, first: first), .deliver)
             case .fresh:
-                return (.ranged(found, firstRange: range), .deliver)
+                return (.ranged(found, first: RangeRequest(own: range)), .deliver)
             }
         case .whole(let found):
             if Self.looksLikeErrorPage(head, url: url) {
@@ -235,11 +316,12 @@ package struct ProbeDecision {
             }
             switch basis {
             case .completed(let record):
-                // A 200 may not say its size (chunked); without it, nothing is confirmed.
-                if found.size == record.size, record.identity.compare(found.identity) == .same {
-                    return (.alreadyComplete, .abort)
+                // The whole object follows: its size and first few KiB decide (a 200 may not say
+                // its size, chunked; without it, nothing is confirmed).
+                guard found.size == record.size else {
+                    return (.fail(targetDiffers("differs from the object on the server")), .abort)
                 }
-                return (.fail(targetDiffers("differs from the object on the server")), .abort)
+                return (.compareHeld(found, range: ByteRange(0, min(record.size, Self.window))), .deliver)
             case .resuming:
                 return (.stream(found, discardsPartial: true), .deliver)
             case .fresh:
@@ -248,65 +330,34 @@ package struct ProbeDecision {
         }
     }
 
-    /// A `416`: the object has `total` bytes and none at the requested offset. Without a total
-    /// (no `Content-Range`), a range from byte 0 shows the object is empty (RFC 9110 §14.1.1:
-    /// only an empty representation has no byte 0); a range from further on only that it is
-    /// shorter than that.
+    /// A `416`: nothing at the requested offset, and the object has `total` bytes when the
+    /// server says (Apache httpd and lighttpd do not). An explicit `*/0` to a range from byte 0
+    /// is an empty object; any other `416` to byte 0, or to the last few KiB of a size the server
+    /// confirms, is asked again without `Range` (some servers refuse every range of a small
+    /// object, RFC 9110 §14.1.1 notwithstanding), so it costs one request, not retries. A size
+    /// other than the one held is another object.
     private func nothingAt(_ requested: RequestedRange, total: Int64?, etag: String?, lastModified: String?) -> Step {
-        guard let total = total ?? (requested.lowerBound == 0 ? 0 : nil) else {
-            // The byte after the end of a file that is complete here: the last byte's 206 says
-            // whether the server's object still has that size.
-            if requested == .from(expectedEnd ?? -1) {
-                return .confirm(.bounded(ByteRange(requested.lowerBound - 1, requested.lowerBound)))
-            }
-            let shorter = "the object on the server has fewer than \(requested.lowerBound + 1) bytes"
-            switch basis {
-            case .completed(let record): return .fail(targetDiffers("\(shorter), not \(record.size)"))
-            case .resuming(let map): return .restart("\(shorter); the partial download expected \(map.size)")
-            case .fresh:
-                let message =
-                    "the server answered 416 to \(requested.headerValue) without saying the object's size "
-                    + "(\(url))"
-                return .fail(.invalidResponse(message, httpStatus: 416))
-            }
-        }
-        let observed = ObjectIdentity(size: total, etag: etag, lastModified: lastModified)
         switch basis {
-        case .completed(let record):
-            if record.identity.compare(observed, observedIn: .unsatisfiedRange) == .same { return .alreadyComplete }
-            return .fail(targetDiffers("differs from the object on the server (\(total) bytes)"))
-        case .resuming(let map):
-            switch map.identity.compare(observed, observedIn: .unsatisfiedRange) {
-            case .same where map.isComplete:
-                let identity = map.identity
-                return .finishResumed(
-                    RemoteObject(
-                        url: url, size: map.size, etag: identity.etag, lastModified: identity.lastModified,
-                        acceptsRanges: true))
-            case .changed(let what):
-                return .restart("the object changed on the server since the partial download: \(what)")
-            default:
-                return .restart(
-                    "the object on the server has \(total) bytes, the partial download expected \(map.size)")
-            }
         case .fresh:
             if requested.lowerBound == 0 && total == 0 {
                 return .empty(RemoteObject(url: url, size: 0, etag: etag, lastModified: nil, acceptsRanges: true))
             }
+            if requested.lowerBound == 0 { return .withoutRange }
             return .fail(
                 .invalidResponse(
-                    "the server answered 416 to \(requested.headerValue) for an object of \(total) bytes (\(url))",
+                    "the server answered 416 to \(requested.headerValue) for an object of "
+                        + "\(total.map(String.init) ?? "unknown") bytes (\(url))",
                     httpStatus: 416))
-        }
-    }
-
-    /// The size of an object every byte of which is here (a completed file, a complete partial
-    /// download), whose end the probe asks about.
-    private var expectedEnd: Int64? {
-        switch basis {
-        case .completed(let record): record.size
-        case .resuming(let map): map.isComplete ? map.size : nil
-        case .fresh: nil
+        case .completed(let record):
+            if let total, total != record.size {
+                return .fail(targetDiffers("differs from the object on the server (\(total) bytes)"))
+            }
+            return .withoutRange
+        case .resuming(let map):
+            if let total, total != map.size {
+                return .restart("the object on the server has \(total) bytes, the partial download expected \(map.size)")
+            }
+            return .withoutRange
         }
     }
 

@@ -22,7 +22,9 @@ package enum ResponseValidator {
         _ head: ResponseHead, requested: RequestedRange, url: RemoteURL
     ) throws(DownloadError) -> ProbeResult {
         switch head.status {
-        case 206:
+        case 206, 200 where head.contentRange != nil:
+            // A 200 that carries a Content-Range holds what that says, not the whole object
+            // (some S3 implementations): read like a 206.
             try checkSingleValued(head, url: url)
             try checkNotMultipart(head, url: url)
             guard let value = head.contentRange, let contentRange = ContentRange(value) else {
@@ -37,7 +39,9 @@ package enum ResponseValidator {
             case .bounded(let asked): expectedUpper = min(asked.upperBound, total)
             case .from: expectedUpper = total
             }
-            guard range.lowerBound == requested.lowerBound, range.upperBound == expectedUpper else {
+            // From the first byte asked for: all of it, or less when the server caps its
+            // responses (the rest is asked for again).
+            guard range.lowerBound == requested.lowerBound, range.upperBound <= expectedUpper, !range.isEmpty else {
                 throw .invalidResponse(
                     "the server sent bytes \(range) for a request of \(requested.headerValue) (Content-Range "
                         + "'\(value)', \(url))"
@@ -87,19 +91,41 @@ package enum ResponseValidator {
         }
     }
 
-    /// Checks a segment's response: 206, exactly the requested range of an object of the planned
-    /// size, the same version (ETag / Last-Modified) and the same content coding.
-    package static func segment(_ head: ResponseHead, requested: ByteRange, object: RemoteObject) throws(DownloadError)
-    {
+    /// What a segment's response head says about the bytes that follow.
+    package enum SegmentVerdict: Equatable {
+        /// The validators are ones the object's bytes are known under.
+        case known
+        /// Validators the object was not seen under: its bytes may be the same (a pool's node
+        /// with another mtime) or not. Its overlap with the bytes held decides.
+        case variant(ObjectIdentity.Validators)
+        /// Validators known to be another version's (a pool serving two): refuse the response.
+        case otherVersion(ObjectIdentity.Validators)
+    }
+
+    /// Checks a segment's response framing as a whole: a 206 (or a 200 that says with
+    /// `Content-Range` it is partial) for exactly the `requested` bytes of an object of the
+    /// planned size, with a matching `Content-Length`, the same content coding, and validators
+    /// that are known, new (a ``SegmentVerdict/variant(_:)``: the bytes decide) or another
+    /// version's.
+    ///
+    /// A response may hold fewer bytes than asked, from the first byte asked for (a store that
+    /// caps the bytes per response says so in its `Content-Range`): `holds` is what it holds.
+    package static func segment(
+        _ head: ResponseHead, requested: ByteRange, object: RemoteObject
+    ) throws(DownloadError) -> (verdict: SegmentVerdict, holds: ByteRange) {
         let url = object.url
         switch head.status {
         case 206:
             break
+        case 200 where head.contentRange != nil:
+            // A partial body under a full-object status (some S3 implementations): what it
+            // holds is what its Content-Range says, checked below like a 206's.
+            break
         case 412:
             throw DownloadError(
                 .objectChanged,
-                "the object changed on the server (412 Precondition Failed for "
-                    + "\(object.precondition?.name ?? "the precondition") at \(url))",
+                "the server refused \(object.precondition?.name ?? "the precondition") for bytes \(requested) "
+                    + "(412 Precondition Failed at \(url))",
                 httpStatus: 412)
         case 200:
             let type = head.contentType.map { " (\($0))" } ?? ""
@@ -118,13 +144,16 @@ package enum ResponseValidator {
         try checkNotMultipart(head, url: url)
         guard let value = head.contentRange, let contentRange = ContentRange(value) else {
             throw .invalidResponse(
-                "the server answered 206 without a valid Content-Range (\(quoted(head.contentRange))) for bytes "
-                    + "\(requested) (\(url))"
+                "the server answered \(head.status) without a valid Content-Range (\(quoted(head.contentRange))) for "
+                    + "bytes \(requested) (\(url))"
             )
         }
-        guard case .satisfied(let range, let total) = contentRange, range == requested else {
+        guard case .satisfied(let range, let total) = contentRange, range.lowerBound == requested.lowerBound,
+            range.upperBound <= requested.upperBound, !range.isEmpty
+        else {
             throw .invalidResponse(
-                "the server's Content-Range '\(value)' does not match the requested bytes \(requested) (\(url))")
+                "the server's Content-Range '\(value)' does not match the requested bytes \(requested) (\(url)); "
+                    + "its bytes are not used")
         }
         if let size = object.size, total != size {
             throw DownloadError(
@@ -133,9 +162,10 @@ package enum ResponseValidator {
                     + "'\(value)', \(url))"
             )
         }
-        try checkLength(head, expected: requested.count, url: url)
-        try checkIdentity(head, object: object)
+        try checkLength(head, expected: range.count, url: url)
+        let verdict = try checkIdentity(head, object: object)
         try checkDigests(head, object: object)
+        return (verdict, range)
     }
 
     /// A whole-object digest the probe saw, with another value now: another version.
@@ -146,17 +176,26 @@ package enum ResponseValidator {
         }
     }
 
-    /// Same version, by the one rule of ``ObjectIdentity/compare(_:observedIn:)``.
-    package static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) {
+    /// The response's validators against the object's: known ones, a variant (bytes decide), or
+    /// another version's. A changed content coding is another object whatever the bytes, and a
+    /// missing strong ETag a broken response (``ObjectIdentity/compare(_:observedIn:)``).
+    package static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) -> SegmentVerdict {
         let observed = ObjectIdentity(
             size: nil, etag: head.etag, lastModified: head.lastModified, contentCoding: contentCoding(head))
-        switch object.identity.compare(observed) {
+        let identity = object.identity
+        if let coding = identity.contentCoding, let other = observed.contentCoding, coding != other {
+            throw DownloadError(
+                .objectChanged, "the object changed on the server: its Content-Encoding \(coding) became \(other) "
+                    + "(\(object.url))")
+        }
+        switch identity.compare(observed) {
         case .same:
-            return
-        case .changed(let what):
-            throw DownloadError(.objectChanged, "the object changed on the server: \(what) (\(object.url))")
+            return .known
         case .validatorMissing(let what):
             throw .invalidResponse("\(what) at \(object.url)")
+        case .changed:
+            return identity.isOtherVersion(observed.validators)
+                ? .otherVersion(observed.validators) : .variant(observed.validators)
         }
     }
 

@@ -49,6 +49,10 @@ package protocol BodySink: AnyObject {
     /// `nil` when the sink keeps nothing to read.
     func read(_ range: ByteRange) -> [UInt8]?
 
+    /// Whether ``read(_:)`` gives back every byte written: then each response's overlap with
+    /// the bytes of its neighbours is compared (``AgreementLedger``).
+    var canReadBack: Bool { get }
+
     /// Makes the bytes written so far durable, then records `map` (data first, map second), and
     /// calls `then` on the transfer thread with the failure, if any.
     func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void)
@@ -79,6 +83,7 @@ extension BodySink {
     package func observeRoom(_ handler: @escaping (Int64) -> Void) {}
     package func verifyInOrder(_ checks: [DigestCheck]) {}
     package func makeDurable(size: Int64, record: CompletedObject) {}
+    package var canReadBack: Bool { false }
 }
 
 /// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.

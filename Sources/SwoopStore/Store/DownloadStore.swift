@@ -22,11 +22,17 @@ package final class DownloadStore {
     private var completed: [ByteRange] = []
     /// Bytes in `completed`.
     private var pendingVerification: Int64 = 0
+    /// The validators of each response's head, by ledger identity.
+    private var responseValidators: [AgreementLedger.ResponseID: ObjectIdentity.Validators] = [:]
     /// Complete bytes handed to the verifier without waiting for the tick.
     package static let verificationBatch: Int64 = 8 << 20
     /// Each response's bytes are checked against its own digest (`Content-Digest`) before they
     /// count; hedging and cutting requests short are off then (a cut response cannot be checked).
     package var checksEachResponse = false
+    /// The proof that the bytes are one version: which response wrote what, and which agree
+    /// (``AgreementLedger``). `nil` when the sink cannot read its bytes back (a measurement, a
+    /// pipe): nothing can be compared there, and requests carry no overlap.
+    package private(set) var ledger: AgreementLedger?
 
     /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
     /// when the sink keeps partial state.
@@ -42,6 +48,10 @@ package final class DownloadStore {
             checkpointer = Checkpointer(sink: sink, interval: checkpointInterval, template: template, since: startedAt)
         } else {
             checkpointer = nil
+        }
+        if sink.canReadBack {
+            let held = template.map { map in map.completeRanges } ?? []
+            ledger = AgreementLedger(size: plan.layout.objectSize, held: held)
         }
     }
 
@@ -118,25 +128,104 @@ package final class DownloadStore {
         case failed(DownloadError)
     }
 
-    /// Stores bytes arriving for `segment` at its position; the connection's request reaches
-    /// `requestEnd`. Bytes a hedge partner already wrote are skipped.
+    /// Stores bytes `response` brings for `segment` at its position; its request's own bytes
+    /// reach `requestEnd`. Bytes a hedge partner already wrote are compared with them instead;
+    /// new bytes are compared with overlap bytes other responses left waiting there first.
     @inline(__always)
-    package func write(_ body: UnsafeRawBufferPointer, for segment: Segment, requestEnd: Int64) -> WriteVerdict {
+    package func write(
+        _ body: UnsafeRawBufferPointer, for segment: Segment, requestEnd: Int64,
+        response: AgreementLedger.ResponseID
+    ) -> WriteVerdict {
         guard let plan else { return .enough }
         let step = plan.plannedWrite(segment, count: body.count)
+        counters.bytesReceived += Int64(body.count)
+        if step.write.lowerBound > 0, let ledger {
+            // A hedge partner wrote these already: the same bytes from two responses.
+            let skipped = UnsafeRawBufferPointer(rebasing: body[0..<step.write.lowerBound])
+            if let disagreement = ledger.compare(skipped, at: segment.position, from: response, read: sink.read) {
+                return .failed(changed(disagreement))
+            }
+        }
         if !step.write.isEmpty {
+            let bytes = UnsafeRawBufferPointer(rebasing: body[step.write])
+            if let ledger, let disagreement = ledger.write(bytes, at: step.offset, by: response) {
+                return .failed(changed(disagreement))
+            }
             do {
-                try sink.write(UnsafeRawBufferPointer(rebasing: body[step.write]), at: step.offset)
+                try sink.write(bytes, at: step.offset)
             } catch {
                 return .failed(error)
             }
         }
         plan.advance(segment, by: step.accepted)
-        counters.bytesReceived += Int64(body.count)
         if step.accepted < body.count { return .enough }
         if segment.isDone { return requestEnd <= segment.end ? .more : .enough }
         return .more
     }
+
+    // MARK: Agreement
+
+    /// A new response of this download, whose head carried `validators` (for messages and for
+    /// learning a pool's variants).
+    package func beginResponse(validators: ObjectIdentity.Validators?) -> AgreementLedger.ResponseID {
+        guard let ledger else { return -1 }
+        let id = ledger.beginResponse()
+        if let validators { responseValidators[id] = validators }
+        return id
+    }
+
+    /// The validators the head of `response` carried, if known.
+    package func validators(of response: AgreementLedger.ResponseID) -> ObjectIdentity.Validators? {
+        responseValidators[response]
+    }
+
+    /// Notes the validators of a response whose head arrived after it began.
+    package func note(_ validators: ObjectIdentity.Validators, of response: AgreementLedger.ResponseID) {
+        guard response >= 0 else { return }
+        responseValidators[response] = validators
+    }
+
+    /// Overlap bytes `response` carries at `offset`: compared with the bytes held there, or left
+    /// waiting for the response that writes them. Returns the failure when they differ.
+    package func compareOverlap(
+        _ bytes: UnsafeRawBufferPointer, at offset: Int64, response: AgreementLedger.ResponseID
+    ) -> DownloadError? {
+        counters.bytesReceived += Int64(bytes.count)
+        guard let ledger else { return nil }
+        counters.overlapBytes += Int64(bytes.count)
+        return ledger.compare(bytes, at: offset, from: response, read: sink.read).map(changed)
+    }
+
+    /// The response's bytes taken back by the plan (they failed their own digest) are
+    /// forgotten by the ledger too: another response writes them again.
+    package func rewind(_ segment: Segment) {
+        guard let taken = plan?.rewind(segment) else { return }
+        ledger?.forget(taken)
+    }
+
+    /// Whether every byte written so far comes from responses seen to agree.
+    package var isStitched: Bool { ledger?.isStitched ?? true }
+
+    /// The failure a disagreement is: two versions, whatever the validators said.
+    private func changed(_ disagreement: AgreementLedger.Disagreement) -> DownloadError {
+        let earlier = responseValidators[disagreement.earlier]
+        let later = responseValidators[disagreement.later]
+        var message = "the object changed on the server: bytes \(disagreement.range) differ between two of its responses"
+        switch (earlier, later) {
+        case (let earlier?, let later?) where earlier != later:
+            message += " (\(earlier), then \(later); or its servers hold different versions)"
+        case (let earlier?, _):
+            message += " (both with \(earlier): its validators did not change)"
+        default:
+            break
+        }
+        versionsInDisagreement = [earlier, later].compactMap { $0 }
+        return DownloadError(.objectChanged, message)
+    }
+
+    /// The validators of the two responses of the last disagreement (for a pool serving two
+    /// versions: which to refuse after starting over).
+    package private(set) var versionsInDisagreement: [ObjectIdentity.Validators] = []
 
     /// Stores a single stream's next bytes.
     @inline(__always)
@@ -164,7 +253,7 @@ package final class DownloadStore {
     package func checkpointIfDue() {
         handOverCompletedStretches()
         guard let checkpointer, let plan else { return }
-        checkpointer.checkpointIfDue(plan.written)
+        checkpointer.checkpointIfDue(recordableChunks(plan))
     }
 
     /// Checkpoints now (if this store checkpoints at all), then runs `then`.
@@ -173,14 +262,36 @@ package final class DownloadStore {
             then?()
             return
         }
-        checkpointer.checkpoint(plan.written, then: then)
+        checkpointer.checkpoint(recordableChunks(plan), then: then)
+    }
+
+    /// The chunks a checkpoint may record: the written ones, less the chunk before each break
+    /// (where two pieces meet that were never seen to agree), so a later run fetches that chunk
+    /// again with overlap on both sides, and the break is checked then.
+    private func recordableChunks(_ plan: SegmentScheduler) -> ChunkSet {
+        guard let ledger else { return plan.written }
+        let breaks = ledger.breaks
+        guard !breaks.isEmpty else { return plan.written }
+        var chunks = plan.written
+        for point in breaks where point > 0 {
+            chunks.remove(Int((point - 1) / plan.layout.chunkSize))
+        }
+        return chunks
+    }
+
+    /// Validators learnt since the download began, recorded with each checkpoint.
+    package var variants: (() -> [ObjectIdentity.Validators])? {
+        get { checkpointer?.variants }
+        set { checkpointer?.variants = newValue }
     }
 }
 
 /// What a download counted, across restarts: for ``DownloadResult`` and progress.
 package final class DownloadCounters {
-    /// Body bytes received (retries and hedged duplicates included).
+    /// Body bytes received (retries, hedged duplicates and overlap included).
     package var bytesReceived: Int64 = 0
+    /// Overlap bytes: received to compare with the bytes of other responses, not written.
+    package var overlapBytes: Int64 = 0
     /// HTTP requests sent, the probe and redirects included.
     package var requests = 0
     /// Requests retried after a failure.

@@ -119,6 +119,8 @@ package final class PartFileSink: BodySink {
         if bytesSinceWriteback >= Self.writebackStride { startWriteback() }
     }
 
+    package var canReadBack: Bool { true }
+
     package func read(_ range: ByteRange) -> [UInt8]? {
         if let held {
             guard range.upperBound <= Int64(held.count) else { return nil }

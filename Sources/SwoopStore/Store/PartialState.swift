@@ -192,7 +192,7 @@ extension PartialState {
             throw DownloadError(.localIO, "\(paths.target) is a directory", remedy: .nameAFile, errno: EISDIR)
         case .complete(_, let record?):
             sink.releaseClaim()
-            return .completed(record)
+            return .completed(record, samples: HeldBytes.edges(of: paths.target, size: record.size))
         case .complete:
             sink.releaseClaim()
             throw DownloadError(.targetExists, "\(paths.target) already exists", remedy: .replaceTarget)
@@ -206,7 +206,9 @@ extension PartialState {
         case .stale(let reason, _) where rules.resumes:
             logger.warning("\(reason); starting over")
         case .resumable(let map) where rules.resumes:
-            return .resuming(map)
+            // Every byte here: the probe compares the server's last bytes with these.
+            let samples = map.missingRanges.isEmpty ? HeldBytes.edges(of: paths.part, size: map.objectSize) : []
+            return .resuming(map, samples: samples)
         case .stale, .resumable:
             logger.info("starting over (resuming is turned off): discarding \(paths.part)")
         }
@@ -220,18 +222,48 @@ extension PartialState {
 package enum LocalState {
     /// Nothing: the object is fetched from the start.
     case fresh
-    /// A file Swoop completed, with its record.
-    case completed(CompletedObject)
-    /// A partial download and its segment map.
-    case resuming(SegmentMap)
+    /// A file Swoop completed, with its record and its first and last bytes (``HeldBytes/edges(of:size:)``).
+    case completed(CompletedObject, samples: [HeldBytes])
+    /// A partial download and its segment map (with its edges when it holds every byte).
+    case resuming(SegmentMap, samples: [HeldBytes])
 
     /// What the probe needs of it, the file being at `target`.
     package func probeBasis(target: String) -> ProbeBasis {
         switch self {
         case .fresh: .fresh
-        case .completed(let record): .completed(LocalObject(identity: record.identity, path: target))
-        case .resuming(let map):
-            .resuming(LocalObject(identity: map.identity, missingRanges: map.missingRanges, path: target))
+        case .completed(let record, let samples):
+            .completed(LocalObject(identity: record.identity, path: target, samples: samples))
+        case .resuming(let map, let samples):
+            .resuming(
+                LocalObject(identity: map.identity, missingRanges: map.missingRanges, path: target, samples: samples))
         }
+    }
+}
+
+extension HeldBytes {
+    /// The first and last ``ProbeDecision/window`` bytes of the file at `path`, which holds
+    /// `size` bytes: what a server's bytes are compared with to confirm the file is its object.
+    /// None when they cannot be read (the probe then finds the file differs).
+    package static func edges(of path: String, size: Int64) -> [HeldBytes] {
+        guard size >= 0, let descriptor = try? FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+        else { return [] }
+        defer { try? descriptor.close() }
+        let window = ProbeDecision.window
+        var samples: [HeldBytes] = []
+        for range in [ByteRange(0, min(size, window)), ByteRange(max(0, size - window), size)] {
+            var bytes = [UInt8](repeating: 0, count: Int(range.count))
+            var done = 0
+            while done < bytes.count {
+                let count = try? bytes.withUnsafeMutableBytes {
+                    try descriptor.read(
+                        fromAbsoluteOffset: range.lowerBound + Int64(done),
+                        into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]))
+                }
+                guard let count, count > 0 else { return [] }
+                done += count
+            }
+            samples.append(HeldBytes(range: range, bytes: bytes))
+        }
+        return samples
     }
 }

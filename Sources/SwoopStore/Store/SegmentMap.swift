@@ -12,6 +12,7 @@ import SwoopCore
 /// | SHA-256 of everything before (32 bytes)
 ///
 /// CRC runs: algorithm (u16 length + name) | count u32 | count x (start i64, end i64, crc u64)
+/// Variants, when flags bit 1 is set (after the CRC runs): count u16 | count x (ETag, Last-Modified)
 /// ```
 ///
 /// The URL is stored without credentials, query or fragment. Nothing else about the request
@@ -30,6 +31,9 @@ package struct SegmentMap: Equatable, Sendable {
     /// The CRCs of stretches already checked (a download verified by a CRC), so a resumed run
     /// does not read them again.
     package var crcRuns: CRCRuns?
+    /// Other validators the same bytes were served under (a pool's nodes), learnt by comparing
+    /// bytes: a resumed run's precondition lists them too.
+    package var variants: [ObjectIdentity.Validators] = []
 
     package init(
         objectSize: Int64, chunkSize: Int64, etag: String? = nil, lastModified: String? = nil, url: String,
@@ -68,14 +72,18 @@ package struct SegmentMap: Equatable, Sendable {
     }
 
     /// The object the map's bytes belong to.
-    package var identity: ObjectIdentity { ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified) }
+    package var identity: ObjectIdentity {
+        var identity = ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified)
+        for variant in variants { identity.learn(variant) }
+        return identity
+    }
 
     package func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + url.utf8.count + chunks.count / 8)
         out += Self.magic
         out.appendLittleEndian(Self.currentVersion)
-        out.appendLittleEndian(UInt16(crcRuns == nil ? 0 : Self.hasCRCRuns))
+        out.appendLittleEndian(UInt16(crcRuns == nil ? 0 : Self.hasCRCRuns) | (variants.isEmpty ? 0 : Self.hasVariants))
         out.appendLittleEndian(objectSize)
         out.appendLittleEndian(chunkSize)
         out.appendString(etag ?? "")
@@ -93,6 +101,14 @@ package struct SegmentMap: Equatable, Sendable {
                 out.appendLittleEndian(run.crc)
             }
         }
+        if !variants.isEmpty {
+            let kept = variants.prefix(Int(UInt16.max))
+            out.appendLittleEndian(UInt16(kept.count))
+            for variant in kept {
+                out.appendString(variant.etag ?? "")
+                out.appendString(variant.lastModified ?? "")
+            }
+        }
         out += Array(SHA256.hash(data: out))
         return out
     }
@@ -108,7 +124,7 @@ package struct SegmentMap: Equatable, Sendable {
         guard digest == Array(bytes.suffix(32)) else { throw .checksumMismatch }
         reader.end = bytes.count - 32
         let flags: UInt16 = try reader.read()
-        guard flags & ~Self.hasCRCRuns == 0 else { throw .malformed("unknown flags \(flags)") }
+        guard flags & ~(Self.hasCRCRuns | Self.hasVariants) == 0 else { throw .malformed("unknown flags \(flags)") }
         let objectSize: Int64 = try reader.read()
         let chunkSize: Int64 = try reader.read()
         // Bounds that keep every later computation (chunk counts, offsets) far from overflow.
@@ -141,16 +157,28 @@ package struct SegmentMap: Equatable, Sendable {
             }
             crcRuns = decoded
         }
+        var variants: [ObjectIdentity.Validators] = []
+        if flags & Self.hasVariants != 0 {
+            let count: UInt16 = try reader.read()
+            for _ in 0..<count {
+                let etag = try reader.readString()
+                let date = try reader.readString()
+                variants.append(.init(etag: etag.isEmpty ? nil : etag, lastModified: date.isEmpty ? nil : date))
+            }
+        }
         guard reader.offset == reader.end else { throw .malformed("\(reader.end - reader.offset) trailing bytes") }
         guard let chunks = ChunkSet(count: layout.chunkCount, bitmap: bitmap) else {
             throw .malformed("bitmap of \(bitmapLength) bytes for \(layout.chunkCount) chunks")
         }
-        return SegmentMap(
+        var map = SegmentMap(
             objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,
             lastModified: lastModified.isEmpty ? nil : lastModified, url: url, chunks: chunks, crcRuns: crcRuns)
+        map.variants = variants
+        return map
     }
 
     private static let hasCRCRuns: UInt16 = 1
+    private static let hasVariants: UInt16 = 2
 }
 
 /// Why a segment map was not trusted.
