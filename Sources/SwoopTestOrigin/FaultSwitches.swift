@@ -162,6 +162,43 @@ public struct FaultSwitches: Sendable, Hashable {
     /// bytes, even where ``flipByte`` makes them wrong.
     public var contentDigest = false
 
+    // Servers whose validators or ranges do not describe the bytes they send. The types are in
+    // FaultSwitches+Validators.swift.
+
+    /// Answers every object from a load-balanced pool of nodes, each with its own copy and its
+    /// own validators (see ``NodePool``).
+    public var nodePool: NodePool? = nil
+    /// For this long after an object is replaced (``TestOrigin/changeObject(at:)``,
+    /// ``TestOrigin/addObject(_:at:)`` over a different object, `changeAfterRequests`,
+    /// `changeAfterBodyBytes`), its responses carry the replaced object's `ETag` and
+    /// `Last-Modified`, and preconditions are evaluated against them, while the size and the bytes
+    /// are the new object's (an application server's resource cache). The time counts from the
+    /// replacement; replacements within the window keep the validators from before the first.
+    /// Recorded as `staleValidators` when they differ from the object's. `metadataFromFirstRequest`
+    /// wins over it; a ``nodePool`` serves each node's copy of what it leaves.
+    public var staleValidatorsFor: Duration? = nil
+    /// Computes each path's validators and size once, at its first request while this is on (a
+    /// static-file middleware caching them for its lifetime), and sends those ever after:
+    /// `ETag`, `Last-Modified`, `Content-Length`, `Content-Range`'s total, preconditions and range
+    /// resolution all use them, while the bytes are the current object's. Where a body runs past
+    /// the current object's end, the connection is closed after the bytes that exist (recorded
+    /// as `objectEnd`). Recorded as `firstMetadata` when the metadata differ from the object's.
+    /// Turning it off forgets what it cached. A ``nodePool`` serves each node's copy of what it leaves.
+    public var metadataFromFirstRequest = false
+    /// Answers a satisfiable range with `200` instead of `206`, with a true `Content-Range` and
+    /// the range's bytes (`Content-Length` is the range's length), as an S3-compatible store did.
+    /// Recorded as `range200`.
+    public var rangeAs200 = false
+    /// Serves at most this many bytes (at least 1) of a satisfiable range, from its first
+    /// position; `Content-Range` and `Content-Length` describe the shorter range. Recorded as
+    /// `rangeCapped` when a range was shortened.
+    public var rangeCapBytes: Int64? = nil
+    /// Refuses every range request for small objects with `416` (see ``RangeRefusal``).
+    public var rangeRefusal: RangeRefusal? = nil
+    /// Replaces one object once its responses have sent a number of body bytes (see
+    /// ``ChangeAfterBodyBytes``).
+    public var changeAfterBodyBytes: ChangeAfterBodyBytes? = nil
+
     /// All switches off.
     public init() {}
 }

@@ -16,8 +16,10 @@ public struct RecordedRequest: Sendable {
     /// was cut.
     public var bodyBytesSent: Int64
     /// The faults that shaped the response, joined with `+` (e.g. `drop`, `stall`, `fail503`,
-    /// `busyHTML`, `noRanges`, `contentRangeLie`, `shortBody`, `gzip`); nil if it was served
-    /// normally. Pacing (throttle, straggler) is not listed.
+    /// `busyHTML`, `noRanges`, `contentRangeLie`, `shortBody`, `gzip`, `staleValidators`,
+    /// `firstMetadata`, `objectEnd`, `range200`, `rangeCapped`, `refuse416`, and a pool's node
+    /// as `node0`, `node1`, ...); nil if it was served normally. Pacing (throttle, straggler) is
+    /// not listed.
     public var faultApplied: String?
 
     /// The first value of the header `name`, compared case-insensitively.

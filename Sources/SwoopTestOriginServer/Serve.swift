@@ -60,6 +60,9 @@ extension SwoopTestOriginCommand {
         @Flag(help: "Ignore Range headers (always 200 with the whole body).")
         var noRanges = false
 
+        @OptionGroup(title: "Lying servers")
+        var lying: LyingServerOptions
+
         func validate() throws {
             if (stragglerEvery == nil) != (stragglerRate == nil) {
                 throw ValidationError("--straggler-every and --straggler-rate go together")
@@ -87,6 +90,7 @@ extension SwoopTestOriginCommand {
             if failFirst > 0 {
                 faults.failures = .init(firstRequests: failFirst, status: failStatus, retryAfterSeconds: retryAfter)
             }
+            lying.apply(to: &faults)
             origin.setFaults(faults)
 
             writeLine("listening on \(origin.baseURL)", to: STDOUT_FILENO)

@@ -194,6 +194,11 @@ final class OriginConnectionHandler: ChannelInboundHandler {
             buffer.writeBytes(bytes[from..<(from + count)])
         }
         response.queued += Int64(count)
+        if let arming = response.plan.countedArming {
+            // Counted before the write, so no client can see a byte past the count before the
+            // object is replaced.
+            core.countBodyBytes(Int64(count), arming: arming)
+        }
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenSuccess {
             response.written += Int64(count)

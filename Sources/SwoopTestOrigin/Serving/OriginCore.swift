@@ -17,12 +17,23 @@ final class OriginCore: Sendable {
         var logGeneration: Int
     }
 
+    /// `changeAfterBodyBytes`'s count since it was last armed.
+    struct BodyByteCount {
+        /// Bumped each time it is armed, so bytes of responses from an earlier arming are ignored.
+        var arming = 0
+        var sent: Int64 = 0
+        var fired = false
+    }
+
     private struct State {
         var objects: [String: TestObject] = [:]
         var redirects: [String: Redirect] = [:]
         var faults = FaultSwitches()
         /// Whether `changeAfterRequests` has fired since it was last armed.
         var changeFired = false
+        var bodyByteCount = BodyByteCount()
+        /// What the lying validator modes remember, by path.
+        var memory: [String: PathMemory] = [:]
         /// Finished requests with their ordinals, kept in ordinal (arrival) order.
         var log: [(ordinal: Int, request: RecordedRequest)] = []
         /// Bumped by `resetLog()`, so responses still running from before it are not logged.
@@ -35,6 +46,36 @@ final class OriginCore: Sendable {
         /// Accepted connections not yet closed, with their IDs.
         var openChannels: [ObjectIdentifier: (id: Int, channel: any Channel)] = [:]
         var isShutDown = false
+
+        /// Puts `object` at `path` (nil removes it). A different object where there was one is a
+        /// replacement, remembered for `staleValidatorsFor`: the one replaced and when, unless an
+        /// earlier replacement's window is still open.
+        mutating func replace(_ path: String, with object: TestObject?, now: ContinuousClock.Instant) {
+            let old = objects[path]
+            objects[path] = object
+            guard object != nil else {
+                memory[path]?.replaced = nil
+                return
+            }
+            guard let old, old != object else { return }
+            if let replaced = memory[path]?.replaced, let window = faults.staleValidatorsFor,
+                now < replaced.at + window
+            {
+                return
+            }
+            memory[path, default: PathMemory()].replaced = (old, now)
+        }
+
+        /// The object at `path` replaced by its next content generation (seed + 1).
+        mutating func change(_ path: String, now: ContinuousClock.Instant) {
+            guard var object = objects[path] else { return }
+            object.seed &+= 1
+            replace(path, with: object, now: now)
+        }
+
+        mutating func armBodyByteCount() {
+            bodyByteCount = BodyByteCount(arming: bodyByteCount.arming + 1)
+        }
     }
 
     private let state = Mutex(State())
@@ -81,7 +122,8 @@ final class OriginCore: Sendable {
     // MARK: Objects and switches
 
     func setObject(_ object: TestObject?, at path: String) {
-        state.withLock { $0.objects[path] = object }
+        let now = ContinuousClock.now
+        state.withLock { $0.replace(path, with: object, now: now) }
     }
 
     func object(at path: String) -> TestObject? {
@@ -89,9 +131,8 @@ final class OriginCore: Sendable {
     }
 
     func changeObject(at path: String) {
-        state.withLock { state in
-            state.objects[path]?.seed &+= 1
-        }
+        let now = ContinuousClock.now
+        state.withLock { $0.change(path, now: now) }
     }
 
     func setRedirect(_ redirect: Redirect, from path: String) {
@@ -102,10 +143,16 @@ final class OriginCore: Sendable {
 
     func updateFaults(_ body: (inout FaultSwitches) -> Void) {
         state.withLock { state in
-            let before = state.faults.changeAfterRequests
+            let before = state.faults
             body(&state.faults)
-            if state.faults.changeAfterRequests != before {
+            if state.faults.changeAfterRequests != before.changeAfterRequests {
                 state.changeFired = false
+            }
+            if state.faults.changeAfterBodyBytes != before.changeAfterBodyBytes {
+                state.armBodyByteCount()
+            }
+            if before.metadataFromFirstRequest, !state.faults.metadataFromFirstRequest {
+                for path in state.memory.keys { state.memory[path]?.firstSeen = nil }
             }
         }
     }
@@ -125,6 +172,7 @@ final class OriginCore: Sendable {
             state.requestCount = 0
             state.peakInFlight = state.inFlight
             state.changeFired = false
+            state.armBodyByteCount()
         }
     }
 
@@ -132,6 +180,7 @@ final class OriginCore: Sendable {
     /// the response from the state as it is now.
     func begin(_ request: HTTPRequestHead, connectionID: Int) -> (Ticket, ResponsePlan) {
         let target = RequestTarget(request.uri)
+        let now = ContinuousClock.now
         return state.withLock { state in
             state.requestCount += 1
             state.inFlight += 1
@@ -140,20 +189,51 @@ final class OriginCore: Sendable {
             if let after = state.faults.changeAfterRequests, ordinal > after, !state.changeFired {
                 state.changeFired = true
                 for path in state.objects.keys {
-                    state.objects[path]!.seed &+= 1
+                    state.change(path, now: now)
                 }
             }
-            let plan = ResponsePlanner(
+            let faults = state.faults
+            var view: ObjectView? = nil
+            if let object = state.objects[target.path] {
+                if faults.metadataFromFirstRequest, state.memory[target.path]?.firstSeen == nil {
+                    state.memory[target.path, default: PathMemory()].firstSeen = object
+                }
+                view = ObjectView(
+                    object: object, memory: state.memory[target.path], faults: faults,
+                    node: faults.nodePool?.node(ordinal: ordinal, connectionID: connectionID), now: now)
+            }
+            var plan = ResponsePlanner(
                 request: request,
                 target: target,
                 ordinal: ordinal,
                 connectionID: connectionID,
-                faults: state.faults
-            ).plan(object: state.objects[target.path], redirect: state.redirects[target.path])
-            if case .payload(_, _, _?) = plan.body, let left = state.faults.flipByte?.responses {
+                faults: faults
+            ).plan(view: view, redirect: state.redirects[target.path])
+            if case .payload(_, _, _?) = plan.body, let left = faults.flipByte?.responses {
                 state.faults.flipByte?.responses = left - 1
             }
+            if case .payload = plan.body, faults.changeAfterBodyBytes?.path == target.path,
+                !state.bodyByteCount.fired
+            {
+                plan.countedArming = state.bodyByteCount.arming
+            }
             return (Ticket(ordinal: ordinal, logGeneration: state.logGeneration), plan)
+        }
+    }
+
+    /// Adds body bytes written for a response counted by `changeAfterBodyBytes` (its arming),
+    /// and replaces the object when the count reaches the switch's.
+    func countBodyBytes(_ count: Int64, arming: Int) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            guard let trigger = state.faults.changeAfterBodyBytes, arming == state.bodyByteCount.arming,
+                !state.bodyByteCount.fired
+            else { return }
+            state.bodyByteCount.sent += count
+            if state.bodyByteCount.sent >= trigger.bytes {
+                state.bodyByteCount.fired = true
+                state.change(trigger.path, now: now)
+            }
         }
     }
 

@@ -41,10 +41,13 @@ struct ResponsePlan: Sendable {
     var faults: [String]
     /// The request as it will be logged, with `bodyBytesSent` and the body faults still to fill in.
     var record: RecordedRequest
+    /// The arming of `changeAfterBodyBytes` whose count this response's body bytes add to.
+    var countedArming: Int? = nil
 }
 
 /// HTTP semantics of the origin: redirects, 404, preconditions (RFC 9110 §13), single byte
-/// ranges (§14), and the fault switches that bend them.
+/// ranges (§14), and the fault switches that bend them. Preconditions and the choice of range
+/// are in ResponsePlanner+Conditions.swift.
 struct ResponsePlanner {
     var request: HTTPRequestHead
     var target: RequestTarget
@@ -52,7 +55,7 @@ struct ResponsePlanner {
     var connectionID: Int
     var faults: FaultSwitches
 
-    func plan(object: TestObject?, redirect: OriginCore.Redirect?) -> ResponsePlan {
+    func plan(view: ObjectView?, redirect: OriginCore.Redirect?) -> ResponsePlan {
         var plan = ResponsePlan(
             head: HTTPResponseHead(version: request.version, status: .ok),
             body: .fixed([]),
@@ -93,8 +96,8 @@ struct ResponsePlanner {
         } else if let redirect {
             plan.head.status = HTTPResponseStatus(statusCode: redirect.status)
             plan.head.headers.add(name: "Location", value: redirect.location)
-        } else if let object {
-            serve(object, into: &plan)
+        } else if let view {
+            serve(view, into: &plan)
         } else {
             setText(&plan, status: .notFound, "not found: \(target.path)\n")
         }
@@ -127,7 +130,8 @@ struct ResponsePlanner {
         plan.faults.append("fail\(status.code)")
     }
 
-    private func serve(_ object: TestObject, into plan: inout ResponsePlan) {
+    private func serve(_ view: ObjectView, into plan: inout ResponsePlan) {
+        plan.faults += view.faults
         guard request.method == .GET || request.method == .HEAD else {
             plan.head.status = .methodNotAllowed
             plan.head.headers.add(name: "Allow", value: "GET, HEAD")
@@ -143,33 +147,25 @@ struct ResponsePlanner {
             return
         }
 
-        let etag = object.etagValue.flatMap { EntityTag(parsing: Substring($0)) }
-        let lastModified = object.lastModified ? object.lastModifiedEpochSeconds : nil
-        if let value = object.etagValue { plan.head.headers.add(name: "ETag", value: value) }
-        if let value = object.lastModifiedValue { plan.head.headers.add(name: "Last-Modified", value: value) }
+        let validators = view.validators
+        let etag = validators.etagValue.flatMap { EntityTag(parsing: Substring($0)) }
+        let lastModified = validators.lastModified ? validators.lastModifiedEpochSeconds : nil
+        if let value = validators.etagValue { plan.head.headers.add(name: "ETag", value: value) }
+        if let value = validators.lastModifiedValue { plan.head.headers.add(name: "Last-Modified", value: value) }
         if faults.rangeSupport { plan.head.headers.add(name: "Accept-Ranges", value: "bytes") }
 
         if let status = evaluatePreconditions(etag: etag, lastModified: lastModified) {
             plan.head.status = status
             return
         }
-
-        var range: ClosedRange<Int64>? = nil
-        if let rangeField {
-            if !faults.rangeSupport {
-                plan.faults.append("noRanges")
-            } else if ifRangeAllowsRange(etag: etag, lastModified: lastModified),
-                let requested = ByteRangeRequest(parsing: rangeField)
-            {
-                guard let resolved = requested.resolve(size: object.size) else {
-                    plan.head.status = .rangeNotSatisfiable
-                    plan.head.headers.add(name: "Content-Range", value: "bytes */\(object.size)")
-                    return
-                }
-                range = resolved
-            }
+        let range: ClosedRange<Int64>?
+        switch chooseRange(rangeField, size: view.declaredSize, etag: etag, lastModified: lastModified, &plan) {
+        case .whole: range = nil
+        case .part(let part): range = part
+        case .unsatisfiable: return
         }
 
+        let object = view.content
         plan.head.headers.add(name: "Content-Type", value: object.contentType)
         if let value = object.contentDisposition { plan.head.headers.add(name: "Content-Disposition", value: value) }
         for (name, value) in object.headers.sorted(by: { $0.key < $1.key }) {
@@ -180,7 +176,7 @@ struct ResponsePlanner {
             plan.faults.append("gzip")
         }
         let first = range?.lowerBound ?? 0
-        plan.bodyLength = range.map { $0.upperBound - $0.lowerBound + 1 } ?? object.size
+        plan.bodyLength = range.map { $0.upperBound - $0.lowerBound + 1 } ?? view.declaredSize
         var flip: Int64?
         if let fault = faults.flipByte, (fault.responses ?? 1) > 0, fault.offset >= first,
             fault.offset < first + plan.bodyLength,
@@ -195,11 +191,19 @@ struct ResponsePlanner {
             plan.head.headers.add(name: "Content-Digest", value: "sha-256=:\(base64(Array(digest))):")
         }
         if let range {
-            plan.head.status = .partialContent
-            plan.head.headers.add(name: "Content-Range", value: contentRange(range, size: object.size, into: &plan))
+            if faults.rangeAs200 {
+                plan.faults.append("range200")
+            } else {
+                plan.head.status = .partialContent
+            }
+            plan.head.headers.add(
+                name: "Content-Range", value: contentRange(range, size: view.declaredSize, into: &plan))
         }
         if request.method == .GET {
-            planBodyFaults(&plan)
+            // Bytes past the end of the object as it is now do not exist (a declared size that is
+            // no longer true): the body ends where they do.
+            let existing = max(0, min(plan.bodyLength, object.size - first))
+            planBodyFaults(&plan, objectEndsAfter: existing)
         }
         plan.bytesPerSecond = pace()
     }
@@ -215,56 +219,6 @@ struct ResponsePlanner {
         let bytes = Array(text.utf8)
         plan.body = .fixed(bytes)
         plan.bodyLength = Int64(bytes.count)
-    }
-
-    // MARK: Preconditions (RFC 9110 §13.2.2 order)
-
-    /// 412 or 304 when a precondition decides the response, nil to go on.
-    private func evaluatePreconditions(etag: EntityTag?, lastModified: Int64?) -> HTTPResponseStatus? {
-        if let field = request.headers.first(name: "If-Match") {
-            // A malformed list cannot match, so it fails like a non-matching one.
-            switch EntityTagList.parse(Substring(field)) {
-            case .any?:
-                break  // the object exists
-            case .tags(let tags)?:
-                guard let etag, tags.contains(where: { $0.strongMatches(etag) }) else { return .preconditionFailed }
-            case nil:
-                return .preconditionFailed
-            }
-        } else if let field = request.headers.first(name: "If-Unmodified-Since"),
-            let date = HTTPDate.parse(field), let lastModified, lastModified > date
-        {
-            return .preconditionFailed
-        }
-
-        let isRead = request.method == .GET || request.method == .HEAD
-        if let field = request.headers.first(name: "If-None-Match") {
-            let matches: Bool
-            switch EntityTagList.parse(Substring(field)) {
-            case .any?: matches = true
-            case .tags(let tags)?: matches = etag.map { etag in tags.contains { $0.weakMatches(etag) } } ?? false
-            case nil: matches = false
-            }
-            if matches { return isRead ? .notModified : .preconditionFailed }
-        } else if isRead, let field = request.headers.first(name: "If-Modified-Since"),
-            let date = HTTPDate.parse(field), let lastModified, lastModified <= date
-        {
-            return .notModified
-        }
-        return nil
-    }
-
-    /// `If-Range` (RFC 9110 §13.1.5): the range is honoured only if the validator still matches
-    /// (a strong ETag by strong comparison, or exactly the Last-Modified date).
-    private func ifRangeAllowsRange(etag: EntityTag?, lastModified: Int64?) -> Bool {
-        guard let field = request.headers.first(name: "If-Range") else { return true }
-        let value = field.trimmingHTTPWhitespace()
-        if value.hasPrefix("\"") || value.hasPrefix("W/") {
-            guard let given = EntityTag(parsing: value), let etag else { return false }
-            return given.strongMatches(etag)
-        }
-        guard let date = HTTPDate.parse(String(value)), let lastModified else { return false }
-        return date == lastModified
     }
 
     // MARK: Faults
@@ -289,14 +243,16 @@ struct ResponsePlanner {
         }
     }
 
-    /// Picks the earliest cut (short body, drop) or stall point inside the body, if any.
-    private func planBodyFaults(_ plan: inout ResponsePlan) {
+    /// Picks the earliest cut (short body, drop, the object's end) or stall point inside the
+    /// body, if any.
+    private func planBodyFaults(_ plan: inout ResponsePlan, objectEndsAfter existing: Int64) {
         let length = plan.bodyLength
         guard length > 0 else { return }
         var cut: (after: Int64, fault: String)? = nil
         func consider(_ after: Int64, _ fault: String) {
             if after < length, after < (cut?.after ?? .max) { cut = (after, fault) }
         }
+        consider(existing, "objectEnd")
         if faults.shortBody, isLying {
             consider(length >= 200 ? length - 100 : length / 2, "shortBody")
         }

@@ -105,10 +105,7 @@ final class Nginx: @unchecked Sendable {
                 fastcgi_temp_path \(prefix.path)/tmp_fastcgi;
                 uwsgi_temp_path \(prefix.path)/tmp_uwsgi;
                 scgi_temp_path \(prefix.path)/tmp_scgi;
-                log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,\
-                "method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,\
-                "range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since",\
-                "authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
+                \(Self.logFormat)
                 access_log \(prefix.path)/access.log swoop;
                 \(extraHTTPConfig)
                 server {
@@ -153,7 +150,21 @@ final class Nginx: @unchecked Sendable {
 
     /// The access log so far.
     func log() throws -> [LogEntry] {
-        let text = (try? String(contentsOf: prefix.appendingPathComponent("access.log"), encoding: .utf8)) ?? ""
+        try Self.log(at: prefix.appendingPathComponent("access.log"))
+    }
+
+    /// The `log_format` directive (in an `http` block) of the JSON lines ``LogEntry`` reads, named
+    /// `swoop`.
+    static let logFormat = """
+        log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,\
+        "method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,\
+        "range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since",\
+        "authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
+        """
+
+    /// The entries of an access log written with ``logFormat``; none if there is no file yet.
+    static func log(at url: URL) throws -> [LogEntry] {
+        let text = (try? String(contentsOf: url, encoding: .utf8)) ?? ""
         let decoder = JSONDecoder()
         return try text.split(separator: "\n").map { try decoder.decode(LogEntry.self, from: Data($0.utf8)) }
     }
