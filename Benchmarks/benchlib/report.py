@@ -46,6 +46,12 @@ def summarize_entry(er):
         s["swoop_connections"] = median(conns)
         s["swoop_requests"] = median([x["requests"] for x in sw if isinstance(x.get("requests"), int)] or [0])
         s["swoop_retries_max"] = max([x["retries"] for x in sw if isinstance(x.get("retries"), int)] or [0])
+    # Bytes fetched twice on purpose (each response's overlap with its neighbours), per object byte.
+    compared = [x["comparedBytes"] / x["bytes"] for x in sw
+                if isinstance(x.get("comparedBytes"), int) and isinstance(x.get("bytes"), int) and x["bytes"] > 0]
+    if compared:
+        s["swoop_compared_pct"] = 100.0 * median(compared)
+        s["swoop_compared_pct_max"] = 100.0 * max(compared)
     # Several addresses of one name (S12): Swoop's bytes per address in the run of median wall time.
     with_addresses = [r for r in ok if any(isinstance(x, dict) and x.get("address")
                                            for x in (r.get("swoop") or {}).get("sources") or [])]
@@ -130,6 +136,9 @@ def scenario_markdown(sr, sums, targets):
         if s.get("swoop_connections") is not None:
             notes.append("%g conns, %g requests, %d retries max" % (
                 s["swoop_connections"], s["swoop_requests"], s["swoop_retries_max"]))
+        if s.get("swoop_compared_pct") is not None:
+            notes.append("overlap compared %.3f%% of the bytes (max %.3f%%)" % (
+                s["swoop_compared_pct"], s["swoop_compared_pct_max"]))
         if s.get("swoop_sources_median_run"):
             notes.append("bytes by address (median run): " + ", ".join(
                 "%s %s%s" % (x["address"], _mib(x["bytes"]), "" if x["state"] in (None, "used") else " (%s)" % x["state"])

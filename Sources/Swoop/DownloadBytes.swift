@@ -39,7 +39,8 @@ extension Downloader {
         var configuration = self.configuration
         configuration.files.onObjectChange = .fail
         configuration.files.checkpointInterval = nil
-        let buffer = StreamBuffer(capacity: window)
+        // The window, and behind the reader the bytes a response's overlap is compared with.
+        let buffer = StreamBuffer(capacity: window + Int(StreamSink.lookback))
         let slot = ResponseSlot()
         let name = "-" + Downloader.suggestedFileName(for: request.url)
         let task = try start(

@@ -8,6 +8,10 @@ public struct DownloadResult: Sendable, Equatable {
     public var bytesReceived: Int64
     /// Bytes that were already on disk from an earlier run and were not fetched again.
     public var bytesResumed: Int64
+    /// Bytes received twice on purpose: each response's overlap with the bytes of its neighbours,
+    /// compared with them so that a file never mixes two versions of the object (included in
+    /// ``bytesReceived``).
+    public var bytesCompared: Int64 = 0
     /// Wall time of this run.
     public var duration: Duration
     /// The most connections used at once.

@@ -9,7 +9,11 @@ struct ExistingFileOptions: ParsableArguments {
     @Flag(name: .long, help: "Discard any partial download and start over.")
     var noResume = false
 
-    @Option(name: .long, help: "When the object changes mid-download: restart or fail.")
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "When the object changes mid-download (two responses' bytes differ, or its validators): restart "
+                + "(up to --max-tries times) or fail."))
     var onChange: Downloader.Configuration.ObjectChangePolicy = .restart
 
     @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")

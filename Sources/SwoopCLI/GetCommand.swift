@@ -18,6 +18,15 @@ struct Get: AsyncParsableCommand {
             The file is written to FILE.part beside the target with a segment map FILE.swoop, \
             and renamed to FILE when complete. Interrupted downloads resume when the same \
             command is run again.
+
+            The bytes decide, not the server's validators: every request also asks for up to \
+            4 KiB of the bytes around its own and compares them with the bytes of its neighbours, \
+            so a file is renamed into place only when every piece agrees with the next (a pool \
+            whose nodes send other ETags for the same bytes is fine; a file replaced mid-download \
+            starts over, up to --max-tries times, or fails with --on-change fail). A finished file \
+            is confirmed on a rerun by 1 KiB from its middle. What overlap cannot see is a change \
+            that leaves every compared window as it was; only a digest (--checksum, or one the \
+            server publishes) covers every byte.
             """
     )
 

@@ -12,6 +12,9 @@ struct Summary: Encodable {
     var requests: Int?
     var retries: Int?
     var resumedBytes: Int64?
+    /// Bytes received to compare with the bytes of neighbouring responses (included in the rate).
+    var comparedBytes: Int64?
+    var receivedBytes: Int64?
     var alreadyComplete: Bool?
     var etag: String?
     /// With several URLs: each source's bytes and state.
@@ -33,6 +36,8 @@ struct Summary: Encodable {
         requests = result.requests
         retries = result.retries
         resumedBytes = result.bytesResumed
+        comparedBytes = result.bytesCompared
+        receivedBytes = result.bytesReceived
         alreadyComplete = result.alreadyComplete
         etag = result.etag
         sources = result.sources.isEmpty ? nil : result.sources.map(SourceSummary.init)

@@ -16,7 +16,7 @@ struct SwoopCommand: AsyncParsableCommand {
         discussion: """
             Exit status: 0 success; 1 network or HTTP failure (the partial download is kept); \
             2 usage error; 3 local file error (disk full, permissions); 4 the object changed on \
-            the server (--on-change fail); 5 the target exists, or another process is downloading \
+            the server (--on-change fail, or it kept changing); 5 the target exists, or another process is downloading \
             it; 130 interrupted (resume with the same command).
             """,
         version: Downloader.version,

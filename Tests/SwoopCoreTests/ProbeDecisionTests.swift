@@ -35,12 +35,9 @@ struct ProbeDecisionTests {
         LocalObject(identity: ObjectIdentity(size: size, etag: etag), path: "/data/big.iso", samples: edges(size))
     }
 
-    /// The first and last few KiB of an object of `size` bytes of ``bytes(_:)``.
+    /// The bytes of an object of `size` bytes of ``bytes(_:)`` that a confirmation compares.
     private func edges(_ size: Int64) -> [HeldBytes] {
-        let window = ProbeDecision.window
-        let head = ByteRange(0, min(size, window))
-        let tail = ByteRange(max(0, size - window), size)
-        return [HeldBytes(range: head, bytes: bytes(head)), HeldBytes(range: tail, bytes: bytes(tail))]
+        ProbeDecision.confirmationSamples(size: size).map { HeldBytes(range: $0, bytes: bytes($0)) }
     }
 
     /// Test bytes: a function of the offset.
@@ -55,11 +52,12 @@ struct ProbeDecisionTests {
     @Test func requestsFollowTheLocalState() {
         let fresh = ProbeDecision.request(for: .fresh, probeSize: 1 << 20)
         #expect(fresh.range == .bounded(ByteRange(0, 1 << 20)) && fresh.precondition == nil)
-        // A completed file: its last few KiB (all of it, when smaller), to compare with the file's.
+        // A completed file: 1 KiB from its middle (all of it, when smaller), to compare with the file's.
         let done = ProbeDecision.request(for: .completed(record()), probeSize: 1 << 20)
-        #expect(done.range == .from(0) && done.precondition! == ("If-Match", "\"v1\""))
+        #expect(done.range == .bounded(ByteRange(0, 1000)) && done.precondition! == ("If-Match", "\"v1\""))
         let large = ProbeDecision.request(for: .completed(record(size: 1 << 20)), probeSize: 1 << 20)
-        #expect(large.range == .from((1 << 20) - ProbeDecision.window))
+        #expect(large.range == .bounded(ByteRange((1 << 19) - 512, (1 << 19) + 512)))
+        #expect(ProbeDecision.request(for: .completed(record(size: 0)), probeSize: 1 << 20).range == .from(0))
         // A partial download: its first missing bytes, with a lead into the bytes held before them.
         let partial = ProbeDecision.request(for: .resuming(map(lastModified: date)), probeSize: 1 << 20)
         #expect(
@@ -74,7 +72,7 @@ struct ProbeDecisionTests {
         let dated = ProbeDecision.request(
             for: .resuming(map(etag: "W/\"v1\"", lastModified: date, complete: true)), probeSize: 1 << 20)
         #expect(
-            dated.range == .from((4 << 20) - ProbeDecision.window)
+            dated.range == .bounded(ProbeDecision.confirmationRange(size: 4 << 20))
                 && dated.precondition! == ("If-Unmodified-Since", date))
         #expect(ProbeDecision.probeSize(minimumSegmentSize: 4 << 20) == 4 << 20)
         #expect(ProbeDecision.probeSize(minimumSegmentSize: 1) == 1 << 20)
@@ -183,9 +181,11 @@ struct ProbeDecisionTests {
 
     @Test func aCompletedFileIsConfirmedByItsBytes() {
         let done = decision(.completed(record(size: 100_000)))
-        let tail = ByteRange(100_000 - ProbeDecision.window, 100_000)
-        let response = head(206, [("Content-Range", "bytes \(tail.lowerBound)-99999/100000"), ("ETag", "\"v1\"")])
-        let (step, body) = done.decide(response, requested: .from(tail.lowerBound))
+        let tail = ProbeDecision.confirmationRange(size: 100_000)
+        let asked = RequestedRange.bounded(tail)
+        let answer = "bytes \(tail.lowerBound)-\(tail.upperBound - 1)"
+        let response = head(206, [("Content-Range", "\(answer)/100000"), ("ETag", "\"v1\"")])
+        let (step, body) = done.decide(response, requested: asked)
         guard case .compareHeld(let found, let range) = step else { Issue.record("\(step)"); return }
         #expect(range == tail && body == .deliver)
         #expect(isAlreadyComplete(done.confirmed(bytes(tail), at: range, found: found)))
@@ -197,13 +197,12 @@ struct ProbeDecisionTests {
         #expect(error.kind == .targetExists && error.remedy == .replaceTarget)
         #expect(!error.message.contains("--"), "the library names no CLI flags: \(error.message)")
         // Other validators for the same bytes (a pool's node with another mtime): the bytes decide.
-        let retagged = head(206, [("Content-Range", "bytes \(tail.lowerBound)-99999/100000"), ("ETag", "\"v2\"")])
-        guard case .compareHeld = done.decide(retagged, requested: .from(tail.lowerBound)).step else {
+        let retagged = head(206, [("Content-Range", "\(answer)/100000"), ("ETag", "\"v2\"")])
+        guard case .compareHeld = done.decide(retagged, requested: asked).step else {
             Issue.record("new validators are compared by bytes"); return
         }
         // Another size is another object.
-        let (grown, _) = done.decide(
-            head(206, [("Content-Range", "bytes \(tail.lowerBound)-99999/200000")]), requested: .from(tail.lowerBound))
+        let (grown, _) = done.decide(head(206, [("Content-Range", "\(answer)/200000")]), requested: asked)
         guard case .fail(let grew) = grown else { Issue.record("\(grown)"); return }
         #expect(grew.kind == .targetExists)
     }
@@ -231,20 +230,21 @@ struct ProbeDecisionTests {
         let local = LocalObject(
             identity: ObjectIdentity(size: 4 << 20, etag: "\"v1\""), path: "/data/big.iso", samples: edges(4 << 20))
         let complete = decision(.resuming(local))
-        let tail = ByteRange((4 << 20) - ProbeDecision.window, 4 << 20)
-        let response = head(206, [("Content-Range", "bytes \(tail.lowerBound)-4194303/4194304"), ("ETag", "\"v1\"")])
-        guard case .compareHeld(let found, let range) = complete.decide(response, requested: .from(tail.lowerBound)).step
+        let tail = ProbeDecision.confirmationRange(size: 4 << 20)
+        let response = head(
+            206, [("Content-Range", "bytes \(tail.lowerBound)-\(tail.upperBound - 1)/4194304"), ("ETag", "\"v1\"")])
+        guard case .compareHeld(let found, let range) = complete.decide(response, requested: .bounded(tail)).step
         else { Issue.record("a complete map is confirmed by its bytes"); return }
         guard case .finishResumed(let object) = complete.confirmed(bytes(range), at: range, found: found) else {
             Issue.record("the same bytes finish it"); return
         }
         #expect(object.size == 4 << 20)
-        guard case .restart = complete.confirmed([UInt8](repeating: 0, count: 4096), at: range, found: found) else {
+        guard case .restart = complete.confirmed([UInt8](repeating: 0, count: 1024), at: range, found: found) else {
             Issue.record("other bytes start over"); return
         }
         let (shrunk, _) = complete.decide(head(416, [("Content-Range", "bytes */100")]), requested: .from(0))
         guard case .restart = shrunk else { Issue.record("\(shrunk)"); return }
-        guard case .withoutRange = complete.decide(head(416, []), requested: .from(tail.lowerBound)).step else {
+        guard case .withoutRange = complete.decide(head(416, []), requested: .bounded(tail)).step else {
             Issue.record("a 416 without the size is asked again without Range"); return
         }
     }

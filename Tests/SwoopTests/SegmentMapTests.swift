@@ -57,10 +57,17 @@ struct SegmentMapTests {
         for chunk in 0..<layout.chunkCount where random.chance(density) { chunks.insert(chunk) }
         let etag = Self.strings.randomElement(using: &random)!
         let modified = Self.strings.randomElement(using: &random)!
-        return SegmentMap(
+        var map = SegmentMap(
             objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,
             lastModified: modified.isEmpty ? nil : modified, url: Self.strings.randomElement(using: &random)!,
             chunks: chunks)
+        // Validators a pool's other nodes served the same bytes under, learnt by comparing them.
+        for _ in 0..<random.logUniform(0...3) {
+            let other = Self.strings.randomElement(using: &random)!
+            let date = Self.strings.randomElement(using: &random)!
+            map.variants.append(.init(etag: other.isEmpty ? nil : other, lastModified: date.isEmpty ? nil : date))
+        }
+        return map
     }
 
     @Test("random maps round-trip", arguments: 0..<2)
@@ -189,7 +196,7 @@ struct SegmentMapTests {
         #expect((try? SegmentMap.decode(valid.bytes))?.chunks.completedCount == 3)
 
         var flags = valid
-        flags.flags = 2  // bit 0 says CRC runs follow; bit 1 means nothing
+        flags.flags = 4  // bit 0 says CRC runs follow, bit 1 variants; bit 2 means nothing
         var negative = valid
         negative.objectSize = -1
         var zeroChunk = valid

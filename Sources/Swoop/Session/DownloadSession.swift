@@ -340,11 +340,13 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if etag == nil, case .completed(let record, _) = basis { etag = record.etag }
         let counters = context.counters
         let resumed = alreadyComplete ? size : store?.bytesResumed ?? (store == nil && resumedMap != nil ? size : 0)
-        return DownloadResult(
+        var result = DownloadResult(
             path: context.paths.target, bytes: size, bytesReceived: counters.bytesReceived, bytesResumed: resumed,
             duration: .now - context.startedAt, connectionsUsed: counters.peakConnections, requests: counters.requests,
             retries: counters.retries, etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports,
             verified: verified)
+        result.bytesCompared = counters.overlapBytes
+        return result
     }
 
     // MARK: Stop

@@ -318,6 +318,12 @@ final class Connection: ExchangeDelegate {
             switch verdict {
             case .known:
                 break
+            case .variant(let validators) where store?.ledger == nil:
+                // Nothing held can be read back here (a pipe, a measurement): the bytes cannot
+                // decide, so other validators are another object, as the validators say.
+                current.failure = DownloadError(
+                    .objectChanged, "the object changed on the server: its validators became \(validators) (\(object.url))")
+                return nil
             case .variant(let validators):
                 current.variant = validators
             case .otherVersion(let validators):
@@ -329,7 +335,9 @@ final class Connection: ExchangeDelegate {
             }
             return answered
         } catch {
-            if error.kind == .objectChanged, error.httpStatus == 412 { current.refusal = .preconditionFailed }
+            if error.kind == .objectChanged, error.httpStatus == 412, store?.ledger != nil {
+                current.refusal = .preconditionFailed
+            }
             current.failure = error
             return nil
         }

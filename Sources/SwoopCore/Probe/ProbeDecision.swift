@@ -156,10 +156,34 @@ package struct ProbeDecision {
     /// The overlap window: bytes compared with those held (``AgreementLedger``).
     package static let window = AgreementLedger.defaultWindow
 
+    /// How many bytes of a held file confirm it: from its middle, where padded formats (tar,
+    /// disk images) still hold data and their ends are often zeros. 1 KiB tells two versions
+    /// apart unless a change leaves it as it was (the README says what cannot be known).
+    package static let confirmationWindow: Int64 = 1024
+
+    /// The bytes a rerun asks for to confirm a held file of `size` bytes: a `206` for them also
+    /// says the object's size.
+    package static func confirmationRange(size: Int64) -> ByteRange {
+        let count = min(size, confirmationWindow)
+        let start = max(0, size / 2 - count / 2)
+        return ByteRange(start, start + count)
+    }
+
+    /// The bytes held that a confirmation compares, for a file of `size` bytes: its first bytes
+    /// (what a `200` starts with) and ``confirmationRange(size:)``.
+    package static func confirmationSamples(size: Int64) -> [ByteRange] {
+        [ByteRange(0, min(size, confirmationWindow)), confirmationRange(size: size)]
+    }
+
+    /// The probe's request to confirm a held file of `size` bytes.
+    private static func confirming(size: Int64) -> RequestedRange {
+        size == 0 ? .from(0) : .bounded(confirmationRange(size: size))
+    }
+
     /// The probe's range and precondition for `basis`.
     ///
-    /// A completed file (or a partial download that holds every byte) asks for its last few KiB,
-    /// which must match the bytes held (``Step/compareHeld(_:range:)``); a partial download asks
+    /// A completed file (or a partial download that holds every byte) asks for 1 KiB from its
+    /// middle, which must match the bytes held (``Step/compareHeld(_:range:)``); a partial download asks
     /// for its first missing bytes with a few KiB of the held bytes on each side that touches
     /// them (``RangeRequest``, compared by the store); a new one for its first `probeSize`
     /// bytes. Known validators go in the precondition.
@@ -170,10 +194,10 @@ package struct ProbeDecision {
         case .fresh:
             return (.bounded(ByteRange(0, probeSize)), nil)
         case .completed(let record):
-            return (.from(max(0, record.size - window)), record.identity.precondition)
+            return (confirming(size: record.size), record.identity.precondition)
         case .resuming(let map):
             guard let first = firstRequest(for: map, probeSize: probeSize) else {
-                return (.from(max(0, map.size - window)), map.identity.precondition)
+                return (confirming(size: map.size), map.identity.precondition)
             }
             return (.bounded(first.sent), map.identity.precondition)
         }
@@ -321,7 +345,7 @@ package struct ProbeDecision {
                 guard found.size == record.size else {
                     return (.fail(targetDiffers("differs from the object on the server")), .abort)
                 }
-                return (.compareHeld(found, range: ByteRange(0, min(record.size, Self.window))), .deliver)
+                return (.compareHeld(found, range: ByteRange(0, min(record.size, Self.confirmationWindow))), .deliver)
             case .resuming:
                 return (.stream(found, discardsPartial: true), .deliver)
             case .fresh:

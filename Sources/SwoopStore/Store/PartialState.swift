@@ -241,16 +241,15 @@ package enum LocalState {
 }
 
 extension HeldBytes {
-    /// The first and last ``ProbeDecision/window`` bytes of the file at `path`, which holds
-    /// `size` bytes: what a server's bytes are compared with to confirm the file is its object.
+    /// The bytes of the file at `path` (which holds `size` bytes) that a server's bytes are
+    /// compared with to confirm the file is its object (``ProbeDecision/confirmationSamples(size:)``).
     /// None when they cannot be read (the probe then finds the file differs).
     package static func edges(of path: String, size: Int64) -> [HeldBytes] {
         guard size >= 0, let descriptor = try? FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
         else { return [] }
         defer { try? descriptor.close() }
-        let window = ProbeDecision.window
         var samples: [HeldBytes] = []
-        for range in [ByteRange(0, min(size, window)), ByteRange(max(0, size - window), size)] {
+        for range in ProbeDecision.confirmationSamples(size: size) {
             var bytes = [UInt8](repeating: 0, count: Int(range.count))
             var done = 0
             while done < bytes.count {

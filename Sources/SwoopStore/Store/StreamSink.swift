@@ -193,7 +193,11 @@ package final class StreamSink: BodySink, @unchecked Sendable {
     }
 
     package var keepsPartialState: Bool { false }
-    package var window: Int64? { Int64(buffer.capacity) }
+    /// The ring less its lookback: bytes the reader took stay readable for this long behind it,
+    /// so a response's overlap with them can still be compared (``read(_:)``).
+    package var window: Int64? { Int64(buffer.capacity) - Self.lookback }
+    /// Bytes kept behind the reader: the overlap a request has with the bytes before it.
+    package static let lookback = AgreementLedger.defaultWindow
 
     package func claim() {}
     package func discardPartialState() {}
@@ -202,7 +206,7 @@ package final class StreamSink: BodySink, @unchecked Sendable {
 
     /// Whether `count` bytes at `offset` fit in the window now.
     package func hasRoom(for count: Int, at offset: Int64) -> Bool {
-        offset + Int64(count) <= consumed + Int64(buffer.capacity)
+        offset + Int64(count) <= consumed + Int64(buffer.capacity) - Self.lookback
     }
 
     package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) {
@@ -247,7 +251,21 @@ package final class StreamSink: BodySink, @unchecked Sendable {
         }
     }
 
-    package func read(_ range: ByteRange) -> [UInt8]? { nil }
+    /// Written bytes still in the ring: those not yet taken, and the ``lookback`` behind the
+    /// reader (the writer never reaches them: its window ends a lookback short of the ring). The
+    /// caller asks only for bytes it knows are written (``AgreementLedger``).
+    package func read(_ range: ByteRange) -> [UInt8]? {
+        let ring = Int64(buffer.capacity)
+        guard range.lowerBound >= consumed - Self.lookback, range.upperBound <= consumed + ring - Self.lookback else {
+            return nil
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(range.count))
+        buffer.withBytes(range) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    package var canReadBack: Bool { true }
 
     package func checkpoint(_ map: SegmentMap, then: @escaping (DownloadError?) -> Void) { then(nil) }
 
