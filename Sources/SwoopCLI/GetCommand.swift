@@ -152,7 +152,7 @@ struct Get: AsyncParsableCommand {
             }
         }
         guard streamWindow.bytes >= Int64(DownloadBytes.minimumWindow) else {
-            throw ValidationError("--stream-window must be at least 4M (got \(streamWindow.bytes) bytes)")
+            throw ValidationError("--stream-window must be at least 4M (got \(Wording.bytes(streamWindow.bytes)))")
         }
     }
 

@@ -196,7 +196,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if let expected = context.request.expectedSize, size != expected {
             // A stream of unannounced length (the probe checked any announced one): not the object.
             discardOnStop = true
-            let message = "\(url.redacted) is \(size) bytes, not the \(expected) expected"
+            let message = "\(url.redacted) is \(Wording.bytes(size)), not the \(expected) expected"
             return stop(with: .failure(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize)))
         }
         finalize(
@@ -339,7 +339,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .starting, .probing, .transferring:
             let kept =
                 stage.store?.keepsPartialState == true
-                ? "; \(bytesDone) bytes are kept in \(context.paths.part)" : ""
+                ? "; \(Wording.bytes(bytesDone)) kept in \(context.paths.part)" : ""
             stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
         case .finalizing, .stopped:
             break

@@ -385,7 +385,9 @@ final class Connection: ExchangeDelegate {
             if case .sample(.bounded(let range)) = job, Int64(current.sampled.count) != range.count {
                 return .failed(
                     .invalidResponse(
-                        "the server sent \(current.sampled.count) of the \(range.count) bytes asked for (\(location))"),
+                        "the server sent \(current.sampled.count) of the \(Wording.bytes(range.count)) asked for "
+                            + "(\(location))"
+                    ),
                     retryAfter: current.retryAfter)
             }
             if case .segment(let segment, let requested) = job,
@@ -393,7 +395,7 @@ final class Connection: ExchangeDelegate {
             {
                 let message =
                     "the server closed the response after \(segment.position - requested.lowerBound) of "
-                    + "\(requested.count) bytes (\(location))"
+                    + "\(Wording.bytes(requested.count)) (\(location))"
                 return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }
             return .completed

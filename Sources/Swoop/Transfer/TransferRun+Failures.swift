@@ -63,7 +63,8 @@ extension TransferRun {
             plan.release(segment, failed: true, retryAt: .now + delay)
             if segment.failuresWithoutProgress >= settings.configuration.retry.maxTries {
                 // The segment map keeps everything else; downloading again resumes.
-                var detail = " (gave up after \(settings.configuration.retry.maxTries) tries)"
+                var detail =
+                    " (gave up after \(Wording.tries(settings.configuration.retry.maxTries)))"
                 if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
                 delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
                 return
@@ -92,7 +93,7 @@ extension TransferRun {
         switch outcome {
         case .completed:
             if let size = object.size, store.streamPosition != size {
-                let message = "the server closed the connection after \(store.streamPosition) of \(size) bytes"
+                let message = "the server closed the connection after \(store.streamPosition) of \(Wording.bytes(size))"
                 delegate?.transfer(self, streamBrokeOff: .invalidResponse(message))
                 return
             }

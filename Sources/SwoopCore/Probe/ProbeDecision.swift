@@ -147,7 +147,7 @@ package struct ProbeDecision {
         let decided = decideAnySize(head, requested: requested)
         guard let expected = expectedSize, let size = objectSize(decided.step), size != expected else { return decided }
         let error = DownloadError(
-            .sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected",
+            .sizeMismatch, "\(url.redacted) is \(Wording.bytes(size)), not the \(expected) expected",
             remedy: .correctExpectedSize)
         return (.fail(error), .abort)
     }
@@ -210,7 +210,7 @@ package struct ProbeDecision {
                     return (.alreadyComplete, .discard)
                 }
                 if found.size != record.size {
-                    let sizes = "the object on the server now has \(found.size ?? 0) bytes, not \(record.size)"
+                    let sizes = "the object on the server now has \(Wording.bytes(found.size ?? 0)), not \(record.size)"
                     return (.fail(targetDiffers(sizes)), .abort)
                 }
                 return (.fail(targetDiffers("differs from the object on the server")), .abort)
@@ -259,7 +259,7 @@ package struct ProbeDecision {
             if requested == .from(expectedEnd ?? -1) {
                 return .confirm(.bounded(ByteRange(requested.lowerBound - 1, requested.lowerBound)))
             }
-            let shorter = "the object on the server has fewer than \(requested.lowerBound + 1) bytes"
+            let shorter = "the object on the server has fewer than \(Wording.bytes(requested.lowerBound + 1))"
             switch basis {
             case .completed(let record): return .fail(targetDiffers("\(shorter), not \(record.size)"))
             case .resuming(let map): return .restart("\(shorter); the partial download expected \(map.size)")
@@ -274,7 +274,7 @@ package struct ProbeDecision {
         switch basis {
         case .completed(let record):
             if record.identity.compare(observed, observedIn: .unsatisfiedRange) == .same { return .alreadyComplete }
-            return .fail(targetDiffers("differs from the object on the server (\(total) bytes)"))
+            return .fail(targetDiffers("differs from the object on the server (\(Wording.bytes(total)))"))
         case .resuming(let map):
             switch map.identity.compare(observed, observedIn: .unsatisfiedRange) {
             case .same where map.isComplete:
@@ -287,7 +287,7 @@ package struct ProbeDecision {
                 return .restart("the object changed on the server since the partial download: \(what)")
             default:
                 return .restart(
-                    "the object on the server has \(total) bytes, the partial download expected \(map.size)")
+                    "the object on the server has \(Wording.bytes(total)), the partial download expected \(map.size)")
             }
         case .fresh:
             if requested.lowerBound == 0 && total == 0 {
@@ -295,7 +295,8 @@ package struct ProbeDecision {
             }
             return .fail(
                 .invalidResponse(
-                    "the server answered 416 to \(requested.headerValue) for an object of \(total) bytes (\(url))",
+                    "the server answered 416 to \(requested.headerValue) for an object of \(Wording.bytes(total)) "
+                        + "(\(url))",
                     httpStatus: 416))
         }
     }
