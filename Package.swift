@@ -136,6 +136,12 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        // The command's own wording (Messages, the remedies in its flags' terms), against the
+        // executable's module.
+        .testTarget(
+            name: "SwoopCLITests",
+            dependencies: ["SwoopCLI"]
+        ),
         .testTarget(
             name: "SwoopTestOriginTests",
             dependencies: ["SwoopTestOrigin"]
