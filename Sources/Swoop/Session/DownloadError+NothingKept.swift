@@ -18,7 +18,6 @@ extension DownloadError {
             } else {
                 ""
             }
-        return DownloadError(
-            kind, reason + why, remedy: remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
+        return replacing(reason: reason + why, remedy: remedy)
     }
 }

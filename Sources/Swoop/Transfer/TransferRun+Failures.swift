@@ -83,9 +83,7 @@ extension TransferRun {
     private func givingUp(_ error: DownloadError, reason: String) -> DownloadError {
         let others = sources.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
         guard error.isTransient else { return error.adding(others) }
-        return DownloadError(
-            error.kind, reason + others, remedy: .resume,
-            httpStatus: error.httpStatus, curlCode: error.curlCode)
+        return error.replacing(reason: reason + others, remedy: .resume)
     }
 
     /// The single stream ended.
