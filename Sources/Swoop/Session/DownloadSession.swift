@@ -239,7 +239,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func restartFromScratch(_ reason: String) {
         guard context.configuration.files.onObjectChange == .restart, !restarts.restartedAfterChange else {
             discardOnStop = true
-            let message = "\(reason); not mixing versions, the partial download was discarded"
+            // A stream has handed its bytes out: nothing of it is discarded, it only cannot go on.
+            let consequence =
+                context.sink.window == nil
+                ? "not mixing versions, the partial download was discarded"
+                : "not mixing versions, the stream stops here (what it delivered is of the earlier version)"
+            let message = "\(reason); \(consequence)"
             return stop(with: .failure(DownloadError(.objectChanged, message)))
         }
         restarts.restartedAfterChange = true
@@ -367,7 +372,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if case .failure = result, let store, !store.keepsPartialState { discardOnStop = true }
         var result = result
         if case .failure(let error) = result, !keepsResumableState(store) {
-            result = .failure(error.nothingKept(store: store))
+            result = .failure(error.nothingKept(store: store, streaming: context.sink.window != nil))
         }
         if case .success = result { progress.report(progressSnapshot()) }
         stage = .stopped
