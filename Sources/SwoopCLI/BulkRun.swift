@@ -224,7 +224,7 @@ final class BulkBoard: Sendable {
         }
         guard let line else { return }
         if style == .terminal {
-            writeStderr("\r\u{1B}[2K" + line)
+            writeStderr("\r\u{1B}[2K" + ProgressRenderer.fitted(line, columns: ProgressRenderer.terminalColumns()))
         } else {
             writeStderr("progress: " + line + "\n")
         }

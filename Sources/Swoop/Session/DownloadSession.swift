@@ -374,7 +374,13 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if case .failure(let error) = result, !keepsResumableState(store) {
             result = .failure(error.nothingKept(store: store, streaming: context.sink.window != nil))
         }
-        if case .success = result { progress.report(progressSnapshot()) }
+        if case .success(let done) = result {
+            // The last report says the whole object is there, also when it already was (no bytes
+            // moved; the stage knows no size then).
+            var last = progressSnapshot()
+            (last.bytesDone, last.totalBytes) = (done.bytes, done.bytes)
+            progress.report(last)
+        }
         stage = .stopped
         progress.stop()
         restarts.streamTimer?.cancel()
