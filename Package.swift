@@ -1,6 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// The commit `swoop --version` names, from the environment: scripts/install, scripts/package,
+// scripts/swoop and scripts/test set SWOOP_BUILD_COMMIT from git. SwiftPM evaluates the manifest
+// again when the environment changes, and then recompiles only CSwoopBuildInfo; it does not when
+// the commit changes, so Context.gitInformation would go stale after the next commit.
+let buildCommit = String(
+    (Context.environment["SWOOP_BUILD_COMMIT"] ?? "").filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        .prefix(64))
+
 let package = Package(
     name: "swoop",
     platforms: [.macOS(.v15)],
@@ -32,6 +40,11 @@ let package = Package(
         ),
         // Linux system calls the Glibc module does not expose (fallocate, renameat2, xattrs).
         .target(name: "CSwoopSystem"),
+        // The commit the binary was built from (see buildCommit above), for `swoop --version`.
+        .target(
+            name: "CSwoopBuildInfo",
+            cSettings: [.define("SWOOP_BUILD_COMMIT", to: "\"\(buildCommit)\"")]
+        ),
         // The pure core: values and decisions (plan, policies, response checks, identity, the
         // probe's decisions, errors). No libcurl, no Glibc, no Foundation, no I/O.
         .target(
@@ -94,6 +107,7 @@ let package = Package(
             name: "SwoopCLI",
             dependencies: [
                 "Swoop",
+                "CSwoopBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
