@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SwoopTestOrigin", targets: ["SwoopTestOrigin"]),
         .executable(name: "swoop", targets: ["SwoopCLI"]),
         .executable(name: "swoop-test-origin", targets: ["SwoopTestOriginServer"]),
+        .executable(name: "swoop-manual", targets: ["SwoopManual"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -112,6 +113,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Writes swoop's manual pages from its argument definitions (`swoop --experimental-dump-help`),
+        // for scripts/install and scripts/package.
+        .executableTarget(name: "SwoopManual"),
         // An in-process HTTP origin with fault switches, shared by tests, the demo and benchmarks.
         .target(
             name: "SwoopTestOrigin",
