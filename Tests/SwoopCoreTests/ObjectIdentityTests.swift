@@ -24,7 +24,8 @@ struct ObjectIdentityTests {
 
     @Test func sizesMustAgreeWhenBothAreKnown() {
         let known = ObjectIdentity(size: 100, etag: "\"a\"")
-        #expect(known.compare(ObjectIdentity(size: 101, etag: "\"a\"")) == .changed("its size 100 bytes became 101 bytes"))
+        #expect(
+            known.compare(ObjectIdentity(size: 101, etag: "\"a\"")) == .changed("its size 100 bytes became 101 bytes"))
         #expect(known.compare(ObjectIdentity(size: nil, etag: "\"a\"")) == .same)
         #expect(ObjectIdentity(size: nil, etag: "\"a\"").compare(ObjectIdentity(size: 5, etag: "\"a\"")) == .same)
     }
