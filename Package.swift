@@ -1,6 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// The commit `swoop --version` names, from the environment: scripts/install, scripts/package,
+// scripts/swoop and scripts/test set SWOOP_BUILD_COMMIT from git. SwiftPM evaluates the manifest
+// again when the environment changes, and then recompiles only CSwoopBuildInfo; it does not when
+// the commit changes, so Context.gitInformation would go stale after the next commit.
+let buildCommit = String(
+    (Context.environment["SWOOP_BUILD_COMMIT"] ?? "").filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+        .prefix(64))
+
 let package = Package(
     name: "swoop",
     platforms: [.macOS(.v15)],
@@ -9,6 +17,7 @@ let package = Package(
         .library(name: "SwoopTestOrigin", targets: ["SwoopTestOrigin"]),
         .executable(name: "swoop", targets: ["SwoopCLI"]),
         .executable(name: "swoop-test-origin", targets: ["SwoopTestOriginServer"]),
+        .executable(name: "swoop-manual", targets: ["SwoopManual"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -32,6 +41,11 @@ let package = Package(
         ),
         // Linux system calls the Glibc module does not expose (fallocate, renameat2, xattrs).
         .target(name: "CSwoopSystem"),
+        // The commit the binary was built from (see buildCommit above), for `swoop --version`.
+        .target(
+            name: "CSwoopBuildInfo",
+            cSettings: [.define("SWOOP_BUILD_COMMIT", to: "\"\(buildCommit)\"")]
+        ),
         // The pure core: values and decisions (plan, policies, response checks, identity, the
         // probe's decisions, errors). No libcurl, no Glibc, no Foundation, no I/O.
         .target(
@@ -94,10 +108,14 @@ let package = Package(
             name: "SwoopCLI",
             dependencies: [
                 "Swoop",
+                "CSwoopBuildInfo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Writes swoop's manual pages from its argument definitions (`swoop --experimental-dump-help`),
+        // for scripts/install and scripts/package.
+        .executableTarget(name: "SwoopManual"),
         // An in-process HTTP origin with fault switches, shared by tests, the demo and benchmarks.
         .target(
             name: "SwoopTestOrigin",
@@ -135,6 +153,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
+        ),
+        // The command's own wording (Messages, the remedies in its flags' terms), against the
+        // executable's module.
+        .testTarget(
+            name: "SwoopCLITests",
+            dependencies: ["SwoopCLI"]
         ),
         .testTarget(
             name: "SwoopTestOriginTests",

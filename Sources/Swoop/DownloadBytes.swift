@@ -34,7 +34,9 @@ extension Downloader {
     ) async throws(DownloadError) -> (DownloadBytes, DownloadResponse) {
         guard window >= DownloadBytes.minimumWindow else {
             throw .invalidRequest(
-                "the stream window must be at least \(DownloadBytes.minimumWindow >> 20) MiB (got \(window) bytes)")
+                "the stream window must be at least \(DownloadBytes.minimumWindow >> 20) MiB "
+                    + "(got \(Wording.bytes(window)))"
+            )
         }
         var configuration = self.configuration
         configuration.files.onObjectChange = .fail

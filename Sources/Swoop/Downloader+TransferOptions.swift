@@ -1,4 +1,11 @@
+import SwoopCore
 import SwoopTransfer
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 extension TransferOptions {
     /// The settings of `configuration` that each exchange needs.
@@ -28,6 +35,17 @@ extension TransferOptions {
             lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.tls.verifiesCertificates,
             certificateAuthorities: TrustedCertificates(configuration), userAgent: configuration.userAgent,
             receiveBufferSize: configuration.tuning.receiveBufferSize, proxy: proxy,
-            noProxy: configuration.access.noProxy?.joined(separator: ","), netrc: netrc)
+            noProxy: configuration.access.noProxy?.joined(separator: ","),
+            proxyEnvironment: Self.proxyVariables(),
+            netrc: netrc)
+    }
+
+    /// The proxy variables set in this process's environment (libcurl reads the same ones).
+    private static func proxyVariables() -> [String: String] {
+        var variables: [String: String] = [:]
+        for name in ProxyRoute.variables {
+            if let value = getenv(name) { variables[name] = String(cString: value) }
+        }
+        return variables
     }
 }

@@ -88,7 +88,9 @@ struct Bench: AsyncParsableCommand {
                     request, connections: count, duration: window)
                 results.append(measurement)
                 // As each count ends, its figure; the table, with bars against the best of all, at the end.
-                if !json { writeStderr("  \(count) connection\(count == 1 ? "" : "s"): \(Self.figure(measurement))\n") }
+                if !json {
+                    writeStderr(Messages.benchLine(connections: count, figure: Self.figure(measurement)) + "\n")
+                }
             }
         } catch let error as DownloadError {
             await downloader.shutdown()

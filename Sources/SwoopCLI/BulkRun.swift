@@ -40,8 +40,7 @@ extension Get {
         let board = BulkBoard(
             total: included, style: ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style)
         if !quiet && !json {
-            let share = selection.map { " (\($0.description))" } ?? ""
-            writeStderr("downloading \(included) files, \(jobs) at a time\(share)\n")
+            writeStderr(Messages.listStarting(files: included, jobs: jobs, share: selection?.description) + "\n")
         }
         let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs)
         let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
@@ -50,7 +49,7 @@ extension Get {
         await downloader.shutdown()
         board.clear()
         guard let summary else {
-            throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume")
+            throw CommandFailure(status: .interrupted, message: Messages.listInterrupted)
         }
         let rejected = rejections.all
         report(summary, rejected: rejected)
@@ -82,14 +81,10 @@ extension Get {
         }
         let failed = summary.failed + rejected.count
         if !quiet {
-            var line = "\(summary.files + rejected.count) files: \(summary.succeeded) done"
-            if summary.alreadyComplete > 0 { line += " (\(summary.alreadyComplete) already complete)" }
-            line +=
-                ", \(failed) failed; \(Format.bytes(summary.bytesReceived)) received in "
-                + "\(Format.fixed(Format.seconds(summary.duration), digits: 1)) s"
-            if summary.duration > .zero {
-                line += " (\(Format.rate(Double(summary.bytesReceived) / Format.seconds(summary.duration))))"
-            }
+            let line = Messages.listSummary(
+                files: summary.files + rejected.count, succeeded: summary.succeeded,
+                alreadyComplete: summary.alreadyComplete, failed: failed, bytesReceived: summary.bytesReceived,
+                seconds: Format.seconds(summary.duration))
             writeStderr(line + "\n")
         }
         if failed > 0 {
@@ -229,7 +224,7 @@ final class BulkBoard: Sendable {
         }
         guard let line else { return }
         if style == .terminal {
-            writeStderr("\r\u{1B}[2K" + line)
+            writeStderr("\r\u{1B}[2K" + ProgressRenderer.fitted(line, columns: ProgressRenderer.terminalColumns()))
         } else {
             writeStderr("progress: " + line + "\n")
         }

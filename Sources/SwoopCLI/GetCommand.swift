@@ -161,7 +161,7 @@ struct Get: AsyncParsableCommand {
             }
         }
         guard streamWindow.bytes >= Int64(DownloadBytes.minimumWindow) else {
-            throw ValidationError("--stream-window must be at least 4M (got \(streamWindow.bytes) bytes)")
+            throw ValidationError("--stream-window must be at least 4M (got \(Wording.bytes(streamWindow.bytes)))")
         }
     }
 
@@ -251,22 +251,19 @@ struct Get: AsyncParsableCommand {
 
     private func printSummary(_ result: DownloadResult) {
         if result.alreadyComplete {
-            writeStderr("\(result.path) is already complete (\(Format.bytes(result.bytes))); nothing to download\n")
+            writeStderr(Messages.alreadyComplete(path: result.path, bytes: result.bytes) + "\n")
             return
         }
         let seconds = Format.seconds(result.duration)
-        var line = "saved \(result.path) (\(Format.bytes(result.bytes))) in \(Format.fixed(seconds, digits: 2)) s"
-        line +=
-            ", \(Format.rate(result.bytesPerSecond)), \(result.connectionsUsed) "
-            + "connection\(result.connectionsUsed == 1 ? "" : "s")"
-        if result.bytesResumed > 0 { line += ", \(Format.bytes(result.bytesResumed)) resumed" }
-        if result.retries > 0 { line += ", \(result.retries) retr\(result.retries == 1 ? "y" : "ies")" }
+        var line = Messages.saved(
+            path: result.path, bytes: result.bytes, seconds: seconds, bytesPerSecond: result.bytesPerSecond,
+            connections: result.connectionsUsed, resumed: result.bytesResumed, retries: result.retries)
         for digest in result.verified {
             line += ", verified \(digest.checksum.algorithm.rawValue) (\(Format.source(of: digest)))"
         }
         if !result.sources.isEmpty {
             let used = result.sources.filter { $0.droppedBecause == nil && $0.bytes > 0 }
-            line += ", \(used.count) of \(result.sources.count) sources"
+            line += Messages.sourcesUsed(used.count, of: result.sources.count)
             for source in result.sources {
                 let state = source.droppedBecause.map { "not used: \($0)" } ?? "used"
                 let address = source.address.map { " at \($0)" } ?? ""

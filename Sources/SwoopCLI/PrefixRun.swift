@@ -47,8 +47,9 @@ extension Get {
             return BulkItem(request, to: folder + "/" + relative)
         }
         if !quiet && !json {
-            let share = selection.map { " (\($0.description))" } ?? ""
-            writeStderr("downloading the objects under \(prefix) into \(folder)/, \(jobs) at a time\(share)\n")
+            let line = Messages.prefixStarting(
+                prefix: prefix, folder: folder, jobs: jobs, share: selection?.description)
+            writeStderr(line + "\n")
         }
         let style = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style
         let board = BulkBoard(total: selection?.included, style: style)
@@ -56,7 +57,7 @@ extension Get {
         await downloader.shutdown()
         board.clear()
         guard let summary else {
-            throw CommandFailure(status: .interrupted, message: "interrupted; run the same command to resume")
+            throw CommandFailure(status: .interrupted, message: Messages.listInterrupted)
         }
         report(summary, rejected: [])
         if let first = firstFailure(summary, rejected: []) {

@@ -8,18 +8,23 @@ import Musl
 #endif
 
 /// Draws download progress on stderr: one redrawn line on a terminal, a plain line every few
-/// seconds otherwise, nothing when quiet.
+/// seconds otherwise, nothing when quiet. A download that ends at once (a rerun of a finished
+/// one) leaves no progress behind: the terminal line starts after a moment, the plain lines after
+/// their first interval.
 final class ProgressRenderer: Sendable {
     enum Style { case terminal, lines, silent }
 
     private struct State {
-        var lastLineAt: ContinuousClock.Instant?
+        var lastLineAt: ContinuousClock.Instant
         var drewTerminalLine = false
     }
 
     let style: Style
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let lineInterval: Duration = .seconds(2)
+    private let startedAt = ContinuousClock.now
+    /// How long a download runs before its terminal line is drawn.
+    private let terminalDelay: Duration = .milliseconds(250)
 
     init(quiet: Bool) {
         if quiet {
@@ -27,6 +32,7 @@ final class ProgressRenderer: Sendable {
         } else {
             style = isatty(STDERR_FILENO) == 1 ? .terminal : .lines
         }
+        state = Mutex(State(lastLineAt: startedAt))
     }
 
     func update(_ progress: DownloadProgress) {
@@ -34,18 +40,36 @@ final class ProgressRenderer: Sendable {
         case .silent:
             return
         case .terminal:
-            let line = Self.describe(progress)
+            guard ContinuousClock.now - startedAt >= terminalDelay else { return }
+            // Wider than the terminal, the line would wrap, and "\r" with erase-line would clear
+            // only its last row: cut it to the width.
+            let line = Self.fitted(Self.describe(progress), columns: Self.terminalColumns())
             state.withLock { $0.drewTerminalLine = true }
             writeStderr("\r\u{1B}[2K" + line)
         case .lines:
             let now = ContinuousClock.now
             let due = state.withLock { state -> Bool in
-                if let last = state.lastLineAt, now - last < lineInterval { return false }
+                if now - state.lastLineAt < lineInterval { return false }
                 state.lastLineAt = now
                 return true
             }
             if due { writeStderr("progress: " + Self.describe(progress) + "\n") }
         }
+    }
+
+    /// The width of the terminal on standard error, or 80 when it does not say.
+    static func terminalColumns() -> Int {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
+    }
+
+    /// `line` cut to fewer characters than `columns` (the last column stays free, so the cursor
+    /// never wraps), ending in "..." when cut.
+    static func fitted(_ line: String, columns: Int) -> String {
+        let room = max(columns - 1, 4)
+        guard line.count > room else { return line }
+        return String(line.prefix(room - 3)) + "..."
     }
 
     /// Ends the progress line so the next message starts on a fresh line.

@@ -38,7 +38,7 @@ struct ShardSelection: Sendable {
 
     /// The line that describes this shard, for the start of a run.
     var description: String {
-        var text = "shard \(shard.index)/\(shard.count): \(included) of \(entries) entries"
+        var text = Messages.shardShare(index: shard.index, count: shard.count, included: included, entries: entries)
         if let load = assignment.load(ofWorker: shard.index) {
             text += ", \(Format.bytes(load.bytes)), balanced by size="
         }
@@ -49,7 +49,8 @@ struct ShardSelection: Sendable {
     var unbalancedWarning: String? {
         guard sized > 0, sized < entries else { return nil }
         return
-            "size= is given for \(sized) of \(entries) entries, so --shard splits the list by URL hash; give every "
+            "size= is given for \(sized) of \(Wording.count(entries, "entry", plural: "entries")), so --shard splits "
+            + "the list by URL hash; give every "
             + "entry a size= to balance the shards by bytes"
     }
 

@@ -55,7 +55,7 @@ struct Status: ParsableCommand {
         }
         if status.isInUse { lines.append("  in use         another swoop process is downloading it now") }
         if let url = status.url { lines.append("  source         \(url)") }
-        if let size = status.size { lines.append("  size           \(size) bytes") }
+        if let size = status.size { lines.append(Messages.statusSize(size)) }
         if let etag = status.etag { lines.append("  ETag           \(etag)") }
         if let modified = status.lastModified { lines.append("  Last-Modified  \(modified)") }
         if let chunkSize = status.chunkSize, status.chunkCount > 0 {

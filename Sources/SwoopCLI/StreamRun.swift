@@ -56,12 +56,10 @@ extension Get {
         case .failed(let error?) where error.kind != .cancelled:
             if json { writeStderr(jsonText(Summary(error: error, path: "-")) + "\n") }
             // A mismatch comes after the last byte: the stream is complete, and wrong.
-            let state = error.kind == .checksumMismatch ? "" : " (the stream to standard output is incomplete)"
+            let state = error.kind == .checksumMismatch ? "" : Messages.streamIncomplete
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage + state)
         case .failed:
-            throw CommandFailure(
-                status: .interrupted,
-                message: "interrupted; a stream to standard output cannot resume: run the command again to start over")
+            throw CommandFailure(status: .interrupted, message: Messages.streamInterrupted)
         }
     }
 

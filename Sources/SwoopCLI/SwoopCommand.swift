@@ -19,7 +19,7 @@ struct SwoopCommand: AsyncParsableCommand {
             the server (--on-change fail, or it kept changing); 5 the target exists, or another process is downloading \
             it; 130 interrupted (resume with the same command).
             """,
-        version: Downloader.version,
+        version: BuildInfo.versionLine,
         subcommands: [Get.self, Bench.self, Status.self],
         defaultSubcommand: Get.self
     )

@@ -224,6 +224,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
     public let curlCode: Int?
     /// The `errno` of the failed system call, if any.
     public let errno: Int32?
+    /// The proxy, as `scheme://host:port`, when the failure is the proxy's rather than the
+    /// server's: it could not be reached, refused the tunnel, wanted credentials, or answered
+    /// with an error of its own (``httpStatus`` is then the proxy's status).
+    public package(set) var proxy: String?
     /// A failure that looks permanent by its kind and status but may pass when tried again: an
     /// object store's "the session token expired" (a 400 or 403), once its credentials are read
     /// again (see ``isTransient``).
@@ -251,23 +255,34 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
 
     /// The same failure with more said about it (appended to the reason); the remedy stays.
     package func adding(_ detail: String, remedy: Remedy? = nil) -> DownloadError {
+        replacing(reason: reason + detail, remedy: remedy ?? self.remedy)
+    }
+
+    /// The same failure (kind, causes, proxy) told with another reason and remedy.
+    package func replacing(reason: String, remedy: Remedy?) -> DownloadError {
         var error = DownloadError(
-            kind, reason + detail, remedy: remedy ?? self.remedy, httpStatus: httpStatus, curlCode: curlCode,
-            errno: errno)
+            kind, reason, remedy: remedy, httpStatus: httpStatus, curlCode: curlCode, errno: errno)
         error.passesWhenRetried = passesWhenRetried
+        error.proxy = proxy
         return error
     }
 
     /// The cause in a few words, for a progress line: "connection refused", "HTTP 503".
     package var shortCause: String {
+        if let proxy { return "the proxy \(proxy): " + (httpStatus.map { "HTTP \($0)" } ?? causeOfCurlCode) }
         if let httpStatus { return "HTTP \(httpStatus)" }
+        return causeOfCurlCode
+    }
+
+    private var causeOfCurlCode: String {
         switch curlCode {
-        case 6: return "host not found"  // CURLE_COULDNT_RESOLVE_HOST
+        case 5, 6: return "host not found"  // CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_RESOLVE_HOST
         case 7: return "connection refused"  // CURLE_COULDNT_CONNECT
         case 18: return "response cut short"  // CURLE_PARTIAL_FILE
         case 28: return "timed out"  // CURLE_OPERATION_TIMEDOUT
         case 52: return "empty reply"  // CURLE_GOT_NOTHING
         case 55, 56: return "connection reset"  // CURLE_SEND_ERROR, CURLE_RECV_ERROR
+        case 97: return "handshake failed"  // CURLE_PROXY: a SOCKS proxy's
         default: return kind.summary
         }
     }

@@ -40,12 +40,15 @@ package struct TransferOptions: Sendable {
     package var proxy: ProxySetting
     /// curl's `NOPROXY` list, comma-separated; `nil`: `no_proxy` from the environment.
     package var noProxy: String?
+    /// The proxy variables of the environment libcurl reads (see ``ProxyRoute/variables``), to
+    /// tell which proxy a failed request went through.
+    package var proxyEnvironment: [String: String]
     package var netrc: NetrcSetting
 
     package init(
         connectTimeout: Duration, stallTimeout: Duration, lowSpeedLimit: Int, verifiesTLSCertificates: Bool,
         certificateAuthorities: TrustedCertificates, userAgent: String, receiveBufferSize: Int, proxy: ProxySetting,
-        noProxy: String? = nil, netrc: NetrcSetting
+        noProxy: String? = nil, proxyEnvironment: [String: String] = [:], netrc: NetrcSetting
     ) {
         self.connectTimeout = connectTimeout
         self.stallTimeout = stallTimeout
@@ -56,7 +59,19 @@ package struct TransferOptions: Sendable {
         self.receiveBufferSize = receiveBufferSize
         self.proxy = proxy
         self.noProxy = noProxy
+        self.proxyEnvironment = proxyEnvironment
         self.netrc = netrc
+    }
+
+    /// Which proxy requests go through, as libcurl chooses it.
+    package var proxyRoute: ProxyRoute {
+        let setting: ProxyRoute.Setting =
+            switch proxy {
+            case .fromEnvironment: .environment
+            case .direct: .none
+            case .url(let url): .url(url)
+            }
+        return ProxyRoute(setting: setting, noProxy: noProxy, environment: proxyEnvironment)
     }
 
     /// Which proxy: the environment's (`http_proxy`, ...: libcurl reads them), none, or this one.
@@ -104,9 +119,15 @@ package struct TransferFailure: Sendable {
     package var isTimeout: Bool
     /// Name resolution failed or the server refused the connection: nobody is there.
     package var isUnreachable = false
-    /// The proxy failed: it could not be resolved, its handshake failed, or it refused the
-    /// tunnel (a `CONNECT` answered with an error status, such as 407).
+    /// The proxy failed: it could not be resolved or connected to, its handshake failed, it
+    /// refused the tunnel (a `CONNECT` answered with an error status, such as 407), or it
+    /// answered a request itself (see ``proxyAnswer``).
     package var isProxy = false
+    /// The proxy the request went through, when the failure is the proxy's (`nil` if the
+    /// routing could not tell which one libcurl used).
+    package var proxy: ProxyEndpoint?
+    /// What the proxy answered itself, instead of the server.
+    package var proxyAnswer: ProxyAnswer?
 }
 
 /// Receives an exchange's events on the transfer thread. Callbacks must not block.
@@ -140,9 +161,17 @@ package final class HTTPExchange {
     package var isHeldBack = false
     /// Paused by its delegate (no room for the bytes) until ``TransferLoop/resume(_:)``.
     package fileprivate(set) var isPausedByDelegate = false
-    /// A proxy answered the `CONNECT` for this request with an error status (read from the easy
-    /// handle before it is recycled).
-    fileprivate var tunnelRefused = false
+    /// The status a proxy answered the `CONNECT` for this request with; 0 without a tunnel
+    /// (read from the easy handle before it is recycled).
+    fileprivate var tunnelStatus = 0
+    /// A proxy's reply to the `CONNECT`, if one came, and whether the server's response has begun.
+    private var tunnelReply = TunnelReply()
+    private var serverResponseBegun = false
+    /// The last status line read, for its reason phrase.
+    private var statusLine: String?
+    /// The proxy answered this request itself (a 407, or an error its `Proxy-Status` marks as
+    /// its own): the transfer was stopped there, and fails with this.
+    private var proxyRefusal: ProxyAnswer?
 
     /// Body bytes delivered to the delegate.
     package private(set) var bodyBytesDelivered: Int64 = 0
@@ -180,7 +209,9 @@ package final class HTTPExchange {
         easy.set(CURLOPT_BUFFERSIZE, options.receiveBufferSize)
         easy.set(CURLOPT_TCP_KEEPALIVE, true)
         easy.openSocketsCloseOnExec()
-        easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, true)  // a proxy's CONNECT reply is not the response
+        // A proxy's reply to CONNECT comes to the header callback, which keeps it apart from the
+        // response (see didReceiveHeaderLine): a refusal's reason and Proxy-Status are read there.
+        easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, false)
         if request.freshConnection { easy.set(CURLOPT_FRESH_CONNECT, true) }
         easy.set(CURLOPT_USERAGENT, options.userAgent)
         configureAccess(easy)
@@ -235,7 +266,21 @@ package final class HTTPExchange {
 
     fileprivate func didReceiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Bool {
         guard !isCancelled else { return false }
+        if !serverResponseBegun {
+            // libcurl's response code stays 0 until it has read the server's status line: the
+            // lines before it are a proxy's reply to CONNECT, not the response.
+            if (easy?.getLong(CURLINFO_RESPONSE_CODE) ?? 0) == 0 {
+                tunnelReply.consume(line)
+                return true
+            }
+            serverResponseBegun = true
+        }
+        if line.starts(with: "HTTP/".utf8) { statusLine = String(decoding: line, as: UTF8.self) }
         guard let finished = head.consume(line) else { return true }
+        if let answer = proxysOwnAnswer(finished) {
+            proxyRefusal = answer
+            return false
+        }
         guard let delegate else { return false }
         let disposition = delegate.exchange(self, didReceiveHead: finished)
         self.disposition = disposition
@@ -244,6 +289,20 @@ package final class HTTPExchange {
             return false
         }
         return true
+    }
+
+    /// The head as the proxy's own answer, when a plain http request went to an HTTP proxy and the
+    /// proxy answered it instead of the server (``ProxyAnswer/isOwnAnswer(status:proxyStatus:)``).
+    private func proxysOwnAnswer(_ head: ResponseHead) -> ProxyAnswer? {
+        guard head.status == 407 || head.status >= 500 else { return nil }
+        let proxyStatus = ProxyStatus(fieldValues: head.values("proxy-status"))
+        guard ProxyAnswer.isOwnAnswer(status: head.status, proxyStatus: proxyStatus),
+            request.url.lowercased().hasPrefix("http:"),
+            request.options.proxyRoute.proxy(for: request.url)?.speaksHTTP == true
+        else { return nil }
+        return ProxyAnswer(
+            status: head.status, reasonPhrase: statusLine.flatMap(ProxyAnswer.reasonPhrase(ofStatusLine:)),
+            proxyStatus: proxyStatus, refusedTunnel: false)
     }
 
     /// What the write callback returns: all of `body` taken, 0 to stop the transfer, or
@@ -317,13 +376,48 @@ package final class HTTPExchange {
             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
         ]
-        return TransferFailure(
+        var failure = TransferFailure(
             curlCode: Int(code.rawValue), message: message,
             isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT,
             isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST
-                || code == CURLE_COULDNT_RESOLVE_PROXY,
-            isProxy: code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_PROXY || tunnelRefused)
+                || code == CURLE_COULDNT_RESOLVE_PROXY)
+        let proxy = request.options.proxyRoute.proxy(for: request.url)
+        if let answer = proxyRefusal {
+            failure.proxyAnswer = answer
+        } else if tunnelStatus >= 300 {
+            failure.proxyAnswer = ProxyAnswer(
+                status: tunnelStatus, reasonPhrase: tunnelReply.reasonPhrase, proxyStatus: tunnelReply.proxyStatus,
+                refusedTunnel: true)
+        } else {
+            // With a proxy in the way every connection goes to the proxy: a refused connect is its.
+            let proxysFailure =
+                code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_PROXY
+                || (code == CURLE_COULDNT_CONNECT && proxy != nil)
+            guard proxysFailure else { return failure }
+        }
+        failure.isProxy = true
+        failure.proxy = proxy
+        return failure
     }
+}
+
+/// A proxy's reply to `CONNECT`, as far as a refusal's message needs it.
+private struct TunnelReply {
+    private var statusLine: String?
+    private var proxyStatusValues: [String] = []
+
+    mutating func consume(_ raw: UnsafeRawBufferPointer) {
+        let line = String(decoding: raw, as: UTF8.self).trimmingWhitespace
+        if line.hasPrefix("HTTP/") {
+            statusLine = line
+            proxyStatusValues = []
+        } else if let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "proxy-status" {
+            proxyStatusValues.append(line[line.index(after: colon)...].trimmingWhitespace)
+        }
+    }
+
+    var reasonPhrase: String? { statusLine.flatMap(ProxyAnswer.reasonPhrase(ofStatusLine:)) }
+    var proxyStatus: ProxyStatus? { ProxyStatus(fieldValues: proxyStatusValues) }
 }
 
 private let exchangeHeaderCallback: curl_write_callback = { buffer, size, count, userdata in
@@ -386,7 +480,7 @@ extension TransferLoop {
     package func finish(_ exchange: HTTPExchange, code: CURLcode) {
         if exchange.isHeldBack { rateLimiter?.forget(exchange) }
         if let easy = exchange.easy {
-            if code != CURLE_OK { exchange.tunnelRefused = (easy.getLong(CURLINFO_HTTP_CONNECTCODE) ?? 0) >= 300 }
+            if code != CURLE_OK { exchange.tunnelStatus = easy.getLong(CURLINFO_HTTP_CONNECTCODE) ?? 0 }
             exchange.easy = nil
             recycle(easy)
         }

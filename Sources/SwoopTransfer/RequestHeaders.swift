@@ -82,9 +82,18 @@ extension DownloadError {
     /// a download is under way the same failure is.
     package static func transport(_ failure: TransferFailure, url: String, beforeAnyResponse: Bool) -> DownloadError {
         if failure.isProxy {
-            return DownloadError(
-                beforeAnyResponse ? .unreachable : .network,
-                "the proxy failed on the way to \(url): \(failure.message)", remedy: .checkProxy,
+            if let answer = failure.proxyAnswer {
+                return .proxyAnswered(
+                    answer, proxy: failure.proxy, url: url, beforeAnyResponse: beforeAnyResponse,
+                    curlCode: answer.refusedTunnel ? failure.curlCode : nil)
+            }
+            if let proxy = failure.proxy, failure.isUnreachable {
+                return .proxyUnreachable(
+                    proxy, detail: failure.message, url: url, beforeAnyResponse: beforeAnyResponse,
+                    curlCode: failure.curlCode)
+            }
+            return .proxyFailed(
+                failure.proxy, detail: failure.message, url: url, beforeAnyResponse: beforeAnyResponse,
                 curlCode: failure.curlCode)
         }
         if failure.isUnreachable && beforeAnyResponse {

@@ -24,7 +24,8 @@ struct ObjectIdentityTests {
 
     @Test func sizesMustAgreeWhenBothAreKnown() {
         let known = ObjectIdentity(size: 100, etag: "\"a\"")
-        #expect(known.compare(ObjectIdentity(size: 101, etag: "\"a\"")) == .changed("its size 100 became 101 bytes"))
+        #expect(
+            known.compare(ObjectIdentity(size: 101, etag: "\"a\"")) == .changed("its size 100 bytes became 101 bytes"))
         #expect(known.compare(ObjectIdentity(size: nil, etag: "\"a\"")) == .same)
         #expect(ObjectIdentity(size: nil, etag: "\"a\"").compare(ObjectIdentity(size: 5, etag: "\"a\"")) == .same)
     }
@@ -50,7 +51,7 @@ struct ObjectIdentityTests {
         #expect(strong.compare(bare, observedIn: .unsatisfiedRange) == .same)
         #expect(
             strong.compare(ObjectIdentity(size: 11), observedIn: .unsatisfiedRange)
-                == .changed("its size 10 became 11 bytes"))
+                == .changed("its size 10 bytes became 11 bytes"))
         #expect(
             strong.compare(ObjectIdentity(size: 10, etag: "\"b\""), observedIn: .unsatisfiedRange)
                 == .changed("ETag \"a\" became \"b\""))

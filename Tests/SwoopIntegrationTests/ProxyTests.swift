@@ -166,7 +166,9 @@ struct ProxyTests {
             ).wait(timeout: .seconds(60))
             #expect(refused.status == 1, "stderr: \(refused.stderr)")
             #expect(
-                refused.stderr.contains("proxy failed") && refused.stderr.contains("--proxy"),
+                refused.stderr.contains(
+                    "the proxy \(proxy.httpURL) wants credentials (407 Proxy Authentication Required); the server was "
+                        + "never reached") && refused.stderr.contains("--proxy"),
                 "stderr: \(refused.stderr)")
             #expect(proxy.log.contains { $0.hasPrefix("HTTP 407 CONNECT") })
         }

@@ -114,6 +114,10 @@ struct StreamTests {
                 ["get", origin.url("/c.bin"), "-o", "-", "-c", "4", "--stream-window", "4M"], in: scratch)
             #expect(run.status == 4, "stderr: \(run.stderr)")
             #expect(run.stderr.contains("incomplete"), "stderr: \(run.stderr)")
+            // What went out cannot be taken back: the message says the stream stops, not that the
+            // bytes were discarded.
+            #expect(run.stderr.contains("the stream stops here"), "stderr: \(run.stderr)")
+            #expect(!run.stderr.contains("discarded"), "stderr: \(run.stderr)")
             #expect(run.size < 16 << 20)
             try expectNothingWritten(scratch)
         }

@@ -208,7 +208,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if let expected = context.request.expectedSize, size != expected {
             // A stream of unannounced length (the probe checked any announced one): not the object.
             discardOnStop = true
-            let message = "\(url.redacted) is \(size) bytes, not the \(expected) expected"
+            let message = "\(url.redacted) is \(Wording.bytes(size)), not the \(expected) expected"
             return stop(with: .failure(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize)))
         }
         finalize(
@@ -255,8 +255,13 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             restarts.objectChanged(versions: versions, maxTries: maxTries)
         else {
             discardOnStop = true
-            let tries = restarts.changes > 0 ? " (started over \(restarts.changes) times)" : ""
-            let message = "\(reason); not mixing versions, the partial download was discarded\(tries)"
+            // A stream has handed its bytes out: nothing of it is discarded, it only cannot go on.
+            let consequence =
+                context.sink.window == nil
+                ? "not mixing versions, the partial download was discarded"
+                : "not mixing versions, the stream stops here (what it delivered is of the earlier version)"
+            let tries = restarts.changes > 0 ? " (started over \(Wording.count(restarts.changes, "time")))" : ""
+            let message = "\(reason); \(consequence)\(tries)"
             return stop(with: .failure(DownloadError(.objectChanged, message)))
         }
         logger.warning("\(reason); starting over from the beginning (\(restarts.changes) of \(maxTries))")
@@ -357,7 +362,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .starting, .probing, .transferring:
             let kept =
                 stage.store?.keepsPartialState == true
-                ? "; \(bytesDone) bytes are kept in \(context.paths.part)" : ""
+                ? "; \(Wording.bytes(bytesDone)) kept in \(context.paths.part)" : ""
             stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
         case .finalizing, .stopped:
             break
@@ -385,9 +390,15 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if case .failure = result, let store, !store.keepsPartialState { discardOnStop = true }
         var result = result
         if case .failure(let error) = result, !keepsResumableState(store) {
-            result = .failure(error.nothingKept(store: store))
+            result = .failure(error.nothingKept(store: store, streaming: context.sink.window != nil))
         }
-        if case .success = result { progress.report(progressSnapshot()) }
+        if case .success(let done) = result {
+            // The last report says the whole object is there, also when it already was (no bytes
+            // moved; the stage knows no size then).
+            var last = progressSnapshot()
+            (last.bytesDone, last.totalBytes) = (done.bytes, done.bytes)
+            progress.report(last)
+        }
         stage = .stopped
         progress.stop()
         restarts.streamTimer?.cancel()

@@ -501,20 +501,22 @@ final class Connection: ExchangeDelegate {
             if case .sample(.bounded(let range)) = job, Int64(current.sampled.count) != range.count {
                 return .failed(
                     .invalidResponse(
-                        "the server sent \(current.sampled.count) of the \(range.count) bytes asked for (\(location))"),
+                        "the server sent \(current.sampled.count) of the \(Wording.bytes(range.count)) asked for "
+                            + "(\(location))"
+                    ),
                     retryAfter: current.retryAfter)
             }
             if case .segment(let segment, let request) = job,
                 !segment.isDone, segment.position < min(request.own.upperBound, segment.end)
             {
                 let message =
-                    "the server closed the response after \(current.received) of \(request.sent.count) bytes "
+                    "the server closed the response after \(current.received) of \(Wording.bytes(request.sent.count)) "
                     + "(\(location))"
                 return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }
             if case .bridge(let request) = job, current.received < request.sent.count {
                 let message =
-                    "the server closed the response after \(current.received) of \(request.sent.count) bytes "
+                    "the server closed the response after \(current.received) of \(Wording.bytes(request.sent.count)) "
                     + "(\(location))"
                 return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
             }

@@ -67,7 +67,8 @@ extension TransferRun {
             plan.release(segment, failed: true, retryAt: .now + delay)
             if segment.failuresWithoutProgress >= settings.configuration.retry.maxTries {
                 // The segment map keeps everything else; downloading again resumes.
-                var detail = " (gave up after \(settings.configuration.retry.maxTries) tries)"
+                var detail =
+                    " (gave up after \(Wording.tries(settings.configuration.retry.maxTries)))"
                 if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
                 delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
                 return
@@ -86,9 +87,7 @@ extension TransferRun {
     private func givingUp(_ error: DownloadError, reason: String) -> DownloadError {
         let others = sources.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
         guard error.isTransient else { return error.adding(others) }
-        return DownloadError(
-            error.kind, reason + others, remedy: .resume,
-            httpStatus: error.httpStatus, curlCode: error.curlCode)
+        return error.replacing(reason: reason + others, remedy: .resume)
     }
 
     /// The single stream ended.
@@ -96,7 +95,7 @@ extension TransferRun {
         switch outcome {
         case .completed:
             if let size = object.size, store.streamPosition != size {
-                let message = "the server closed the connection after \(store.streamPosition) of \(size) bytes"
+                let message = "the server closed the connection after \(store.streamPosition) of \(Wording.bytes(size))"
                 delegate?.transfer(self, streamBrokeOff: .invalidResponse(message))
                 return
             }

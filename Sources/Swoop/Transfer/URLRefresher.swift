@@ -80,7 +80,8 @@ final class URLRefresher: @unchecked Sendable {
                 .failure(
                     DownloadError(
                         .urlRefreshFailed,
-                        "\(current.redacted) was refused \(maxTries) times in a row after a fresh URL each time",
+                        "\(current.redacted) was refused \(Wording.count(maxTries, "time")) in a row after a fresh URL "
+                            + "each time",
                         remedy: .checkURLProvider)))
             return
         }
@@ -134,7 +135,7 @@ final class URLRefresher: @unchecked Sendable {
             logger.warning("\(error.reason); asking again")
             startCall()
         case .failure(let error):
-            finish(.failure(error.adding(" (after \(triesWithoutProgress) tries)")))
+            finish(.failure(error.adding(" (after \(Wording.tries(triesWithoutProgress)))")))
         }
     }
 

@@ -90,7 +90,7 @@ package struct ConnectionController {
         if Double(remainingBytes) < rate * window.seconds {
             // Near the end there is not enough work left to learn anything from more connections.
             isSettled = true
-            lastReason = "too little work left (\(remainingBytes) bytes at \(Int(rate)) B/s)"
+            lastReason = "too little work left (\(Wording.bytes(remainingBytes)) at \(Int(rate)) B/s)"
             return nil
         }
         return decide(rate: rate, at: now)

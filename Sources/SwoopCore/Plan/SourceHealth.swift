@@ -161,7 +161,8 @@ package struct SourceHealth: Equatable {
                 state = .down(outage)
                 return .giveUp(
                     "\(reason); the server has not answered for \(seconds) s, "
-                        + "gave up after \(outage.failedTrials) tries while it was down")
+                        + "gave up after \(Wording.tries(outage.failedTrials)) while it was down"
+                )
             }
             let wait = policy.trialDelay(failedTrials: outage.failedTrials, retryAfter: retryAfter, using: &random)
             outage.nextTrial = now + wait
@@ -187,7 +188,9 @@ package struct SourceHealth: Equatable {
         case .response:
             guard sharesWork else { return .retryRange }
             failedAnswers += 1
-            guard failedAnswers < policy.maxTries else { return .giveUp("\(reason) (after \(failedAnswers) tries)") }
+            guard failedAnswers < policy.maxTries else {
+                return .giveUp("\(reason) (after \(Wording.tries(failedAnswers)))")
+            }
             return rest(policy, retryAfter, now, &random)
         }
     }

@@ -136,7 +136,7 @@ package struct ObjectIdentity: Sendable, Equatable {
         _ observed: ObjectIdentity, observedIn observation: Observation = .representation
     ) -> Comparison {
         if let size, let other = observed.size, size != other {
-            return .changed("its size \(size) became \(other) bytes")
+            return .changed("its size \(Wording.bytes(size)) became \(Wording.bytes(other))")
         }
         if let coding = contentCoding, let other = observed.contentCoding, coding != other {
             return .changed("its Content-Encoding \(coding) became \(other)")

@@ -252,7 +252,7 @@ package struct ProbeDecision {
         let decided = decideAnySize(head, requested: requested)
         guard let expected = expectedSize, let size = objectSize(decided.step), size != expected else { return decided }
         let error = DownloadError(
-            .sizeMismatch, "\(url.redacted) is \(size) bytes, not the \(expected) expected",
+            .sizeMismatch, "\(url.redacted) is \(Wording.bytes(size)), not the \(expected) expected",
             remedy: .correctExpectedSize)
         return (.fail(error), .abort)
     }
@@ -311,13 +311,13 @@ package struct ProbeDecision {
                 // The last few KiB, asked for to compare with the file's: the bytes decide, not
                 // the validators (a pool's nodes send different ones for the same bytes).
                 guard found.size == record.size else {
-                    let sizes = "the object on the server now has \(found.size ?? 0) bytes, not \(record.size)"
+                    let sizes = "the object on the server now has \(Wording.bytes(found.size ?? 0)), not \(record.size)"
                     return (.fail(targetDiffers(sizes)), .abort)
                 }
                 return (.compareHeld(found, range: range), .deliver)
             case .resuming(let map):
                 guard found.size == map.size else {
-                    let what = "its size \(map.size) became \(found.size ?? 0) bytes"
+                    let what = "its size \(map.size) became \(Wording.bytes(found.size ?? 0))"
                     return (.restart("the object changed on the server since the partial download: \(what)"), .abort)
                 }
                 if map.isComplete { return (.compareHeld(found, range: range), .deliver) }
@@ -370,16 +370,17 @@ package struct ProbeDecision {
             return .fail(
                 .invalidResponse(
                     "the server answered 416 to \(requested.headerValue) for an object of "
-                        + "\(total.map(String.init) ?? "unknown") bytes (\(url))",
+                        + "\(total.map(Wording.bytes) ?? "unknown size") (\(url))",
                     httpStatus: 416))
         case .completed(let record):
             if let total, total != record.size {
-                return .fail(targetDiffers("differs from the object on the server (\(total) bytes)"))
+                return .fail(targetDiffers("differs from the object on the server (\(Wording.bytes(total)))"))
             }
             return .withoutRange
         case .resuming(let map):
             if let total, total != map.size {
-                return .restart("the object on the server has \(total) bytes, the partial download expected \(map.size)")
+                return .restart(
+                    "the object on the server has \(Wording.bytes(total)), the partial download expected \(map.size)")
             }
             return .withoutRange
         }

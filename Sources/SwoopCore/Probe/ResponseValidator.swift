@@ -233,7 +233,9 @@ package enum ResponseValidator {
         if let raw = head.value("content-length") {
             guard let length = head.contentLength, length == expected else {
                 throw .invalidResponse(
-                    "the server's Content-Length \(raw) does not match its Content-Range (\(expected) bytes) at \(url)")
+                    "the server's Content-Length \(raw) does not match its Content-Range (\(Wording.bytes(expected))) "
+                        + "at \(url)"
+                )
             }
         }
     }

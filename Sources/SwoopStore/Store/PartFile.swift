@@ -46,7 +46,7 @@ package final class PartFile {
     /// Reserves space for the whole object.
     package func preallocate(_ length: Int64) throws(DownloadError) {
         do { try descriptor.preallocate(length: length) } catch {
-            throw .localIO("cannot reserve \(length) bytes for", path: path, errno: error.rawValue)
+            throw .localIO("cannot reserve \(Wording.bytes(length)) for", path: path, errno: error.rawValue)
         }
     }
 

@@ -65,7 +65,9 @@ package enum PartialState {
             }
             if partLength < map.objectSize {
                 return .stale(
-                    "\(paths.part) is shorter (\(partLength) bytes) than the segment map says (\(map.objectSize))", map)
+                    "\(paths.part) is shorter (\(Wording.bytes(partLength))) than the segment map says "
+                        + "(\(map.objectSize))",
+                    map)
             }
             if let url, map.url != url, !map.identity.provesIdentityAcrossURLs {
                 return .stale(

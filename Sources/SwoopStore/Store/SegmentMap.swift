@@ -168,7 +168,8 @@ package struct SegmentMap: Equatable, Sendable {
         }
         guard reader.offset == reader.end else { throw .malformed("\(reader.end - reader.offset) trailing bytes") }
         guard let chunks = ChunkSet(count: layout.chunkCount, bitmap: bitmap) else {
-            throw .malformed("bitmap of \(bitmapLength) bytes for \(layout.chunkCount) chunks")
+            throw .malformed(
+                "bitmap of \(Wording.bytes(bitmapLength)) for \(Wording.count(layout.chunkCount, "chunk"))")
         }
         var map = SegmentMap(
             objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,

@@ -168,7 +168,8 @@ package final class ObjectVerifier: @unchecked Sendable {
                     if let crc, crc.algorithm == check.expected.algorithm {
                         guard let value = crc.whole(size: size) else {
                             return .failure(
-                                DownloadError(.localIO, "internal: the CRC of \(path) does not cover its \(size) bytes")
+                                DownloadError(
+                                    .localIO, "internal: the CRC of \(path) does not cover its \(Wording.bytes(size))")
                             )
                         }
                         computed.append(Checksum(algorithm: crc.algorithm, crc: value))
@@ -273,7 +274,8 @@ package final class ObjectVerifier: @unchecked Sendable {
             }
             guard count > 0 else {
                 failure = DownloadError(
-                    .localIO, "cannot read back \(path): it ends at \(offset) bytes, before \(range.upperBound)")
+                    .localIO,
+                    "cannot read back \(path): it ends after \(Wording.bytes(offset)), before \(range.upperBound)")
                 return
             }
             body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))

@@ -47,8 +47,24 @@ final class LoopbackProxy: Sendable {
 
     var httpURL: String { "http://127.0.0.1:\(httpPort)" }
 
+    /// From now on the proxy answers every request and `CONNECT` itself with `status` (e.g.
+    /// "502 Bad Gateway") and these header lines (e.g. a `Proxy-Status`), as a proxy that cannot
+    /// reach the server does, and drops the connections it was relaying (within 0.2 s);
+    /// ``relay()`` undoes it.
+    func answerItself(_ status: String, headers: [String] = []) throws {
+        let text = ([status] + headers).joined(separator: "\n") + "\n"
+        // Written whole before it appears: the proxy may read it at any moment.
+        try text.write(to: directory.appendingPathComponent("answer"), atomically: true, encoding: .utf8)
+    }
+
+    /// Relays requests to the server again.
+    func relay() {
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("answer"))
+    }
+
     /// The lines logged so far, e.g. "HTTP GET http://127.0.0.1:4242/a.bin",
-    /// "HTTP CONNECT 127.0.0.1:4243", "SOCKS5 CONNECT localhost:4242 (name)".
+    /// "HTTP CONNECT 127.0.0.1:4243", "SOCKS5 CONNECT localhost:4242 (name)",
+    /// "HTTP ANSWERED 502 GET http://127.0.0.1:4242/a.bin" (``answerItself(_:headers:)``).
     var log: [String] {
         ((try? String(contentsOf: directory.appendingPathComponent("log"), encoding: .utf8)) ?? "").split(
             separator: "\n"
@@ -80,14 +96,18 @@ func withLoopbackProxy<T>(credentials: String? = nil, _ body: (LoopbackProxy) as
 
 private let loopbackProxyScript = #"""
     """A forward proxy for Swoop's tests, on loopback: HTTP (absolute-form requests and CONNECT)
-    and SOCKS5 (no auth, or user/password), each connection logged as one line.
+    and SOCKS5 (no auth, or user/password), each connection logged as one line. While a file
+    "answer" lies beside LOG, every HTTP request and CONNECT is answered with its first line (the
+    status) and the header lines after it, as a proxy does that cannot reach the server, and
+    the connections being relayed are dropped.
 
         python3 loopback_proxy.py LOG READY [USER:PASSWORD]
 
     Writes "HTTP_PORT SOCKS_PORT" to READY once both listen; runs until killed."""
-    import base64, socket, struct, sys, threading, urllib.parse
+    import base64, os, select, socket, struct, sys, threading, urllib.parse
 
     log_path, ready_path = sys.argv[1], sys.argv[2]
+    answer_path = os.path.join(os.path.dirname(log_path), "answer")
     auth = sys.argv[3] if len(sys.argv) > 3 else None
     lock = threading.Lock()
 
@@ -110,6 +130,11 @@ private let loopbackProxyScript = #"""
     def pipe(source, sink):
         try:
             while True:
+                # A proxy that starts answering itself drops what it relays (seen within 0.2 s).
+                if os.path.exists(answer_path):
+                    break
+                if not select.select([source], [], [], 0.2)[0]:
+                    continue
                 data = source.recv(1 << 16)
                 if not data:
                     break
@@ -151,6 +176,17 @@ private let loopbackProxyScript = #"""
             log(f"HTTP 407 {method} {target}")
             client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"test\"\r\n"
                            b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+            client.close()
+            return
+        try:
+            with open(answer_path) as f:
+                answer = f.read().splitlines()
+        except OSError:
+            answer = None
+        if answer:
+            log(f"HTTP ANSWERED {answer[0].split(' ')[0]} {method} {target}")
+            reply = "HTTP/1.1 " + answer[0] + "\r\n" + "".join(h + "\r\n" for h in answer[1:])
+            client.sendall(reply.encode("latin-1") + b"Content-Length: 0\r\nConnection: close\r\n\r\n")
             client.close()
             return
         if method == "CONNECT":

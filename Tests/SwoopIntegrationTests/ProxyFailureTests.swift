@@ -1,0 +1,257 @@
+import Foundation
+import Swoop
+import Synchronization
+import SwoopTestOrigin
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// When a proxy is in the way, a failure names the party that failed: the proxy (its address,
+/// and that the server was never reached) or the server behind it. Each test sets up one cause
+/// and checks that the message names that one.
+@Suite("Proxy failures")
+struct ProxyFailureTests {
+    @Test("--proxy with nothing listening at its port: the message names the proxy and its port, not the server")
+    func proxyDown() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 94), at: "/d.bin")
+            let closed = try ClosedPort()
+            defer { closed.release() }
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let proxy = "http://127.0.0.1:\(closed.port)"
+            let flag = try await CLI.start(
+                [origin.url("/d.bin"), "--proxy", proxy], in: scratch.url,
+                environment: ProxyTests.cleanEnvironment
+            ).wait(timeout: .seconds(60))
+            #expect(flag.status == 1, "stderr: \(flag.stderr)")
+            #expect(flag.stderr.contains("cannot reach the proxy \(proxy):"), "stderr: \(flag.stderr)")
+            #expect(flag.stderr.contains("the server was never reached"), "stderr: \(flag.stderr)")
+            #expect(flag.stderr.contains("--proxy"), "the fix names the flag: \(flag.stderr)")
+            #expect(!flag.stderr.contains("check the host name"), "the server is not blamed: \(flag.stderr)")
+            #expect(origin.requests.isEmpty)
+
+            // The same proxy from the environment says where it was set.
+            var environment = ProxyTests.cleanEnvironment
+            environment["http_proxy"] = proxy
+            let variable = try await CLI.start(
+                [origin.url("/d.bin"), "-o", "e.bin"], in: scratch.url, environment: environment
+            ).wait(timeout: .seconds(60))
+            #expect(variable.status == 1, "stderr: \(variable.stderr)")
+            #expect(variable.stderr.contains("the proxy \(proxy) (from http_proxy)"), "stderr: \(variable.stderr)")
+        }
+    }
+
+    @Test("a proxy name that does not resolve is named, and the library reports it in DownloadError.proxy")
+    func proxyNameUnknown() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 95), at: "/n.bin")
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            var configuration = quickConfiguration(connections: 2)
+            configuration.access.proxy = .url("http://no-such-proxy.invalid:3128")
+            let error = try await #require(throws: DownloadError.self) {
+                try await withDownloader(configuration) {
+                    try await $0.download(DownloadRequest(url: origin.url("/n.bin")), to: scratch.path("n.bin"))
+                }
+            }
+            #expect(error.proxy == "http://no-such-proxy.invalid:3128")
+            #expect(error.kind == .unreachable && error.remedy == .checkProxy)
+            #expect(error.reason.contains("cannot reach the proxy http://no-such-proxy.invalid:3128"), "\(error)")
+            #expect(origin.requests.isEmpty)
+        }
+    }
+
+    @Test("a proxy's own 502 (Proxy-Status) to a plain http request: the proxy's answer, its reason escaped")
+    func proxysOwnError() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 96), at: "/o.bin")
+            try await withLoopbackProxy { proxy in
+                // A reason phrase with a terminal escape in it: printed escaped.
+                try proxy.answerItself(
+                    "502 Bad\u{1B}[2J Gateway",
+                    headers: ["Proxy-Status: testproxy; error=connection_refused; details=\"origin said no\""])
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let run = try await CLI.start(
+                    [origin.url("/o.bin"), "--proxy", proxy.httpURL], in: scratch.url,
+                    environment: ProxyTests.cleanEnvironment
+                ).wait(timeout: .seconds(60))
+                #expect(run.status == 1, "stderr: \(run.stderr)")
+                #expect(
+                    run.stderr.contains(
+                        "the proxy \(proxy.httpURL) answered 502 Bad\\x1b[2J Gateway itself, not the server"),
+                    "stderr: \(run.stderr)")
+                #expect(
+                    run.stderr.contains(
+                        "Proxy-Status: testproxy: connection_refused (the server refused the proxy's connection), "
+                            + "\"origin said no\""), "stderr: \(run.stderr)")
+                #expect(!run.stderr.contains("\u{1B}"), "nothing from the proxy reaches the terminal raw")
+                #expect(origin.requests.isEmpty)
+                #expect(proxy.log.contains("HTTP ANSWERED 502 GET \(origin.url("/o.bin"))"), "log: \(proxy.log)")
+            }
+        }
+    }
+
+    @Test("a proxy that refuses the CONNECT for an https URL with a 503 is named, with its Proxy-Status")
+    func tunnelRefusedWithProxyStatus() async throws {
+        let nginx = try Nginx.start(tls: true)
+        defer { nginx.stop() }
+        _ = try nginx.addFile("c.iso", size: 1 << 20, seed: 97)
+        try await withLoopbackProxy { proxy in
+            try proxy.answerItself(
+                "503 Service Unavailable",
+                headers: ["Proxy-Status: testproxy; error=http_request_denied; details=\"not during maintenance\""])
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let run = try await CLI.start(
+                [nginx.url("/c.iso"), "-k", "--max-tries", "2", "--proxy", proxy.httpURL], in: scratch.url,
+                environment: ProxyTests.cleanEnvironment
+            ).wait(timeout: .seconds(60))
+            #expect(run.status == 1, "stderr: \(run.stderr)")
+            #expect(
+                run.stderr.contains(
+                    "the proxy \(proxy.httpURL) refused the tunnel to the server with 503 Service Unavailable "
+                        + "(Proxy-Status: testproxy: http_request_denied (the proxy's policy denies the request), "
+                        + "\"not during maintenance\"); the server was never reached"), "stderr: \(run.stderr)")
+            #expect(proxy.log.contains("HTTP ANSWERED 503 CONNECT 127.0.0.1:\(nginx.port)"), "log: \(proxy.log)")
+        }
+    }
+
+    @Test("a 407 to a plain http request names the proxy and says it wants credentials")
+    func proxyWantsCredentials() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 98), at: "/a.bin")
+            try await withLoopbackProxy(credentials: "carol:PLAINSECRET1") { proxy in
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let run = try await CLI.start(
+                    [origin.url("/a.bin"), "--proxy", proxy.httpURL], in: scratch.url,
+                    environment: ProxyTests.cleanEnvironment
+                ).wait(timeout: .seconds(60))
+                #expect(run.status == 1, "stderr: \(run.stderr)")
+                #expect(
+                    run.stderr.contains(
+                        "the proxy \(proxy.httpURL) wants credentials (407 Proxy Authentication Required); the server "
+                            + "was never reached"), "stderr: \(run.stderr)")
+                #expect(run.stderr.contains("check --proxy (address and credentials)"), "stderr: \(run.stderr)")
+                #expect(origin.requests.isEmpty)
+            }
+        }
+    }
+
+    @Test("a 502 the server sends through the proxy is the server's: the proxy is not blamed")
+    func serversErrorThroughProxy() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 99), at: "/s.bin")
+            origin.updateFaults { $0.failures = .init(firstRequests: 100, status: 502) }
+            try await withLoopbackProxy { proxy in
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let run = try await CLI.start(
+                    [origin.url("/s.bin"), "--max-tries", "1", "--proxy", proxy.httpURL], in: scratch.url,
+                    environment: ProxyTests.cleanEnvironment
+                ).wait(timeout: .seconds(60))
+                #expect(run.status == 1, "stderr: \(run.stderr)")
+                #expect(run.stderr.contains("502 Bad Gateway"), "stderr: \(run.stderr)")
+                #expect(!run.stderr.contains("the proxy"), "stderr: \(run.stderr)")
+                #expect(!origin.requests.isEmpty)
+            }
+        }
+    }
+
+    @Test("a proxy that fails mid-download: the wait and the final error name the proxy and its reason")
+    func proxyFailsMidDownload() async throws {
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 16 << 20, seed: 100)
+            origin.addObject(object, at: "/m.bin")
+            origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
+            try await withLoopbackProxy { proxy in
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                var configuration = quickConfiguration(connections: 2)
+                configuration.access.proxy = .url(proxy.httpURL)
+                configuration.retry.maxOutage = .seconds(3)
+                let causes = Causes()
+                let error = try await #require(throws: DownloadError.self) {
+                    try await withDownloader(configuration) { downloader in
+                        try await downloader.download(
+                            DownloadRequest(url: origin.url("/m.bin")), to: scratch.path("m.bin")
+                        ) {
+                            progress in
+                            if progress.bytesDone > 0, causes.flip() {
+                                try? proxy.answerItself(
+                                    "503 Service Unavailable",
+                                    headers: ["Proxy-Status: testproxy; error=connection_limit_reached"])
+                            }
+                            if let waiting = progress.waiting { causes.record(waiting.cause) }
+                        }
+                    }
+                }
+                #expect(error.proxy == proxy.httpURL, "\(error)")
+                #expect(error.httpStatus == 503, "\(error)")
+                #expect(
+                    error.reason.contains("the proxy \(proxy.httpURL) answered 503 Service Unavailable itself"),
+                    "\(error)")
+                #expect(error.reason.contains("connection_limit_reached"), "\(error)")
+                #expect(
+                    causes.seen.contains("the proxy \(proxy.httpURL): HTTP 503"),
+                    "the wait names the proxy: \(causes.seen)")
+                #expect(FileManager.default.fileExists(atPath: scratch.path("m.bin.swoop")), "the partial is kept")
+            }
+        }
+    }
+}
+
+/// What a download's progress said it waited for, and a one-time switch.
+private final class Causes: Sendable {
+    private let state = Mutex((flipped: false, seen: Set<String>()))
+
+    /// `true` the first time only.
+    func flip() -> Bool {
+        state.withLock { state in
+            defer { state.flipped = true }
+            return !state.flipped
+        }
+    }
+
+    func record(_ cause: String) {
+        state.withLock { _ = $0.seen.insert(cause) }
+    }
+
+    var seen: Set<String> { state.withLock { $0.seen } }
+}
+
+/// A loopback port that nothing listens on, held (bound, not listening) so that nobody else
+/// takes it until ``release()``: a connection to it is refused at once.
+struct ClosedPort {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw TestFailure("bind: \(String(cString: strerror(errno)))")
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func release() {
+        close(descriptor)
+    }
+}
