@@ -32,7 +32,7 @@ public final class Downloader: Sendable {
     private let logger: Logger
     private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
-    private let coalesced = Mutex<[String: DownloadTask]>([:])
+    private let coalesced = Mutex<[ByteName: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
     private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
     /// How `s3://` URLs are reached, with the credentials read so far.
@@ -186,8 +186,9 @@ public final class Downloader: Sendable {
 
     /// Identifies one download: the URL and the target path, however the path is spelled. Two
     /// requests with the same key share one transfer.
-    static func downloadKey(url: String, path: String) -> String {
-        url + "\n" + FileName.absolute(path)
+    /// Compared as bytes: two canonically equivalent names (NFC and NFD) are two targets.
+    static func downloadKey(url: String, path: String) -> ByteName {
+        ByteName(url + "\n" + FileName.absolute(path))
     }
 
     /// Starts one run of a download on the transfer thread.

@@ -148,9 +148,9 @@ package enum Finalizer {
         }
         // Durable: one syncfs per directory (one file system each, usually one in all); if it
         // reports an error, find whose it is.
-        var byDirectory: [String: [Int]] = [:]
+        var byDirectory: [ByteName: [Int]] = [:]
         for index in items.indices where failures[index] == nil {
-            byDirectory[items[index].paths.directory, default: []].append(index)
+            byDirectory[ByteName(items[index].paths.directory), default: []].append(index)
         }
         for indices in byDirectory.values {
             if (try? files[indices[0]]!.descriptor.syncFileSystem()) != nil { continue }
@@ -160,7 +160,7 @@ package enum Finalizer {
                 }
             }
         }
-        var directories: [String: [Int]] = [:]
+        var directories: [ByteName: [Int]] = [:]
         for (index, item) in items.enumerated() {
             guard let file = files[index] else { continue }
             guard failures[index] == nil else {
@@ -170,13 +170,13 @@ package enum Finalizer {
             }
             do throws(DownloadError) {
                 try file.publish(item)
-                directories[item.paths.directory, default: []].append(index)
+                directories[ByteName(item.paths.directory), default: []].append(index)
             } catch {
                 failures[index] = error
             }
         }
         for (directory, indices) in directories {
-            do { try syncDirectory(containing: directory + "/.") } catch {
+            do { try syncDirectory(containing: directory.description + "/.") } catch {
                 for index in indices {
                     failures[index] = .localIO(
                         "cannot flush the directory of", path: items[index].paths.target, errno: error.rawValue)

@@ -67,7 +67,7 @@ package enum PartialState {
                 return .stale(
                     "\(paths.part) is shorter (\(partLength) bytes) than the segment map says (\(map.objectSize))", map)
             }
-            if let url, map.url != url, !map.identity.provesIdentityAcrossURLs {
+            if let url, !map.url.hasSameBytes(as: url), !map.identity.provesIdentityAcrossURLs {
                 return .stale(
                     "\(paths.map) is for \(map.url) and has no strong ETag to prove it is the same object", map)
             }
@@ -98,7 +98,7 @@ package struct DownloadPaths: Sendable, Equatable {
     package func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
         let now = ContinuousClock.now
         if DownloadPaths.recentDirectory.withLock({
-            $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false
+            $0.map { $0.path.hasSameBytes(as: directory) && now - $0.at < .seconds(1) } ?? false
         }) {
             return
         }
