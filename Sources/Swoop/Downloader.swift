@@ -69,9 +69,10 @@ public final class Downloader: Sendable {
 
     /// Downloads `request` to the file at `path`.
     ///
-    /// The object is written to `path.part` with its segment map in `path.swoop`, and renamed to
-    /// `path` once complete and durable; `path` never holds partial data. A partial download left
-    /// by an earlier run resumes if it is the same object.
+    /// The object is written to a part file with a segment map, in `.swoop/` beside `path`
+    /// (``workingFiles(of:)``), and renamed to `path` once complete and durable; `path` never
+    /// holds partial data. A partial download left by an earlier run resumes if it is the same
+    /// object.
     ///
     /// - Parameters:
     ///   - request: The URL, extra headers and an optional expected checksum.
@@ -99,7 +100,7 @@ public final class Downloader: Sendable {
 
     /// Where a download's bytes go; the engine sees only the ``BodySink`` made from it.
     enum SinkKind: Sendable {
-        /// `FILE.part`, its segment map, then the finished file.
+        /// The part file, its segment map, then the finished file.
         case partFile
         /// Nowhere: throughput measurements.
         case discard
@@ -139,6 +140,11 @@ public final class Downloader: Sendable {
         }
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
+        guard !DownloadPaths.isInsideWorkingDirectory(path) else {
+            throw .invalidRequest(
+                "\(path) is in a directory named \(DownloadPaths.workingDirectoryName), where Swoop keeps its "
+                    + "working files; choose another path")
+        }
         let paths = DownloadPaths(target: path)
         let key = Self.downloadKey(url: url.absoluteString, path: path)
         let coalescing = sink.isPartFile
@@ -271,8 +277,8 @@ public final class Downloader: Sendable {
     /// unusable, the URL's name (``suggestedFileName(for:)-(String)``).
     ///
     /// This costs one request: the name is only known from a response, and a download fixes its
-    /// files (`FILE.part`, `FILE.swoop`) before its first one. It is a GET for the first byte
-    /// (`Range: bytes=0-0`; presigned URLs often refuse `HEAD`) that follows redirects, retries
+    /// files (the part file and segment map in `.swoop/`) before its first one. It is a GET for
+    /// the first byte (`Range: bytes=0-0`; presigned URLs often refuse `HEAD`) that follows redirects, retries
     /// and keeps credentials with their origin as the download will; the download that follows
     /// usually reuses its connection.
     ///

@@ -34,7 +34,7 @@ struct S3Tests {
                 environment: Self.environment(store, scratch))
             #expect(result.status == 0, "\(size) B: \(result.stderr)")
             #expect(try TestData.sha256(of: scratch.path("got-\(size)")) == TestData.sha256(of: source.path))
-            #expect(!scratch.exists("got-\(size).part") && !scratch.exists("got-\(size).swoop"))
+            #expect(!scratch.exists(part: "got-\(size)") && !scratch.exists(map: "got-\(size)"))
         }
     }
 
@@ -134,7 +134,7 @@ struct S3Tests {
         #expect(result.status == 1, "\(wrong): \(result.stderr)")
         #expect(result.stderr.contains(code) && result.stderr.contains(named), "\(wrong): \(result.stderr)")
         #expect(!result.stderr.contains(SeaweedS3Server.secretKey) && !result.stderr.contains("not-the-secret"))
-        #expect(!scratch.exists("out.bin") && !scratch.exists("out.bin.part") && !scratch.exists("out.bin.swoop"))
+        #expect(!scratch.exists("out.bin") && !scratch.exists(part: "out.bin") && !scratch.exists(map: "out.bin"))
     }
 
     @Test("s3:// lines in an -i list download like any URL, each named by its key unless out= says")

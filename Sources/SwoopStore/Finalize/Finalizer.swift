@@ -8,7 +8,7 @@ import Glibc
 import Musl
 #endif
 
-/// Finalize: cut a finished `FILE.part` to size, make it durable, move it to the target without
+/// Finalize: cut a finished part file to size, make it durable, move it to the target without
 /// replacing anything unless asked, and drop its segment map. Runs off the transfer thread.
 ///
 /// A target appears only once its bytes (and its ``CompletedObject`` record) are durable, so a
@@ -18,7 +18,7 @@ package enum Finalizer {
     package struct Item: Sendable {
         /// Where its bytes are.
         package enum Body: Sendable {
-            /// In `FILE.part`, open here.
+            /// In the part file, open here.
             case written(FileDescriptor)
             /// In memory (a small object): the part file is created when it is published, off
             /// the transfer thread.
@@ -77,7 +77,10 @@ package enum Finalizer {
         /// Gives up on it: closes it, and deletes it if it has a name.
         package func discard(_ paths: DownloadPaths) {
             try? descriptor.close()
-            if !unnamed { removeFile(paths.part) }
+            if !unnamed {
+                removeFile(paths.part)
+                paths.removeWorkingDirectoryIfEmpty()
+            }
         }
 
         /// Puts it at the target without replacing anything (unless `overwrite`), and drops its
@@ -87,6 +90,7 @@ package enum Finalizer {
             guard unnamed else {
                 try Finalizer.publish(item.paths.part, as: item.paths.target, overwrite: item.overwrite)
                 if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
+                item.paths.removeWorkingDirectoryIfEmpty()
                 return
             }
             do { try systemCall { swoop_link_unnamed(descriptor.rawValue, item.paths.target) } } catch {
