@@ -60,7 +60,9 @@ public final class Downloader: Sendable {
         self.loop = loop
         self.disk = DiskQueue(queue: DispatchQueue(label: "swoop.disk"), loop: loop)
         self.publisher = PublishQueue(disk: DiskQueue(queue: DispatchQueue(label: "swoop.publish"), loop: loop))
-        self.logger = logger ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.logger =
+            logger.map(EscapingLogHandler.wrapping)
+            ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
     deinit {

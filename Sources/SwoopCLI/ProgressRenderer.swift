@@ -36,7 +36,7 @@ final class ProgressRenderer: Sendable {
         case .terminal:
             let line = Self.describe(progress)
             state.withLock { $0.drewTerminalLine = true }
-            writeStderr("\r\u{1B}[2K" + line)
+            writeStderr(line, after: .clearLine)
         case .lines:
             let now = ContinuousClock.now
             let due = state.withLock { state -> Bool in
@@ -51,7 +51,7 @@ final class ProgressRenderer: Sendable {
     /// Ends the progress line so the next message starts on a fresh line.
     func finish() {
         if style == .terminal, state.withLock({ $0.drewTerminalLine }) {
-            writeStderr("\r\u{1B}[2K")
+            writeStderr("", after: .clearLine)
         }
     }
 
