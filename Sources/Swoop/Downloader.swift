@@ -208,12 +208,31 @@ public final class Downloader: Sendable {
         // The first look at the disk happens here, on the caller's thread, not on the transfer
         // thread: for a new file it is all the disk work before the transfer (a few lookups, which
         // a list of thousands of small files made a tenth of that thread's work).
-        let reading =
+        var settings = configuration
+        var firstLook =
             kind.isPartFile
             ? Result { () throws(DownloadError) in
-                try PartialState.read(paths, url: url, rules: PartialState.Rules(configuration))
+                try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
             } : nil
+        if case .success(let state)? = firstLook, Self.isOlderVersion(state, request: request) {
+            // A file Swoop completed from an earlier version of a listed object: replaced, as
+            // `aws s3 sync` does (a file that is not Swoop's is never replaced without --force).
+            settings.files.overwritesExistingFile = true
+            firstLook = Result { () throws(DownloadError) in
+                try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
+            }
+        }
+        let configuration = settings
+        let reading = firstLook
         let control = DownloadControl(loop: loop, disk: disk, paths: paths)
+        if case .success(let state)? = reading,
+            let result = Self.completeAsListed(state, request: request, path: paths.target, files: configuration.files)
+        {
+            // Finished by an earlier run, and the listing names the same object: no request.
+            task.reportTransferEnd()
+            task.runEnded(.success(result), run: run)
+            return control
+        }
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }
         let finished: @Sendable (Result<DownloadResult, DownloadError>) -> Void = { [self] outcome in
@@ -251,6 +270,32 @@ public final class Downloader: Sendable {
             finished(.failure(DownloadError(.cancelled, "the downloader was shut down")))
         }
         return control
+    }
+
+    /// Whether `state` is a file Swoop completed whose record names another version than the
+    /// listing the request comes from (another size or ETag).
+    static func isOlderVersion(_ state: PartialState, request: DownloadRequest) -> Bool {
+        guard let listed = request.expectedETag, let listedSize = request.expectedSize,
+            case .complete(let size, let record?) = state
+        else { return false }
+        return listedSize != size || !ETagForm.same(record.etag, listed)
+    }
+
+    /// The result of a download found complete from what its request says alone: a file an
+    /// earlier run completed, whose record has the size and ETag a listing gave
+    /// (``DownloadRequest/expectedSize`` and ``DownloadRequest/expectedETag``, compared in one
+    /// normal form), unless ``Configuration/Files/rechecksCompleteFiles`` or an expected checksum
+    /// asks for more. `nil`: the probe decides, as for any other run.
+    static func completeAsListed(
+        _ state: PartialState, request: DownloadRequest, path: String, files: Configuration.Files
+    ) -> DownloadResult? {
+        guard !files.rechecksCompleteFiles, !files.overwritesExistingFile, request.expectedChecksum == nil,
+            case .complete(let size, let record?) = state, let listedSize = request.expectedSize, listedSize == size,
+            record.size == size, ETagForm.same(record.etag, request.expectedETag)
+        else { return nil }
+        return DownloadResult(
+            path: path, bytes: size, bytesReceived: 0, bytesResumed: size, duration: .zero, connectionsUsed: 0,
+            requests: 0, retries: 0, etag: record.etag, alreadyComplete: true)
     }
 
     /// Pauses every download (each keeps its state and throws ``DownloadError/Kind/interrupted``),
