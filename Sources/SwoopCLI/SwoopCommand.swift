@@ -62,6 +62,8 @@ enum ExitStatus: Int32 {
     case localIO = 3
     case objectChanged = 4
     case targetExists = 5
+    /// With -r: every object was downloaded but some listed ones were skipped (unsafe keys).
+    case skipped = 6
     case interrupted = 130
 
     init(_ error: DownloadError) {
