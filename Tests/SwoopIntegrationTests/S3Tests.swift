@@ -182,6 +182,31 @@ struct S3Tests {
         #expect(rerun.alreadyComplete == 1050 && rerun.bytesReceived == 0, "\(again.stdout)")
     }
 
+    @Test("-r: five canonically equivalent names and five working-file names are ten files with their own bytes")
+    func namesAreBytes() async throws {
+        let store = try S3Store.require()
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let names = [
+            "caf\u{E9}.txt", "cafe\u{301}.txt", "\u{C5}ngstrom", "\u{212B}ngstrom", "A\u{30A}ngstrom",
+            "big", "big.part", "big.swoop", "big2", "big2.part",
+        ]
+        try await store.fill(prefix: "names/", names: names, size: 300_000, bucket: Self.bucket)
+        let command = ["get", "-r", "s3://\(Self.bucket)/names/", "-d", "out", "--json", "-q"]
+        let result = try await CLI.run(command, in: scratch.url, environment: Self.environment(store, scratch))
+        #expect(result.status == 0, "\(result.stderr)")
+        let listed = try ByteNames.list(scratch.path("out"))
+        #expect(
+            Set(listed) == Set(names.map { Array($0.utf8) }), "\(listed.map { String(decoding: $0, as: UTF8.self) })")
+        for name in names {
+            let bytes = try ByteNames.read(scratch.path("out") + "/" + name)
+            #expect(bytes == SeaweedS3Server.fillBytes(key: "names/" + name, size: 300_000), "\(name.debugDescription)")
+        }
+        let again = try await CLI.run(command, in: scratch.url, environment: Self.environment(store, scratch))
+        let rerun = try JSONDecoder().decode(ListRun.self, from: Data(again.stdout.utf8))
+        #expect(again.status == 0 && rerun.alreadyComplete == 10 && rerun.bytesReceived == 0, "\(again.stdout)")
+    }
+
     @Test("--shard K/N over a prefix: the shards' files are disjoint and together the whole prefix")
     func shards() async throws {
         let store = try S3Store.require()
