@@ -130,7 +130,7 @@ package struct DownloadPaths: Sendable, Equatable {
     /// Whether `path` names a working directory or something inside one (a component `.swoop`):
     /// such a target could collide with another target's working files, so it is refused.
     package static func isInsideWorkingDirectory(_ path: String) -> Bool {
-        FilePath(path).components.contains { $0.string.hasSameBytes(as: workingDirectoryName) }
+        path.utf8.split(separator: UInt8(ascii: "/")).contains { $0.elementsEqual(workingDirectoryName.utf8) }
     }
 
     /// Removes the working directory if it is empty (the last download in it has ended); another
