@@ -189,7 +189,7 @@ struct SegmentMapTests {
         #expect((try? SegmentMap.decode(valid.bytes))?.chunks.completedCount == 3)
 
         var flags = valid
-        flags.flags = 2  // bit 0 says CRC runs follow; bit 1 means nothing
+        flags.flags = 4  // bit 0 says CRC runs follow, bit 1 variants; bit 2 means nothing
         var negative = valid
         negative.objectSize = -1
         var zeroChunk = valid
