@@ -26,6 +26,11 @@ public struct DownloadRequest: Sendable {
     /// download with ``DownloadError/Kind/sizeMismatch`` at its first response, before anything
     /// is written (a file already complete at the target is left as it is).
     public var expectedSize: Int64?
+    /// The object's ETag as a listing gave it (an `s3://` prefix's ListObjectsV2), quoted or not.
+    /// With ``expectedSize``, a file an earlier run completed whose record has this size and
+    /// ETag is complete without a request (unless
+    /// ``Downloader/Configuration/Files/rechecksCompleteFiles``); any other download ignores it.
+    public var expectedETag: String?
     /// Gives a fresh URL for ``url`` when the one in use stops working: a presigned URL that
     /// expired. Called with the URL in use when a request to it is refused with `401` or `403`
     /// (or another `4xx` while the expiry in its query is past), it returns the URL to use

@@ -49,6 +49,14 @@ extension Downloader {
     ///   - url: The URL the next download fetches; by default the one the segment map records.
     ///     A map for another URL resumes only if it has a strong ETag (which the server must
     ///     then confirm).
+    /// Where a download to `path` keeps its partial state: the part file and the segment map, in
+    /// the hidden directory `.swoop` beside `path`, named by a hash of `path`'s file name (so no
+    /// other target's name, `path.part` included, can be one of them).
+    public static func workingFiles(of path: String) -> (part: String, map: String) {
+        let paths = DownloadPaths(target: path)
+        return (paths.part, paths.map)
+    }
+
     public static func status(of path: String, url: String? = nil) -> DownloadStatus {
         let paths = DownloadPaths(target: path)
         let redacted = url.map { (try? RemoteURL($0))?.redacted ?? RemoteURL.strippingQuery($0) }

@@ -1,6 +1,6 @@
 extension Downloader.Configuration {
     /// What a download does with what is at and beside its target: the finished file, a partial
-    /// download (`FILE.part` and its segment map `FILE.swoop`) and the directory.
+    /// download (its part file and segment map in `.swoop/`) and the directory.
     public struct Files: Sendable {
         /// Resume from a partial download left by an earlier run, when it is the same object.
         public var resumes = true
@@ -14,6 +14,12 @@ extension Downloader.Configuration {
         /// Create the target's directory and its missing parents (mode 0755 less the umask)
         /// instead of failing with ``DownloadError/Remedy/createDirectory``.
         public var createsMissingDirectories = true
+        /// Ask the server about a file an earlier run completed even when the request's listed
+        /// size and ETag (``DownloadRequest/expectedSize``, ``DownloadRequest/expectedETag``)
+        /// already match its record. `false` (the default) takes such a file as complete with no
+        /// request, as `aws s3 sync` decides from a listing; a request without a listed ETag is
+        /// always confirmed with the server.
+        public var rechecksCompleteFiles = false
 
         public init() {}
     }

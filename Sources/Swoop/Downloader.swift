@@ -32,7 +32,7 @@ public final class Downloader: Sendable {
     private let logger: Logger
     private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
-    private let coalesced = Mutex<[String: DownloadTask]>([:])
+    private let coalesced = Mutex<[ByteName: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
     private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
     /// How `s3://` URLs are reached, with the credentials read so far.
@@ -60,7 +60,9 @@ public final class Downloader: Sendable {
         self.loop = loop
         self.disk = DiskQueue(queue: DispatchQueue(label: "swoop.disk"), loop: loop)
         self.publisher = PublishQueue(disk: DiskQueue(queue: DispatchQueue(label: "swoop.publish"), loop: loop))
-        self.logger = logger ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.logger =
+            logger.map(EscapingLogHandler.wrapping)
+            ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })
     }
 
     deinit {
@@ -69,9 +71,10 @@ public final class Downloader: Sendable {
 
     /// Downloads `request` to the file at `path`.
     ///
-    /// The object is written to `path.part` with its segment map in `path.swoop`, and renamed to
-    /// `path` once complete and durable; `path` never holds partial data. A partial download left
-    /// by an earlier run resumes if it is the same object.
+    /// The object is written to a part file with a segment map, in `.swoop/` beside `path`
+    /// (``workingFiles(of:)``), and renamed to `path` once complete and durable; `path` never
+    /// holds partial data. A partial download left by an earlier run resumes if it is the same
+    /// object.
     ///
     /// - Parameters:
     ///   - request: The URL, extra headers and an optional expected checksum.
@@ -99,7 +102,7 @@ public final class Downloader: Sendable {
 
     /// Where a download's bytes go; the engine sees only the ``BodySink`` made from it.
     enum SinkKind: Sendable {
-        /// `FILE.part`, its segment map, then the finished file.
+        /// The part file, its segment map, then the finished file.
         case partFile
         /// Nowhere: throughput measurements.
         case discard
@@ -139,6 +142,11 @@ public final class Downloader: Sendable {
         }
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
+        guard !DownloadPaths.isInsideWorkingDirectory(path) else {
+            throw .invalidRequest(
+                "\(path) is in a directory named \(DownloadPaths.workingDirectoryName), where Swoop keeps its "
+                    + "working files; choose another path")
+        }
         let paths = DownloadPaths(target: path)
         let key = Self.downloadKey(url: url.absoluteString, path: path)
         let coalescing = sink.isPartFile
@@ -186,8 +194,9 @@ public final class Downloader: Sendable {
 
     /// Identifies one download: the URL and the target path, however the path is spelled. Two
     /// requests with the same key share one transfer.
-    static func downloadKey(url: String, path: String) -> String {
-        url + "\n" + FileName.absolute(path)
+    /// Compared as bytes: two canonically equivalent names (NFC and NFD) are two targets.
+    static func downloadKey(url: String, path: String) -> ByteName {
+        ByteName(url + "\n" + FileName.absolute(path))
     }
 
     /// Starts one run of a download on the transfer thread.
@@ -199,12 +208,31 @@ public final class Downloader: Sendable {
         // The first look at the disk happens here, on the caller's thread, not on the transfer
         // thread: for a new file it is all the disk work before the transfer (a few lookups, which
         // a list of thousands of small files made a tenth of that thread's work).
-        let reading =
+        var settings = configuration
+        var firstLook =
             kind.isPartFile
             ? Result { () throws(DownloadError) in
-                try PartialState.read(paths, url: url, rules: PartialState.Rules(configuration))
+                try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
             } : nil
+        if case .success(let state)? = firstLook, Self.isOlderVersion(state, request: request) {
+            // A file Swoop completed from an earlier version of a listed object: replaced, as
+            // `aws s3 sync` does (a file that is not Swoop's is never replaced without --force).
+            settings.files.overwritesExistingFile = true
+            firstLook = Result { () throws(DownloadError) in
+                try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
+            }
+        }
+        let configuration = settings
+        let reading = firstLook
         let control = DownloadControl(loop: loop, disk: disk, paths: paths)
+        if case .success(let state)? = reading,
+            let result = Self.completeAsListed(state, request: request, path: paths.target, files: configuration.files)
+        {
+            // Finished by an earlier run, and the listing names the same object: no request.
+            task.reportTransferEnd()
+            task.runEnded(.success(result), run: run)
+            return control
+        }
         let id = ObjectIdentifier(control)
         active.withLock { $0[id] = control }
         let finished: @Sendable (Result<DownloadResult, DownloadError>) -> Void = { [self] outcome in
@@ -244,6 +272,32 @@ public final class Downloader: Sendable {
         return control
     }
 
+    /// Whether `state` is a file Swoop completed whose record names another version than the
+    /// listing the request comes from (another size or ETag).
+    static func isOlderVersion(_ state: PartialState, request: DownloadRequest) -> Bool {
+        guard let listed = request.expectedETag, let listedSize = request.expectedSize,
+            case .complete(let size, let record?) = state
+        else { return false }
+        return listedSize != size || !ETagForm.same(record.etag, listed)
+    }
+
+    /// The result of a download found complete from what its request says alone: a file an
+    /// earlier run completed, whose record has the size and ETag a listing gave
+    /// (``DownloadRequest/expectedSize`` and ``DownloadRequest/expectedETag``, compared in one
+    /// normal form), unless ``Configuration/Files/rechecksCompleteFiles`` or an expected checksum
+    /// asks for more. `nil`: the probe decides, as for any other run.
+    static func completeAsListed(
+        _ state: PartialState, request: DownloadRequest, path: String, files: Configuration.Files
+    ) -> DownloadResult? {
+        guard !files.rechecksCompleteFiles, !files.overwritesExistingFile, request.expectedChecksum == nil,
+            case .complete(let size, let record?) = state, let listedSize = request.expectedSize, listedSize == size,
+            record.size == size, ETagForm.same(record.etag, request.expectedETag)
+        else { return nil }
+        return DownloadResult(
+            path: path, bytes: size, bytesReceived: 0, bytesResumed: size, duration: .zero, connectionsUsed: 0,
+            requests: 0, retries: 0, etag: record.etag, alreadyComplete: true)
+    }
+
     /// Pauses every download (each keeps its state and throws ``DownloadError/Kind/interrupted``),
     /// then stops the transfer thread.
     public func shutdown() async {
@@ -270,8 +324,8 @@ public final class Downloader: Sendable {
     /// unusable, the URL's name (``suggestedFileName(for:)-(String)``).
     ///
     /// This costs one request: the name is only known from a response, and a download fixes its
-    /// files (`FILE.part`, `FILE.swoop`) before its first one. It is a GET for the first byte
-    /// (`Range: bytes=0-0`; presigned URLs often refuse `HEAD`) that follows redirects, retries
+    /// files (the part file and segment map in `.swoop/`) before its first one. It is a GET for
+    /// the first byte (`Range: bytes=0-0`; presigned URLs often refuse `HEAD`) that follows redirects, retries
     /// and keeps credentials with their origin as the download will; the download that follows
     /// usually reuses its connection.
     ///

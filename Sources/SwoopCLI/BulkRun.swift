@@ -74,18 +74,27 @@ extension Get {
         return summary
     }
 
-    func report(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) {
+    func report(
+        _ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)], skipped: [Skip] = []
+    ) {
         if json {
-            printJSON(ListSummary(summary, rejected: rejected))
+            printJSON(ListSummary(summary, rejected: rejected, skipped: skipped))
             return
         }
         let failed = summary.failed + rejected.count
         if !quiet {
             let line = Messages.listSummary(
-                files: summary.files + rejected.count, succeeded: summary.succeeded,
-                alreadyComplete: summary.alreadyComplete, failed: failed, bytesReceived: summary.bytesReceived,
-                seconds: Format.seconds(summary.duration))
+                files: summary.files + rejected.count + skipped.count, succeeded: summary.succeeded,
+                alreadyComplete: summary.alreadyComplete, skipped: skipped.count, failed: failed,
+                bytesReceived: summary.bytesReceived, seconds: Format.seconds(summary.duration))
             writeStderr(line + "\n")
+        }
+        if !skipped.isEmpty {
+            // Names as `ls -b` shows them: a key's line break or escape sequence is the store's.
+            writeStderr("skipped (exit status 6):\n")
+            for skip in skipped {
+                writeStderr("  \(skip.url.escapingControlCharacters())  \(skip.reason)\n")
+            }
         }
         if failed > 0 {
             writeStderr("failed:\n")
@@ -93,7 +102,8 @@ extension Get {
                 writeStderr("  line \(rejection.entry.line)  \(rejection.entry.url)  \(rejection.message)\n")
             }
             for failure in summary.failures {
-                writeStderr("  \(failure.url) -> \(failure.destination)  \(failure.error.commandLineMessage)\n")
+                let names = "\(failure.url) -> \(failure.destination)".escapingControlCharacters()
+                writeStderr("  \(names)  \(failure.error.commandLineMessage)\n")
             }
         }
     }
@@ -126,13 +136,16 @@ struct ListSummary: Encodable {
     var bytesReceived: Int64
     var seconds: Double
     var failures: [Failure]
+    /// With -r: the listed objects not downloaded (exact keys; JSON escapes what needs it), and why.
+    var skipped: [Skip]
 
-    init(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)]) {
-        files = summary.files + rejected.count
+    init(_ summary: BulkSummary, rejected: [(entry: Manifest.Entry, message: String)], skipped: [Skip] = []) {
+        files = summary.files + rejected.count + skipped.count
         succeeded = summary.succeeded
         alreadyComplete = summary.alreadyComplete
         failed = summary.failed + rejected.count
-        ok = failed == 0
+        ok = failed == 0 && skipped.isEmpty
+        self.skipped = skipped
         bytes = summary.bytes
         bytesReceived = summary.bytesReceived
         seconds = Format.seconds(summary.duration)
@@ -198,7 +211,7 @@ final class BulkBoard: Sendable {
     }
 
     func clear() {
-        if style == .terminal { writeStderr("\r\u{1B}[2K") }
+        if style == .terminal { writeStderr("", after: .clearLine) }
     }
 
     private func draw() {
@@ -224,7 +237,7 @@ final class BulkBoard: Sendable {
         }
         guard let line else { return }
         if style == .terminal {
-            writeStderr("\r\u{1B}[2K" + ProgressRenderer.fitted(line, columns: ProgressRenderer.terminalColumns()))
+            writeStderr(ProgressRenderer.fitted(line, columns: ProgressRenderer.terminalColumns()), after: .clearLine)
         } else {
             writeStderr("progress: " + line + "\n")
         }

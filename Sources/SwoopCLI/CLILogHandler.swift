@@ -34,6 +34,6 @@ struct CLILogHandler: LogHandler {
                 line += " " + merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             }
         }
-        writeStderr((Self.stderrIsTerminal ? "\r\u{1B}[2K" : "") + line + "\n")
+        writeStderr(line.escapingControlCharacters() + "\n", after: Self.stderrIsTerminal ? .clearLine : nil)
     }
 }

@@ -16,6 +16,13 @@ struct ExistingFileOptions: ParsableArguments {
                 + "(up to --max-tries times) or fail."))
     var onChange: Downloader.Configuration.ObjectChangePolicy = .restart
 
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "With -r: confirm each finished file with the store (one small request each) even when the listing's size "
+                + "and ETag match what it recorded."))
+    var recheck = false
+
     @Option(name: .long, help: "Seconds between segment-map checkpoints (0 turns them off).")
     var checkpointInterval: Double = 1
 
@@ -29,6 +36,7 @@ struct ExistingFileOptions: ParsableArguments {
     func apply(to configuration: inout Downloader.Configuration) {
         configuration.files.overwritesExistingFile = force
         configuration.files.resumes = !noResume
+        configuration.files.rechecksCompleteFiles = recheck
         configuration.files.onObjectChange = onChange
         configuration.files.checkpointInterval =
             checkpointInterval > 0 ? .milliseconds(Int64(checkpointInterval * 1000)) : nil

@@ -15,7 +15,7 @@ struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Download a URL (the default command: `swoop URL` works too).",
         discussion: """
-            The file is written to FILE.part beside the target with a segment map FILE.swoop, \
+            The file is written to a part file with a segment map in .swoop/ beside the target, \
             and renamed to FILE when complete. Interrupted downloads resume when the same \
             command is run again.
 

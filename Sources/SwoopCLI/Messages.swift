@@ -49,10 +49,12 @@ enum Messages {
 
     /// "3 files: 2 done (1 already complete), 1 failed; 4.00 MiB received in 1.2 s (3.33 MiB/s)".
     static func listSummary(
-        files: Int, succeeded: Int, alreadyComplete: Int, failed: Int, bytesReceived: Int64, seconds: Double
+        files: Int, succeeded: Int, alreadyComplete: Int, skipped: Int = 0, failed: Int, bytesReceived: Int64,
+        seconds: Double
     ) -> String {
         var line = "\(Wording.count(files, "file")): \(succeeded) done"
         if alreadyComplete > 0 { line += " (\(alreadyComplete) already complete)" }
+        if skipped > 0 { line += ", \(skipped) skipped" }
         line += ", \(failed) failed; \(Format.bytes(bytesReceived)) received in \(Format.fixed(seconds, digits: 1)) s"
         if seconds > 0 { line += " (\(Format.rate(Double(bytesReceived) / seconds)))" }
         return line

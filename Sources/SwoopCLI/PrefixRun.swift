@@ -1,5 +1,6 @@
 import ArgumentParser
 import Swoop
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -34,17 +35,23 @@ extension Get {
         }
         let folder = (directory ?? ".").trimmedTrailingSlash
         let selected = selection
+        let skips = Skips()
+        let warns = !quiet && !json
         let items = downloader.objects(under: prefix).compactMap { @Sendable object -> BulkItem? in
             guard selected?.contains(key: object.url) ?? true else { return nil }
-            guard let relative = object.relativePath(under: prefix) else {
-                if !object.key.hasSuffix("/") {
-                    printError("warning: skipping \(object.url): its key is not a safe relative path")
-                }
+            switch object.placement(under: prefix) {
+            case .directoryMarker:
                 return nil
+            case .skipped(let reason):
+                skips.add(Skip(url: object.url, key: object.key, reason: reason))
+                if warns { printError("warning: skipping \(object.url.escapingControlCharacters()): \(reason)") }
+                return nil
+            case .file(let relative):
+                var request = DownloadRequest(url: object.url)
+                request.expectedSize = object.size
+                request.expectedETag = object.etag
+                return BulkItem(request, to: folder + "/" + relative)
             }
-            var request = DownloadRequest(url: object.url)
-            request.expectedSize = object.size
-            return BulkItem(request, to: folder + "/" + relative)
         }
         if !quiet && !json {
             let line = Messages.prefixStarting(
@@ -59,9 +66,32 @@ extension Get {
         guard let summary else {
             throw CommandFailure(status: .interrupted, message: Messages.listInterrupted)
         }
-        report(summary, rejected: [])
+        let skipped = skips.all
+        report(summary, rejected: [], skipped: skipped)
         if let first = firstFailure(summary, rejected: []) {
             throw CommandFailure(status: first, message: "")
         }
+        if !skipped.isEmpty {
+            throw CommandFailure(status: .skipped, message: "")
+        }
     }
+}
+
+/// A listed object not downloaded, and why (its key cannot be a safe file name here).
+struct Skip: Sendable, Encodable {
+    var url: String
+    var key: String
+    var reason: String
+}
+
+/// The objects a prefix run skipped, collected while the listing streams by.
+final class Skips: Sendable {
+    private let entries = Mutex<[Skip]>([])
+
+    func add(_ skip: Skip) {
+        entries.withLock { $0.append(skip) }
+    }
+
+    /// In listing order.
+    var all: [Skip] { entries.withLock { $0 } }
 }

@@ -45,7 +45,7 @@ final class ProgressRenderer: Sendable {
             // only its last row: cut it to the width.
             let line = Self.fitted(Self.describe(progress), columns: Self.terminalColumns())
             state.withLock { $0.drewTerminalLine = true }
-            writeStderr("\r\u{1B}[2K" + line)
+            writeStderr(line, after: .clearLine)
         case .lines:
             let now = ContinuousClock.now
             let due = state.withLock { state -> Bool in
@@ -75,7 +75,7 @@ final class ProgressRenderer: Sendable {
     /// Ends the progress line so the next message starts on a fresh line.
     func finish() {
         if style == .terminal, state.withLock({ $0.drewTerminalLine }) {
-            writeStderr("\r\u{1B}[2K")
+            writeStderr("", after: .clearLine)
         }
     }
 

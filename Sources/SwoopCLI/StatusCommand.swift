@@ -8,7 +8,7 @@ struct Status: ParsableCommand {
         discussion: "Exits 0 when FILE is complete or can resume, 1 otherwise."
     )
 
-    @Argument(help: "The download's target file (not the .part or .swoop).")
+    @Argument(help: "The download's target file.")
     var file: String
 
     @Option(
@@ -21,15 +21,13 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        var target = file
-        for suffix in [".part", ".swoop"] where target.hasSuffix(suffix) {
-            target.removeLast(suffix.count)
-        }
-        let status = Downloader.status(of: target, url: url)
+        // FILE.part is a target like any other: working files live in .swoop/ beside it.
+        let status = Downloader.status(of: file, url: url)
         if json {
             printJSON(StatusSummary(status))
         } else {
-            print(Self.describe(status))
+            // The URL and validators are a server's text.
+            writeStdout(Self.describe(status).escapingControlCharacters(keeping: ["\n"]) + "\n")
         }
         switch status.state {
         case .complete, .partial: return
@@ -41,7 +39,7 @@ struct Status: ParsableCommand {
         var lines: [String] = []
         switch status.state {
         case .absent:
-            return "\(status.path): no download here (no file, .part or .swoop)"
+            return "\(status.path): no download here (no file and no partial download)"
         case .complete:
             lines.append("\(status.path): complete (\(Format.bytes(status.bytesDone)))")
         case .partial:

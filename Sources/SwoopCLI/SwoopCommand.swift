@@ -62,6 +62,8 @@ enum ExitStatus: Int32 {
     case localIO = 3
     case objectChanged = 4
     case targetExists = 5
+    /// With -r: every object was downloaded but some listed ones were skipped (unsafe keys).
+    case skipped = 6
     case interrupted = 130
 
     init(_ error: DownloadError) {
@@ -88,13 +90,31 @@ func printError(_ message: String) {
     writeStderr(line)
 }
 
-/// Writes to standard error, unbuffered.
-func writeStderr(_ text: String) {
+/// The command line's own terminal sequences, the only control characters it writes.
+enum TerminalControl: String {
+    /// Back to the start of the line and clear it (the live progress line).
+    case clearLine = "\r\u{1B}[2K"
+}
+
+/// Writes to standard error, unbuffered: the one way text reaches it. Every control character in
+/// `text` but its line breaks is escaped (`\x1b`, as `ls -b` shows them), so a key, a header or
+/// an error body a server sent can never retitle or clear the terminal; `control`, the command's
+/// own sequence, goes first as it is.
+func writeStderr(_ text: String, after control: TerminalControl? = nil) {
+    writeAll(STDERR_FILENO, (control?.rawValue ?? "") + text.escapingControlCharacters(keeping: ["\n"]))
+}
+
+/// Writes to standard output, unbuffered, escaped as ``writeStderr(_:after:)`` does.
+func writeStdout(_ text: String) {
+    writeAll(STDOUT_FILENO, text.escapingControlCharacters(keeping: ["\n"]))
+}
+
+private func writeAll(_ descriptor: Int32, _ text: String) {
     var text = text
     text.withUTF8 { buffer in
         var offset = 0
         while offset < buffer.count {
-            let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+            let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
             if written <= 0 {
                 if written < 0 && errno == EINTR { continue }
                 return

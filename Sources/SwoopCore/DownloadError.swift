@@ -238,7 +238,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         httpStatus: Int? = nil, curlCode: Int? = nil, errno: Int32? = nil
     ) {
         self.kind = kind
-        self.reason = reason
+        // A reason often quotes a server (a key, a header, an error body): never a control
+        // sequence for the terminal or log that shows it.
+        self.reason = reason.escapingControlCharacters()
         self.remedy = remedy
         self.httpStatus = httpStatus
         self.curlCode = curlCode

@@ -42,21 +42,53 @@ package struct ListObjectsV2Page: Sendable, Equatable {
 }
 
 /// Where an object listed under a prefix goes below the directory that receives the prefix.
+///
+/// Keys are bytes: the prefix is matched and cut byte for byte (`hasPrefix` on `String` compares
+/// characters, so a combining mark after the prefix, or another normalization of it, changed
+/// the answer), and the rest is kept exactly, never normalized.
 package enum S3KeyPath {
+    /// What becomes of a listed key.
+    package enum Placement: Equatable, Sendable {
+        /// A file at this path relative to the directory.
+        case file(String)
+        /// A directory marker (a key ending in `/`): not a file, nothing to do.
+        case directoryMarker
+        /// Not downloaded: why.
+        case skipped(String)
+    }
+
     /// The rest of `key` after `prefix` (and after the `/` that follows a prefix not ending in
-    /// one: `logs` is the folder `logs/`), as a relative path; `nil` when it cannot be a safe one:
-    /// a key outside the prefix, a directory marker (ending in `/`), an empty, `.` or `..`
-    /// segment, a control character.
-    package static func relativePath(forKey key: String, underPrefix prefix: String) -> String? {
-        guard key.hasPrefix(prefix) else { return nil }
-        var rest = key.dropFirst(prefix.count)
-        if !prefix.isEmpty && !prefix.hasSuffix("/") && rest.hasPrefix("/") { rest = rest.dropFirst() }
-        guard !rest.isEmpty, !rest.hasSuffix("/"), !rest.hasPrefix("/") else { return nil }
-        if rest.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return nil }
-        for segment in rest.split(separator: "/", omittingEmptySubsequences: false) {
-            if segment.isEmpty || segment == "." || segment == ".." { return nil }
-            if segment.utf8.count > 255 { return nil }
+    /// one: `logs` is the folder `logs/`), as a relative path, unless it cannot be a safe one:
+    /// a key outside the prefix, an empty, `.` or `..` segment, a segment over 255 bytes, a
+    /// control character, or a segment naming Swoop's working directory (``WorkingDirectory``).
+    package static func place(key: String, underPrefix prefix: String) -> Placement {
+        let slash = UInt8(ascii: "/")
+        let keyBytes = Array(key.utf8)
+        let prefixBytes = Array(prefix.utf8)
+        guard keyBytes.starts(with: prefixBytes) else { return .skipped("it is not under the prefix") }
+        var rest = keyBytes[prefixBytes.count...]
+        if let last = prefixBytes.last, last != slash, rest.first == slash { rest = rest.dropFirst() }
+        if rest.isEmpty || rest.last == slash { return .directoryMarker }
+        if rest.first == slash { return .skipped("it starts with '/' (an absolute path)") }
+        // Valid UTF-8 cut after a whole scalar (the prefix is valid UTF-8 too): the same bytes.
+        let relative = String(decoding: rest, as: UTF8.self)
+        if relative.containsControlCharacters { return .skipped("it holds a control character") }
+        for segment in rest.split(separator: slash, omittingEmptySubsequences: false) {
+            if segment.isEmpty { return .skipped("it has an empty path segment ('//')") }
+            if segment.elementsEqual(".".utf8) || segment.elementsEqual("..".utf8) {
+                return .skipped("it has a '.' or '..' segment (it would leave the directory)")
+            }
+            if segment.count > 255 { return .skipped("a segment is longer than 255 bytes") }
+            if segment.elementsEqual(WorkingDirectory.name.utf8) {
+                return .skipped("it names Swoop's working directory (\(WorkingDirectory.name))")
+            }
         }
-        return String(rest)
+        return .file(relative)
+    }
+
+    /// The relative path of ``place(key:underPrefix:)``'s `.file`, else `nil`.
+    package static func relativePath(forKey key: String, underPrefix prefix: String) -> String? {
+        if case .file(let path) = place(key: key, underPrefix: prefix) { return path }
+        return nil
     }
 }

@@ -198,6 +198,24 @@ public struct FaultSwitches: Sendable, Hashable {
     /// Replaces one object once its responses have sent a number of body bytes (see
     /// ``ChangeAfterBodyBytes``).
     public var changeAfterBodyBytes: ChangeAfterBodyBytes? = nil
+    /// Answers S3's ListObjectsV2 as an S3-compatible store (see ``S3Listing``).
+    public var s3Listing: S3Listing? = nil
+
+    /// S3's ListObjectsV2 (`GET /BUCKET?list-type=2&prefix=P`) answered from the objects served
+    /// under `/BUCKET/`: each object's key is its path after the bucket, percent-decoded, so any
+    /// bytes are a key (NFC and NFD names, control characters, `..`: a store that accepts any
+    /// key). Keys are listed in byte order, `pageSize` a page (continuation tokens are positions),
+    /// URL-encoded when the request asks (`encoding-type=url`).
+    public struct S3Listing: Sendable, Hashable {
+        public var pageSize: Int
+        /// `false` lists ETags bare (`abc…`), as some compatible stores do; `GET` still quotes them.
+        public var quotesETags: Bool
+
+        public init(pageSize: Int = 1000, quotesETags: Bool = true) {
+            self.pageSize = max(1, pageSize)
+            self.quotesETags = quotesETags
+        }
+    }
 
     /// All switches off.
     public init() {}

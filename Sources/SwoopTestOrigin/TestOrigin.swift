@@ -115,6 +115,31 @@ public final class TestOrigin: Sendable {
         core.setObject(object, at: path)
     }
 
+    /// Serves `object` as the object `key` of `bucket` in an S3-compatible store reached by path
+    /// (`/BUCKET/KEY`, the key percent-encoded as S3 clients send it: every byte but `A-Z a-z
+    /// 0-9 - . _ ~ /` as `%XX`), so the key's bytes are kept exactly; see
+    /// ``FaultSwitches/s3Listing`` for listing them.
+    public func addS3Object(_ object: TestObject, bucket: String, key: String) {
+        addObject(object, at: Self.s3Path(bucket: bucket, key: key))
+    }
+
+    /// The path ``addS3Object(_:bucket:key:)`` serves `key` at.
+    public static func s3Path(bucket: String, key: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out = Array("/\(bucket)/".utf8)
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Stops serving `path` (it answers 404 from now on).
     public func removeObject(at path: String) {
         core.setObject(nil, at: path)

@@ -171,7 +171,8 @@ struct BulkTests {
             #expect(result.stderr.contains("checksum mismatch"), "stderr: \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin").path))
             #expect(
-                !FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin.part").path),
+                !FileManager.default.fileExists(
+                    atPath: Downloader.workingFiles(of: out.appendingPathComponent("bad.bin").path).part),
                 "nothing is kept")
             #expect(
                 FileManager.default.fileExists(atPath: scratch.url.appendingPathComponent("elsewhere/plain.bin").path))
@@ -217,7 +218,7 @@ struct BulkTests {
             #expect(
                 wrong.stderr.contains("checksum mismatch") && wrong.stderr.contains("nothing was kept"),
                 "stderr: \(wrong.stderr)")
-            #expect(!scratch.exists("d.bin") && !scratch.exists("d.bin.part") && !scratch.exists("d.bin.swoop"))
+            #expect(!scratch.exists("d.bin") && !scratch.exists(part: "d.bin") && !scratch.exists(map: "d.bin"))
             let malformed = try await CLI.run([origin.url("/c.bin"), "--checksum", "md5=abc"], in: scratch.url)
             #expect(malformed.status == 2)
         }

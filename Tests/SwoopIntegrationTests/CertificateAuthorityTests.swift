@@ -65,7 +65,7 @@ struct CertificateAuthorityTests {
             let insecure = refused.stderr.range(of: "--insecure")
             #expect(cacert != nil && insecure != nil, "the fixes are named: \(refused.stderr)")
             if let cacert, let insecure { #expect(cacert.lowerBound < insecure.lowerBound) }
-            #expect(!fixture.scratch.exists("t.bin") && !fixture.scratch.exists("t.bin.part"))
+            #expect(!fixture.scratch.exists("t.bin") && !fixture.scratch.exists(part: "t.bin"))
         }
     }
 

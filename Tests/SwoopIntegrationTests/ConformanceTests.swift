@@ -108,7 +108,7 @@ struct ConformanceTests {
         let killed = try await slow.wait(timeout: .seconds(30))
         try #require(progressed, "\(variant): no progress before the kill; stderr: \(killed.stderr)")
         #expect(killed.status == 128 + SIGKILL)
-        #expect(scratch.exists(file + ".part"), "the kill left the part file")
+        #expect(scratch.exists(part: file), "the kill left the part file")
         let saved = Downloader.status(of: scratch.path(file))
         if variant.acceptsRanges {
             #expect(saved.state == .partial && saved.bytesDone >= 2 << 20, "\(saved)")
@@ -200,9 +200,9 @@ struct ConformanceTests {
         guard result.status == 0 else { return }
         let sha256 = try? TestData.sha256(of: scratch.path(file))
         #expect(sha256 == object.sha256, "\(label): the file is not the object's bytes", sourceLocation: sourceLocation)
-        for suffix in [".part", ".swoop"] {
+        for working in [scratch.part(file), scratch.map(file)] {
             #expect(
-                !scratch.exists(file + suffix), "\(label): \(file + suffix) left behind",
+                !FileManager.default.fileExists(atPath: working), "\(label): \(working) left behind",
                 sourceLocation: sourceLocation)
         }
     }
@@ -221,7 +221,7 @@ struct ConformanceTests {
             if variant.acceptsRanges {
                 let status = Downloader.status(of: target)
                 if status.state == .partial && status.bytesDone >= Int64(bytes) { return true }
-            } else if let handle = FileHandle(forReadingAtPath: target + ".part") {
+            } else if let handle = FileHandle(forReadingAtPath: Downloader.workingFiles(of: target).part) {
                 let start = try handle.read(upToCount: bytes)
                 try handle.close()
                 if start == expected { return true }

@@ -42,7 +42,7 @@ extension FaultTests {
                 }, configuration: configuration, within: .seconds(20)
             ) { run, _ in
                 expectFailure(run, .objectChanged, mentioning: "changed")
-                #expect(!run.scratch.exists("object.iso.part"))
+                #expect(!run.scratch.exists(part: "object.iso"))
             }
         }
     }

@@ -209,7 +209,7 @@ struct FaultTests {
             }, configuration: quickConfiguration(maxTries: 2), within: .seconds(20)
         ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "likely an error page")
-            let part = try Data(contentsOf: URL(fileURLWithPath: run.target + ".part"))
+            let part = try Data(contentsOf: URL(fileURLWithPath: Downloader.workingFiles(of: run.target).part))
             #expect(!part.contains(Data("Server busy".utf8)), "HTML reached the file")
         }
     }
@@ -221,7 +221,7 @@ struct FaultTests {
             configuration: quickConfiguration(maxTries: 2), within: .seconds(20)
         ) { run, _ in
             expectFailure(run, .invalidResponse, mentioning: "HTML page")
-            #expect(!run.scratch.exists("object.iso.part"))
+            #expect(!run.scratch.exists(part: "object.iso"))
         }
     }
 

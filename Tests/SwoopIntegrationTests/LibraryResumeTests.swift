@@ -89,7 +89,7 @@ struct LibraryResumeTests {
                     }
                 }
                 #expect(error?.kind == .objectChanged)
-                #expect(!scratch.exists("o.bin") && !scratch.exists("o.bin.part") && !scratch.exists("o.bin.swoop"))
+                #expect(!scratch.exists("o.bin") && !scratch.exists(part: "o.bin") && !scratch.exists(map: "o.bin"))
             }
         }
     }
@@ -110,7 +110,7 @@ struct LibraryResumeTests {
                 let path = scratch.path("d.bin")
                 try await downloadPartially(
                     origin.url("/d.bin"), to: path, threshold: 2 << 20, configuration: checkpointing())
-                let mapURL = URL(fileURLWithPath: path + ".swoop")
+                let mapURL = URL(fileURLWithPath: Downloader.workingFiles(of: path).map)
                 var map = try Data(contentsOf: mapURL)
                 switch damage {
                 case .flippedByte:
@@ -126,9 +126,10 @@ struct LibraryResumeTests {
                 case .emptyFile:
                     try Data().write(to: mapURL)
                 case .partDeleted:
-                    try FileManager.default.removeItem(atPath: path + ".part")
+                    try FileManager.default.removeItem(atPath: Downloader.workingFiles(of: path).part)
                 case .partShortened:
-                    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".part"))
+                    let handle = try FileHandle(
+                        forWritingTo: URL(fileURLWithPath: Downloader.workingFiles(of: path).part))
                     try handle.truncate(atOffset: 1 << 20)
                     try handle.close()
                 }
@@ -315,7 +316,7 @@ struct LibraryResumeTests {
                     other.cancel()
                     await #expect(throws: DownloadError.self) { try await other.result() }
                     #expect(other.state == .cancelled)
-                    #expect(!scratch.exists("q.bin") && !scratch.exists("q.bin.part") && !scratch.exists("q.bin.swoop"))
+                    #expect(!scratch.exists("q.bin") && !scratch.exists(part: "q.bin") && !scratch.exists(map: "q.bin"))
                 }
             }
         }

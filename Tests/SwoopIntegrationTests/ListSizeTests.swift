@@ -28,7 +28,7 @@ struct ListSizeTests {
                     "wrong.bin is 33554432 bytes, not the 33554431 expected; correct or remove size= in the list"),
                 "\(result.stderr)")
             #expect(scratch.exists("out/right.bin"))
-            #expect(!scratch.exists("out/wrong.bin") && !scratch.exists("out/wrong.bin.part"))
+            #expect(!scratch.exists("out/wrong.bin") && !scratch.exists(part: "out/wrong.bin"))
             let served = origin.requests.filter { $0.path == "/wrong.bin" }.reduce(0) { $0 + $1.bodyBytesSent }
             #expect(served < 32 << 20, "the body was not fetched: \(served) bytes")
 

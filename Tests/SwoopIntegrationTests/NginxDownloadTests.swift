@@ -32,8 +32,8 @@ struct NginxDownloadTests {
 
             #expect(result.bytes == Int64(size))
             #expect(try TestData.sha256(of: target) == expected)
-            #expect(!FileManager.default.fileExists(atPath: target + ".part"))
-            #expect(!FileManager.default.fileExists(atPath: target + ".swoop"))
+            #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).part))
+            #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).map))
             #expect(result.connectionsUsed <= connections)
 
             let log = try nginx.log().filter { $0.uri == "/object.bin" }

@@ -116,12 +116,12 @@ struct OriginDownloadTests {
             if lie == .wrongTotal {
                 // A changed size means a changed object: nothing of it is kept.
                 #expect(error?.kind == .objectChanged)
-                #expect(!scratch.exists("liar.bin.part"))
+                #expect(!scratch.exists(part: "liar.bin"))
                 return
             }
             #expect(error?.kind == .invalidResponse)
             // Only the probe's honest first MiB was written; the lied bytes never reached the file.
-            let part = try Data(contentsOf: URL(fileURLWithPath: scratch.path("liar.bin.part")))
+            let part = try Data(contentsOf: URL(fileURLWithPath: scratch.part("liar.bin")))
             #expect(part.count == Int(object.size))
             #expect(part.prefix(1 << 20) == Data(Payload.bytes(seed: object.seed, offset: 0, count: 1 << 20)))
             #expect(part.dropFirst(1 << 20).allSatisfy { $0 == 0 }, "bytes from a lying response were written")

@@ -190,7 +190,7 @@ struct RateLimitTests {
         await downloader.shutdown()
         #expect(error?.kind == .invalidRequest)
         #expect(error?.message.contains("maximumBytesPerSecond") == true, "\(String(describing: error))")
-        #expect(!scratch.exists("object.bin.part"))
+        #expect(!scratch.exists(part: "object.bin"))
 
         for bad in ["0", "-5k", "fast"] {
             let result = try await CLI.run(

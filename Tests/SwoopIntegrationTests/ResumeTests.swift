@@ -111,8 +111,8 @@ struct ResumeTests {
             #expect(finished, "the download never completed")
             #expect(kills >= 20, "only \(kills) kills happened")
             #expect(try TestData.sha256(of: target) == expected)
-            #expect(!FileManager.default.fileExists(atPath: target + ".part"))
-            #expect(!FileManager.default.fileExists(atPath: target + ".swoop"))
+            #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).part))
+            #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).map))
             // Each kill may lose what arrived since the last checkpoint, plus the partial chunk
             // (64 KiB for this size) each connection was filling; nothing else is fetched twice.
             let rate = Double(connections * perConnection)

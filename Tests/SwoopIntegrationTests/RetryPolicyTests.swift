@@ -94,7 +94,7 @@ struct RetryPolicyTests {
             }
             let process = try CLI.start([origin.url("/plain.bin")], in: scratch.url)
             let receiving = try await eventually(timeout: .seconds(60)) {
-                origin.connectionsAccepted > 0 && scratch.exists("plain.bin.part")
+                origin.connectionsAccepted > 0 && scratch.exists(part: "plain.bin")
             }
             #expect(receiving, "the stream started")
             try await Task.sleep(for: .milliseconds(500))  // 16 MiB at 256 KiB/s: a minute to go

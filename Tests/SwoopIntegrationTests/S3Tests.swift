@@ -34,7 +34,7 @@ struct S3Tests {
                 environment: Self.environment(store, scratch))
             #expect(result.status == 0, "\(size) B: \(result.stderr)")
             #expect(try TestData.sha256(of: scratch.path("got-\(size)")) == TestData.sha256(of: source.path))
-            #expect(!scratch.exists("got-\(size).part") && !scratch.exists("got-\(size).swoop"))
+            #expect(!scratch.exists(part: "got-\(size)") && !scratch.exists(map: "got-\(size)"))
         }
     }
 
@@ -134,7 +134,7 @@ struct S3Tests {
         #expect(result.status == 1, "\(wrong): \(result.stderr)")
         #expect(result.stderr.contains(code) && result.stderr.contains(named), "\(wrong): \(result.stderr)")
         #expect(!result.stderr.contains(SeaweedS3Server.secretKey) && !result.stderr.contains("not-the-secret"))
-        #expect(!scratch.exists("out.bin") && !scratch.exists("out.bin.part") && !scratch.exists("out.bin.swoop"))
+        #expect(!scratch.exists("out.bin") && !scratch.exists(part: "out.bin") && !scratch.exists(map: "out.bin"))
     }
 
     @Test("s3:// lines in an -i list download like any URL, each named by its key unless out= says")
@@ -180,6 +180,31 @@ struct S3Tests {
         #expect(again.status == 0, "\(again.stderr)")
         let rerun = try JSONDecoder().decode(ListRun.self, from: Data(again.stdout.utf8))
         #expect(rerun.alreadyComplete == 1050 && rerun.bytesReceived == 0, "\(again.stdout)")
+    }
+
+    @Test("-r: five canonically equivalent names and five working-file names are ten files with their own bytes")
+    func namesAreBytes() async throws {
+        let store = try S3Store.require()
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        let names = [
+            "caf\u{E9}.txt", "cafe\u{301}.txt", "\u{C5}ngstrom", "\u{212B}ngstrom", "A\u{30A}ngstrom",
+            "big", "big.part", "big.swoop", "big2", "big2.part",
+        ]
+        try await store.fill(prefix: "names/", names: names, size: 300_000, bucket: Self.bucket)
+        let command = ["get", "-r", "s3://\(Self.bucket)/names/", "-d", "out", "--json", "-q"]
+        let result = try await CLI.run(command, in: scratch.url, environment: Self.environment(store, scratch))
+        #expect(result.status == 0, "\(result.stderr)")
+        let listed = try ByteNames.list(scratch.path("out"))
+        #expect(
+            Set(listed) == Set(names.map { Array($0.utf8) }), "\(listed.map { String(decoding: $0, as: UTF8.self) })")
+        for name in names {
+            let bytes = try ByteNames.read(scratch.path("out") + "/" + name)
+            #expect(bytes == SeaweedS3Server.fillBytes(key: "names/" + name, size: 300_000), "\(name.debugDescription)")
+        }
+        let again = try await CLI.run(command, in: scratch.url, environment: Self.environment(store, scratch))
+        let rerun = try JSONDecoder().decode(ListRun.self, from: Data(again.stdout.utf8))
+        #expect(again.status == 0 && rerun.alreadyComplete == 10 && rerun.bytesReceived == 0, "\(again.stdout)")
     }
 
     @Test("--shard K/N over a prefix: the shards' files are disjoint and together the whole prefix")

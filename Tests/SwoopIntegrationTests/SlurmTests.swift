@@ -115,7 +115,8 @@ struct SlurmTests {
             ) {
                 [killed, cancelled].allSatisfy { index in
                     set.pid(task: index) != nil
-                        && FileManager.default.fileExists(atPath: set.localPath(largeOf(index)) + ".swoop")
+                        && FileManager.default.fileExists(
+                            atPath: Downloader.workingFiles(of: set.localPath(largeOf(index))).map)
                         && set.objects.allSatisfy {
                             $0.name.hasPrefix("large-") || task($0) != index
                                 || FileManager.default.fileExists(atPath: set.localPath($0))
@@ -149,7 +150,9 @@ struct SlurmTests {
             #expect(set.stderr(job: run.job, task: cancelled).contains("interrupted; stopping"))
             for index in [killed, cancelled] {
                 let path = set.localPath(largeOf(index))
-                #expect(FileManager.default.fileExists(atPath: path + ".swoop"), "task \(index) left its partial state")
+                #expect(
+                    FileManager.default.fileExists(atPath: Downloader.workingFiles(of: path).map),
+                    "task \(index) left its partial state")
                 #expect(!FileManager.default.fileExists(atPath: path), "task \(index) had not finished its large file")
             }
             let before = ShardedList.served(try nginx.log())

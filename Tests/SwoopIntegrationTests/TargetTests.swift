@@ -129,7 +129,7 @@ struct TargetTests {
                 let first = try await holder.wait(timeout: .seconds(120))
                 #expect(first.status == 0, "stderr: \(first.stderr)")
                 #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
-                #expect(!scratch.exists("slow.bin.part") && !scratch.exists("slow.bin.swoop"))
+                #expect(!scratch.exists(part: "slow.bin") && !scratch.exists(map: "slow.bin"))
             }
         }
     }
@@ -230,9 +230,9 @@ struct TargetTests {
                 let task = try downloader.start(
                     DownloadRequest(url: origin.url("/gone.bin")), to: scratch.path("gone.bin"))
                 // The part file exists from the first response on.
-                let created = try await eventually { scratch.exists("gone.bin.part") }
+                let created = try await eventually { scratch.exists(part: "gone.bin") }
                 #expect(created)
-                try FileManager.default.removeItem(atPath: scratch.path("gone.bin.part"))
+                try FileManager.default.removeItem(atPath: scratch.part("gone.bin"))
                 release(origin)
                 do {
                     _ = try await task.result()

@@ -133,7 +133,7 @@ struct URLRefreshTests {
                 let status = Downloader.status(of: scratch.path("m.bin"))
                 #expect(status.canResume && status.bytesDone > 0, "the partial download is kept: \(status)")
                 let map = String(
-                    decoding: try Data(contentsOf: URL(fileURLWithPath: scratch.path("m.bin.swoop"))), as: UTF8.self)
+                    decoding: try Data(contentsOf: URL(fileURLWithPath: scratch.map("m.bin"))), as: UTF8.self)
                 #expect(
                     map.contains("/m.bin") && !map.contains("sig=") && !map.contains("expires="),
                     "the map keeps the URL without its signature")

@@ -80,7 +80,7 @@ struct VerifyTests {
             bad.stderr.contains("checksum mismatch") && bad.stderr.contains(kind.header)
                 && bad.stderr.contains(kind.value(bytes).prefix(12)),
             "stderr: \(bad.stderr)")
-        #expect(!scratch.exists("bad.bin") && !scratch.exists("bad.bin.part") && !scratch.exists("bad.bin.swoop"))
+        #expect(!scratch.exists("bad.bin") && !scratch.exists(part: "bad.bin") && !scratch.exists(map: "bad.bin"))
 
         // --no-verify: the user asked for the server's bytes as they are.
         let unchecked = try await CLI.run([nginx.url("/bad.bin"), "-c", "4", "--no-verify", "--json"], in: scratch.url)
@@ -225,7 +225,7 @@ struct VerifyTests {
             let deadline = ContinuousClock.now + .seconds(60)
             var runs: CRCRuns?
             while ContinuousClock.now < deadline {
-                if let data = FileManager.default.contents(atPath: target + ".swoop"),
+                if let data = FileManager.default.contents(atPath: Downloader.workingFiles(of: target).map),
                     let map = try? SegmentMap.decode(Array(data)),
                     let recorded = map.crcRuns, recorded.runs.reduce(0, { $0 + $1.range.count }) >= 4 << 20
                 {

@@ -65,4 +65,34 @@ struct S3LocationTests {
             #expect(S3KeyPath.relativePath(forKey: unsafe, underPrefix: "tree/") == nil, "\(unsafe)")
         }
     }
+
+    @Test("keys are bytes: a prefix matched and cut byte for byte, every normalization its own path")
+    func keysAreBytes() {
+        let forms = ["\u{C5}ngstrom", "\u{212B}ngstrom", "A\u{30A}ngstrom", "caf\u{E9}", "cafe\u{301}"]
+        let paths = forms.compactMap { S3KeyPath.relativePath(forKey: "u/" + $0, underPrefix: "u/") }
+        #expect(paths.map { Array($0.utf8) } == forms.map { Array($0.utf8) })
+        // A combining mark right after the prefix's '/' makes one Character with it: still under it.
+        #expect(S3KeyPath.relativePath(forKey: "u/\u{301}x", underPrefix: "u/") == "\u{301}x")
+        // An NFD prefix does not match an NFC key, byte for byte.
+        #expect(
+            S3KeyPath.place(key: "caf\u{E9}/a", underPrefix: "cafe\u{301}/") == .skipped("it is not under the prefix"))
+    }
+
+    @Test("a skip says why; Swoop's working directory and control characters are skipped, markers are not files")
+    func skipReasons() {
+        #expect(S3KeyPath.place(key: "t/dir/", underPrefix: "t/") == .directoryMarker)
+        #expect(S3KeyPath.place(key: "t/", underPrefix: "t/") == .directoryMarker)
+        for key in ["t/.swoop", "t/a/.swoop/x.part"] {
+            guard case .skipped(let reason) = S3KeyPath.place(key: key, underPrefix: "t/") else {
+                Issue.record("\(key) was not skipped")
+                continue
+            }
+            #expect(reason.contains("working directory"))
+        }
+        for key in ["t/\u{1B}[2J", "t/a\u{7}", "t/c1\u{9B}", "t/../x", "t//x"] {
+            #expect(S3KeyPath.relativePath(forKey: key, underPrefix: "t/") == nil, "\(key.debugDescription)")
+        }
+        #expect(S3KeyPath.relativePath(forKey: "t/.swoopy", underPrefix: "t/") == ".swoopy")
+        #expect(S3KeyPath.relativePath(forKey: "t/big.part", underPrefix: "t/") == "big.part")
+    }
 }

@@ -50,4 +50,14 @@ struct S3XMLTests {
                 Array("<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>".utf8))
         }
     }
+
+    @Test("keys listed raw (a store that ignores encoding-type) keep their bytes, a combining mark first included")
+    func rawKeysAreBytes() throws {
+        let keys = ["\u{301}starts-with-a-mark", "cafe\u{301}", "caf\u{E9}", "A\u{30A}", "\u{212B}"]
+        let contents = keys.map { "<Contents><Key>\($0)</Key><ETag>\"e\"</ETag><Size>1</Size></Contents>" }
+        let body = "<ListBucketResult><IsTruncated>false</IsTruncated>" + contents.joined() + "</ListBucketResult>"
+        let page = try ListObjectsV2Page.parse(Array(body.utf8))
+        #expect(page.objects.map { Array($0.key.utf8) } == keys.map { Array($0.utf8) })
+        #expect(page.objects.allSatisfy { $0.etag == "\"e\"" && $0.size == 1 })
+    }
 }

@@ -19,11 +19,14 @@ struct PartialStateTests {
         guard let made = mkdtemp(&template) else { throw DownloadError(.localIO, "mkdtemp failed") }
         directory = String(cString: made)
         paths = DownloadPaths(target: directory + "/big.iso")
+        // Where a download's first part file creates it.
+        mkdir(paths.workingDirectory, 0o755)
     }
 
     private func cleanUp() {
         for path in [paths.target, paths.part, paths.map] { unlink(path) }
         rmdir(paths.target)
+        rmdir(paths.workingDirectory)
         rmdir(directory)
     }
 

@@ -4,7 +4,7 @@ import SwoopStore
 /// and destination that succeeded; the items that repeat a running download wait beside it (a
 /// handful at a time).
 struct BulkLedger {
-    /// 128 bits: two of Swift's seeded hashes of the text with different prefixes. A collision
+    /// 128 bits: two of Swift's seeded hashes of the text's bytes with different prefixes. A collision
     /// among a few million keys is astronomically unlikely.
     /// The lowest bit is always clear: a finished download's entry uses it to say whether it
     /// was already complete (127 bits of hash are as unlikely to collide).
@@ -12,13 +12,18 @@ struct BulkLedger {
         let first: Int
         let second: Int
 
+        /// Of the text's bytes: `Hasher.combine(String)` hashes canonically equivalent texts
+        /// alike (NFC and NFD `café`), which made two keys of a bucket one download.
         init(_ text: String) {
+            var text = text
             var one = Hasher()
             one.combine(0x5357_4F4F)
-            one.combine(text)
             var two = Hasher()
             two.combine(0x4C45_4447)
-            two.combine(text)
+            text.withUTF8 { bytes in
+                one.combine(bytes: UnsafeRawBufferPointer(bytes))
+                two.combine(bytes: UnsafeRawBufferPointer(bytes))
+            }
             first = one.finalize()
             second = two.finalize() & ~1
         }

@@ -17,6 +17,10 @@ final class S3Access: Sendable {
     /// The environment, home directory and file reader the AWS settings are read through.
     private let sources: S3SettingsSources
     private let stores = Mutex<[String: S3CredentialStore]>([:])
+    /// Settings resolved in the last few seconds, by profile, region and endpoint: a prefix of
+    /// thousands of objects read the config file once per object (an eighth of a rerun's
+    /// processor time). Credentials are not cached here (their store reads them again on expiry).
+    private let resolved = Mutex<[String: (settings: S3Settings, at: ContinuousClock.Instant)]>([:])
 
     init(sources: S3SettingsSources = .process) {
         self.sources = sources
@@ -56,15 +60,26 @@ final class S3Access: Sendable {
     private func reach(
         _ location: S3Location, configuration: Downloader.Configuration.S3
     ) throws(DownloadError) -> (S3Endpoint, S3Service) {
-        let settings = try S3Settings.resolve(
-            profile: configuration.profile, region: configuration.region, endpointURL: configuration.endpointURL,
-            from: sources)
+        let settings = try settings(configuration)
         guard configuration.signsRequests else {
             return (settings.endpoint, S3Service(location: location, signing: nil))
         }
         let credentials = try credentialStore(configuration)
         let signer = SigV4Signer(region: settings.region)
         return (settings.endpoint, S3Service(location: location, signing: (signer, credentials)))
+    }
+
+    /// `configuration`'s region and endpoint as the AWS tools find them, read again after 5 s.
+    private func settings(_ configuration: Downloader.Configuration.S3) throws(DownloadError) -> S3Settings {
+        let key = [configuration.profile, configuration.region, configuration.endpointURL]
+            .map { $0.map { "=" + $0 } ?? "-" }.joined(separator: "\n")
+        let now = ContinuousClock.now
+        if let cached = resolved.withLock({ $0[key] }), now - cached.at < .seconds(5) { return cached.settings }
+        let settings = try S3Settings.resolve(
+            profile: configuration.profile, region: configuration.region, endpointURL: configuration.endpointURL,
+            from: sources)
+        resolved.withLock { $0[key] = (settings, now) }
+        return settings
     }
 
     /// The shared store for `configuration`'s credentials, made (and read) on first use.

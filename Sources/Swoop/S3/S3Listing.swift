@@ -8,15 +8,39 @@ public struct S3Object: Sendable, Hashable {
     public var key: String
     /// Its size in bytes, as the listing says.
     public var size: Int64
-    /// Its ETag, as the listing says (quoted); `md5-N`-style for multipart uploads.
+    /// Its ETag, as the listing says (quoted by S3, bare by some compatible stores); `md5-N`-style
+    /// for multipart uploads. Compared with a download's in one normal form (quotes, hex case).
     public var etag: String?
 
     /// The object's path below a directory that receives `prefix` (an `s3://BUCKET/PREFIX`): the
     /// rest of the key after the prefix, or `nil` for a key that cannot be a safe relative path (a
     /// `..` or `.` segment, an empty one, a control character, a directory marker ending in `/`).
     public func relativePath(under prefix: String) -> String? {
-        guard let location = try? S3Location(parsing: prefix) else { return nil }
-        return S3KeyPath.relativePath(forKey: key, underPrefix: location.key)
+        if case .file(let path) = placement(under: prefix) { return path }
+        return nil
+    }
+
+    /// What becomes of this object below a directory that receives `prefix`.
+    public enum Placement: Sendable, Equatable {
+        /// A file at this path, relative to the directory: the rest of the key, byte for byte.
+        case file(String)
+        /// A directory marker (a key ending in `/`): not a file.
+        case directoryMarker
+        /// Not downloaded, for the reason given: its key cannot be a safe relative path (a `..`
+        /// or `.` segment, an empty one, a control character, a segment naming Swoop's working
+        /// directory `.swoop`), or it is not under `prefix`.
+        case skipped(reason: String)
+    }
+
+    /// Where this object goes below a directory that receives `prefix` (an `s3://BUCKET/PREFIX`),
+    /// with keys compared and cut as bytes (two normalizations of a name are two files).
+    public func placement(under prefix: String) -> Placement {
+        guard let location = try? S3Location(parsing: prefix) else { return .skipped(reason: "the prefix is invalid") }
+        switch S3KeyPath.place(key: key, underPrefix: location.key) {
+        case .file(let path): return .file(path)
+        case .directoryMarker: return .directoryMarker
+        case .skipped(let reason): return .skipped(reason: reason)
+        }
     }
 }
 

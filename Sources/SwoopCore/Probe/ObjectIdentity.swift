@@ -70,7 +70,7 @@ package struct ObjectIdentity: Sendable, Equatable {
     /// Whether `observed` is one of the validators these bytes are known under.
     package func isKnown(_ observed: Validators) -> Bool {
         knownValidators.contains { known in
-            if let strong = known.etag, !strong.hasPrefix("W/") { return observed.etag == strong }
+            if let strong = known.etag, !strong.hasPrefix("W/") { return ETagForm.same(observed.etag, strong) }
             if let etag = known.etag, let other = observed.etag, Self.weakTag(etag) != Self.weakTag(other) {
                 return false
             }
@@ -147,7 +147,7 @@ package struct ObjectIdentity: Sendable, Equatable {
                 return observation == .representation
                     ? .validatorMissing("the server stopped sending an ETag (expected \(expected))") : .same
             }
-            return etag == expected ? .same : .changed("ETag \(expected) became \(etag)")
+            return ETagForm.same(etag, expected) ? .same : .changed("ETag \(expected) became \(etag)")
         }
         if let expected = etag, let other = observed.etag, Self.weakTag(expected) != Self.weakTag(other) {
             return .changed("ETag \(expected) became \(other)")

@@ -8,7 +8,7 @@ import Glibc
 import Musl
 #endif
 
-/// Finalize: cut a finished `FILE.part` to size, make it durable, move it to the target without
+/// Finalize: cut a finished part file to size, make it durable, move it to the target without
 /// replacing anything unless asked, and drop its segment map. Runs off the transfer thread.
 ///
 /// A target appears only once its bytes (and its ``CompletedObject`` record) are durable, so a
@@ -18,7 +18,7 @@ package enum Finalizer {
     package struct Item: Sendable {
         /// Where its bytes are.
         package enum Body: Sendable {
-            /// In `FILE.part`, open here.
+            /// In the part file, open here.
             case written(FileDescriptor)
             /// In memory (a small object): the part file is created when it is published, off
             /// the transfer thread.
@@ -77,7 +77,10 @@ package enum Finalizer {
         /// Gives up on it: closes it, and deletes it if it has a name.
         package func discard(_ paths: DownloadPaths) {
             try? descriptor.close()
-            if !unnamed { removeFile(paths.part) }
+            if !unnamed {
+                removeFile(paths.part)
+                paths.removeWorkingDirectoryIfEmpty()
+            }
         }
 
         /// Puts it at the target without replacing anything (unless `overwrite`), and drops its
@@ -87,6 +90,7 @@ package enum Finalizer {
             guard unnamed else {
                 try Finalizer.publish(item.paths.part, as: item.paths.target, overwrite: item.overwrite)
                 if item.removesMap { SegmentMapFile.remove(at: item.paths.map) }
+                item.paths.removeWorkingDirectoryIfEmpty()
                 return
             }
             do { try systemCall { swoop_link_unnamed(descriptor.rawValue, item.paths.target) } } catch {
@@ -148,9 +152,9 @@ package enum Finalizer {
         }
         // Durable: one syncfs per directory (one file system each, usually one in all); if it
         // reports an error, find whose it is.
-        var byDirectory: [String: [Int]] = [:]
+        var byDirectory: [ByteName: [Int]] = [:]
         for index in items.indices where failures[index] == nil {
-            byDirectory[items[index].paths.directory, default: []].append(index)
+            byDirectory[ByteName(items[index].paths.directory), default: []].append(index)
         }
         for indices in byDirectory.values {
             if (try? files[indices[0]]!.descriptor.syncFileSystem()) != nil { continue }
@@ -160,7 +164,7 @@ package enum Finalizer {
                 }
             }
         }
-        var directories: [String: [Int]] = [:]
+        var directories: [ByteName: [Int]] = [:]
         for (index, item) in items.enumerated() {
             guard let file = files[index] else { continue }
             guard failures[index] == nil else {
@@ -170,13 +174,13 @@ package enum Finalizer {
             }
             do throws(DownloadError) {
                 try file.publish(item)
-                directories[item.paths.directory, default: []].append(index)
+                directories[ByteName(item.paths.directory), default: []].append(index)
             } catch {
                 failures[index] = error
             }
         }
         for (directory, indices) in directories {
-            do { try syncDirectory(containing: directory + "/.") } catch {
+            do { try syncDirectory(containing: directory.description + "/.") } catch {
                 for index in indices {
                     failures[index] = .localIO(
                         "cannot flush the directory of", path: items[index].paths.target, errno: error.rawValue)

@@ -4,7 +4,7 @@ import SwoopCore
 ///
 /// Connections write each response's bytes at their offsets in the object through the
 /// ``DownloadStore``, which hands them to the sink; the engine never asks what kind of sink it
-/// is. Implementations: ``PartFileSink`` (`FILE.part`, its segment map, and the finished file)
+/// is. Implementations: ``PartFileSink`` (the part file, its segment map, and the finished file)
 /// and ``DiscardSink`` (throughput measurements). A sink that delivers bytes in order (a pipe)
 /// buffers what arrives ahead of its position; the plan keeps connections near it.
 ///

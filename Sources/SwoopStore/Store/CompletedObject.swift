@@ -29,7 +29,10 @@ package struct CompletedObject: Equatable, Sendable {
     /// The record as written: only what identifies the object (see the type's notes).
     package var encoded: String {
         let identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified)
-        let validator = identity.strongETag ?? lastModified ?? etag ?? ""
+        // A bare ETag (some stores send one) is recorded quoted, so reading it back knows it
+        // for an ETag and not a date.
+        let strong = identity.strongETag.map { $0.hasPrefix("\"") ? $0 : "\"" + $0 + "\"" }
+        let validator = strong ?? lastModified ?? etag ?? ""
         return ["s2", String(size), validator].joined(separator: "\n")
     }
 

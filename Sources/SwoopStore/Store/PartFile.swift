@@ -7,7 +7,7 @@ import Glibc
 import Musl
 #endif
 
-/// `FILE.part`: the object's bytes, written at their absolute offsets as they arrive.
+/// The part file (`DIR/.swoop/H.part`): the object's bytes, written at their absolute offsets as they arrive.
 ///
 /// Used on the transfer thread only. Writes go straight from curl's buffer to `pwrite`.
 package final class PartFile {

@@ -7,7 +7,7 @@ import Glibc
 import Musl
 #endif
 
-/// The file sink: bytes go to `FILE.part` at their offsets, checkpoints to `FILE.swoop`, and the
+/// The file sink: bytes go to the part file at their offsets, checkpoints to the segment map, and the
 /// finished file is verified, made durable and renamed to `FILE` (see ``Finalizer``). A file that
 /// never needed a segment map (a small one, or a stream) is published with others in a group
 /// commit (``PublishQueue``).
@@ -65,7 +65,10 @@ package final class PartFileSink: BodySink {
         guard let part else { return }
         self.part = nil
         // Claiming created it when nothing was there: then it goes (before the lock does).
-        if (try? part.descriptor.size()) == 0, (try? fileInfo(paths.map)) == nil { removeFile(paths.part) }
+        if (try? part.descriptor.size()) == 0, (try? fileInfo(paths.map)) == nil {
+            removeFile(paths.part)
+            paths.removeWorkingDirectoryIfEmpty()
+        }
         part.close()
     }
 
@@ -91,6 +94,7 @@ package final class PartFileSink: BodySink {
             } catch {
                 part = nil
                 removeFile(paths.part)  // nothing was downloaded; leave nothing behind (lock held until the close)
+                paths.removeWorkingDirectoryIfEmpty()
                 file.close()
                 throw error
             }

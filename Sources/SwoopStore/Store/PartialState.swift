@@ -1,3 +1,4 @@
+import Crypto
 import Logging
 import SwoopCore
 #if canImport(Glibc)
@@ -69,7 +70,7 @@ package enum PartialState {
                         + "(\(map.objectSize))",
                     map)
             }
-            if let url, map.url != url, !map.identity.provesIdentityAcrossURLs {
+            if let url, !map.url.hasSameBytes(as: url), !map.identity.provesIdentityAcrossURLs {
                 return .stale(
                     "\(paths.map) is for \(map.url) and has no strong ETag to prove it is the same object", map)
             }
@@ -78,19 +79,66 @@ package enum PartialState {
     }
 }
 
-/// The paths one download uses: the target, `TARGET.part` and `TARGET.swoop`.
+/// The paths one download uses: the target, and its working files — the part file and the
+/// segment map — in the hidden working directory beside it, `DIR/.swoop/`, named by a hash of
+/// the target's name: `DIR/.swoop/<32 hex>.part` and `.map`.
+///
+/// No name a caller chooses can land on another target's working file: the working files are
+/// not named after their target (`big.part` is an object's name like any other), and a target
+/// inside a working directory is refused (``isInsideWorkingDirectory``). Earlier releases kept
+/// `TARGET.part` and `TARGET.swoop` beside the target; those are neither read nor deleted (they
+/// may be another object's files).
 package struct DownloadPaths: Sendable, Equatable {
     package let target: String
+    /// The directory the target goes into.
+    package let directory: String
+    package let part: String
+    package let map: String
+
+    /// The name of the working directory in each directory that receives downloads.
+    package static let workingDirectoryName = WorkingDirectory.name
 
     package init(target: String) {
         self.target = target
+        let path = FilePath(target)
+        let parent = path.removingLastComponent().string
+        directory = parent.isEmpty ? "." : parent
+        let stem = Self.workingName(for: path.lastComponent?.string ?? target)
+        let working = (directory == "/" ? "" : directory) + "/" + Self.workingDirectoryName + "/" + stem
+        part = working + ".part"
+        map = working + ".map"
     }
-    package var part: String { target + ".part" }
-    package var map: String { target + ".swoop" }
-    /// The directory the target goes into.
-    package var directory: String {
-        let parent = FilePath(target).removingLastComponent().string
-        return parent.isEmpty ? "." : parent
+
+    /// `DIR/.swoop`, where the working files of every target in `DIR` live.
+    package var workingDirectory: String {
+        (directory == "/" ? "" : directory) + "/" + Self.workingDirectoryName
+    }
+
+    /// The working files' common name for a target named `name`: the first 16 bytes of the
+    /// SHA-256 of its bytes, in hex (two names in one directory share it only by a collision
+    /// of 128 bits).
+    private static func workingName(for name: String) -> String {
+        let digest = SHA256.hash(data: Array(name.utf8))
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for byte in digest.prefix(16) {
+            out.append(hex[Int(byte >> 4)])
+            out.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether `path` names a working directory or something inside one (a component `.swoop`):
+    /// such a target could collide with another target's working files, so it is refused.
+    package static func isInsideWorkingDirectory(_ path: String) -> Bool {
+        path.utf8.split(separator: UInt8(ascii: "/")).contains { $0.elementsEqual(workingDirectoryName.utf8) }
+    }
+
+    /// Removes the working directory if it is empty (the last download in it has ended); another
+    /// download that starts meanwhile creates it again.
+    package func removeWorkingDirectoryIfEmpty() {
+        _ = rmdir(workingDirectory)
     }
 
     /// Checks, before any network traffic, that the target's directory exists (creating it and
@@ -100,7 +148,7 @@ package struct DownloadPaths: Sendable, Equatable {
     package func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
         let now = ContinuousClock.now
         if DownloadPaths.recentDirectory.withLock({
-            $0.map { $0.path == directory && now - $0.at < .seconds(1) } ?? false
+            $0.map { $0.path.hasSameBytes(as: directory) && now - $0.at < .seconds(1) } ?? false
         }) {
             return
         }
@@ -132,10 +180,11 @@ package struct DownloadPaths: Sendable, Equatable {
 
     private static let recentDirectory = Mutex<(path: String, at: ContinuousClock.Instant)?>(nil)
 
-    /// Deletes the part file and the segment map.
+    /// Deletes the part file and the segment map (and the working directory, if that empties it).
     package func discardPartialState() {
         removeFile(part)
         SegmentMapFile.remove(at: map)
+        removeWorkingDirectoryIfEmpty()
     }
 }
 

@@ -1,7 +1,8 @@
 import Crypto
 import SwoopCore
 
-/// `FILE.swoop`: which chunks of `FILE.part` are durably on disk, and which object they belong to.
+/// The segment map (`DIR/.swoop/H.map`): which chunks of the part file are durably on disk, and
+/// which object they belong to.
 ///
 /// Binary, little-endian, self-checking:
 ///

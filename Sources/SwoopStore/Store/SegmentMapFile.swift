@@ -9,7 +9,7 @@ import Musl
 import Darwin
 #endif
 
-/// Reading and atomically replacing `FILE.swoop`.
+/// Reading and atomically replacing a segment map (`DIR/.swoop/H.map`).
 package enum SegmentMapFile {
     /// Why a map on disk could not be used.
     package enum ReadError: Error {

@@ -8,7 +8,7 @@ import Musl
 #endif
 
 /// One writer per target, across processes: whoever writes a target's partial state holds an
-/// exclusive `flock` on its `FILE.part` for as long as the file is open.
+/// exclusive `flock` on its part file (``DownloadPaths/part``) for as long as the file is open.
 ///
 /// `flock` rather than a POSIX record lock: a record lock belongs to the process and is dropped
 /// when *any* descriptor of the file closes in it, which a library cannot promise; a `flock`
@@ -34,6 +34,10 @@ package enum TargetLock {
                 descriptor = try FileDescriptor.open(
                     FilePath(path), .readWrite, options: [.create, .closeOnExec],
                     permissions: [.ownerReadWrite, .groupReadWrite, .otherReadWrite])
+            } catch let error as Errno where error == .noSuchFileOrDirectory {
+                // The working directory is made with its first file (and goes with its last).
+                try createWorkingDirectory(containing: path)
+                continue
             } catch let error as Errno {
                 throw DownloadError.localIO("cannot create", path: path, errno: error.rawValue)
             } catch {
@@ -53,6 +57,20 @@ package enum TargetLock {
             try? descriptor.close()
         }
         throw DownloadError(.localIO, "cannot lock \(path): it keeps being replaced by another program")
+    }
+
+    /// Creates the directory that holds `path` (a target's working directory), durably: its
+    /// entry in the target's directory is flushed, so a partial download survives a crash.
+    /// One created by another download meanwhile is fine.
+    private static func createWorkingDirectory(containing path: String) throws(DownloadError) {
+        let directory = FilePath(path).removingLastComponent().string
+        guard mkdir(directory, 0o755) == 0 else {
+            if errno == EEXIST { return }
+            throw DownloadError.localIO("cannot create", path: directory, errno: errno)
+        }
+        do { try syncDirectory(containing: directory) } catch {
+            throw DownloadError.localIO("cannot flush the directory of", path: directory, errno: error.rawValue)
+        }
     }
 
     /// Whether `descriptor` is the file at `path` (same device and inode).

@@ -72,7 +72,7 @@ extension DigestCheck {
 /// which is checked while the part file is flushed to disk. CRCs are computed per stretch, in any
 /// order, and combined (``CRCRuns``, kept in the segment map); the hashes (SHA-2, MD5) need the
 /// bytes in order and follow the complete prefix of the file. Both
-/// read the stretches back from `FILE.part`, from the page cache, on the verifier's own queue.
+/// read the stretches back from the part file, from the page cache, on the verifier's own queue.
 /// ``finish(size:inMemory:then:)`` checks whatever is left and compares.
 package final class ObjectVerifier: @unchecked Sendable {
     package let checks: [DigestCheck]

@@ -202,13 +202,19 @@ final class OriginCore: Sendable {
                     object: object, memory: state.memory[target.path], faults: faults,
                     node: faults.nodePool?.node(ordinal: ordinal, connectionID: connectionID), now: now)
             }
+            var document: [UInt8]? = nil
+            if let listing = faults.s3Listing, request.method == .GET, let query = target.query,
+                let bucket = S3ListingDocument.bucket(of: target)
+            {
+                document = S3ListingDocument(mode: listing).body(bucket: bucket, query: query, objects: state.objects)
+            }
             var plan = ResponsePlanner(
                 request: request,
                 target: target,
                 ordinal: ordinal,
                 connectionID: connectionID,
                 faults: faults
-            ).plan(view: view, redirect: state.redirects[target.path])
+            ).plan(view: view, redirect: state.redirects[target.path], document: document)
             if case .payload(_, _, _?) = plan.body, let left = faults.flipByte?.responses {
                 state.faults.flipByte?.responses = left - 1
             }

@@ -55,7 +55,8 @@ struct ResponsePlanner {
     var connectionID: Int
     var faults: FaultSwitches
 
-    func plan(view: ObjectView?, redirect: OriginCore.Redirect?) -> ResponsePlan {
+    /// `document`: a small body to answer with instead of an object (an S3 listing).
+    func plan(view: ObjectView?, redirect: OriginCore.Redirect?, document: [UInt8]? = nil) -> ResponsePlan {
         var plan = ResponsePlan(
             head: HTTPResponseHead(version: request.version, status: .ok),
             body: .fixed([]),
@@ -93,6 +94,11 @@ struct ResponsePlanner {
             setText(&plan, status: .forbidden, URLSigning.refusalBody, contentType: "application/xml")
             plan.headDelayMilliseconds = faults.urlSigning?.refusalDelayMilliseconds
             plan.faults.append("signature \(refusal)")
+        } else if let document {
+            plan.head.status = .ok
+            plan.head.headers.add(name: "Content-Type", value: "application/xml")
+            plan.body = .fixed(document)
+            plan.bodyLength = Int64(document.count)
         } else if let redirect {
             plan.head.status = HTTPResponseStatus(statusCode: redirect.status)
             plan.head.headers.add(name: "Location", value: redirect.location)

@@ -53,6 +53,16 @@ struct Scratch {
 
     func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path(name)) }
 
+    /// The part file of the download to `name` (in `.swoop/` beside it: ``Downloader/workingFiles(of:)``).
+    func part(_ name: String) -> String { Downloader.workingFiles(of: path(name)).part }
+
+    /// The segment map of the download to `name`.
+    func map(_ name: String) -> String { Downloader.workingFiles(of: path(name)).map }
+
+    func exists(part name: String) -> Bool { FileManager.default.fileExists(atPath: part(name)) }
+
+    func exists(map name: String) -> Bool { FileManager.default.fileExists(atPath: map(name)) }
+
     func cleanup() { try? FileManager.default.removeItem(at: url) }
 }
 
