@@ -199,7 +199,7 @@ struct ProxyFailureTests {
                 #expect(
                     causes.seen.contains("the proxy \(proxy.httpURL): HTTP 503"),
                     "the wait names the proxy: \(causes.seen)")
-                #expect(FileManager.default.fileExists(atPath: scratch.path("m.bin.swoop")), "the partial is kept")
+                #expect(Downloader.status(of: scratch.path("m.bin")).state == .partial, "the partial is kept")
             }
         }
     }

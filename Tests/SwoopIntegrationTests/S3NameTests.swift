@@ -74,7 +74,7 @@ struct S3NameTests {
             }
             let command = Self.prefixCommand(origin, "w/", ["-q"])
             // Slowly, killed once every file holds some bytes.
-            let slow = try CLI.start(command + ["--limit-rate", "8m"], in: scratch.url, environment: Self.environment)
+            let slow = try CLI.start(command + ["--limit-rate", "4m"], in: scratch.url, environment: Self.environment)
             let deadline = ContinuousClock.now + .seconds(90)
             func partial() -> Int {
                 names.filter {
