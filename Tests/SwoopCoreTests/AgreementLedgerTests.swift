@@ -16,7 +16,9 @@ struct AgreementLedgerTests {
 
     /// Bytes of version `version` at `range`: different versions differ at every offset.
     static func content(_ range: ByteRange, version: Int = 0) -> [UInt8] {
-        (range.lowerBound..<range.upperBound).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 7) &+ UInt8(version) }
+        (range.lowerBound..<range.upperBound).map {
+            UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 7) &+ UInt8(version)
+        }
     }
 
     private func write(
@@ -24,7 +26,9 @@ struct AgreementLedgerTests {
     ) -> AgreementLedger.Disagreement? {
         let bytes = Self.content(range, version: version)
         let disagreement = bytes.withUnsafeBytes { ledger.write($0, at: range.lowerBound, by: response) }
-        if disagreement == nil { file.bytes.replaceSubrange(Int(range.lowerBound)..<Int(range.upperBound), with: bytes) }
+        if disagreement == nil {
+            file.bytes.replaceSubrange(Int(range.lowerBound)..<Int(range.upperBound), with: bytes)
+        }
         return disagreement
     }
 
@@ -85,11 +89,16 @@ struct AgreementLedgerTests {
         let file = File(size: 30_000)
         file.bytes = Self.content(ByteRange(0, 30_000))
         #expect(!ledger.isStitched && ledger.isHeld(9_999) && !ledger.isHeld(10_000))
+        // A request ending where an earlier run's bytes begin asks for a trail into them: no lead
+        // of theirs is held in this run.
+        #expect(ledger.needsTrail(at: 20_000) && !ledger.needsTrail(at: 15_000))
         // The gap's response: a lead into the first, its own bytes, no trail yet.
         let filler = ledger.beginResponse()
         #expect(compare(ledger, file, ByteRange(5_904, 10_000), from: filler) == nil)
         #expect(write(ledger, file, ByteRange(10_000, 20_000), by: filler) == nil)
         #expect(ledger.breaks == [20_000] && !ledger.isStitched)
+        // Bytes of this run came with a lead: no trail needed into them.
+        #expect(!ledger.needsTrail(at: 10_000))
         // A bridge over the break: overlap on both sides.
         let bridge = ledger.beginResponse()
         #expect(compare(ledger, file, ByteRange(15_904, 24_096), from: bridge) == nil)
@@ -113,7 +122,8 @@ struct AgreementLedgerTests {
         let inner = RangeRequest.overlapping(
             ByteRange(1 << 20, 2 << 20), size: 4 << 20, window: 4096, heldAfter: true, response: 3)
         #expect(inner.sent == ByteRange((1 << 20) - 4096, (2 << 20) + 4096) && inner.overlap == 8192)
-        let first = RangeRequest.overlapping(ByteRange(0, 1000), size: 1000, window: 4096, heldAfter: false, response: 0)
+        let first = RangeRequest.overlapping(
+            ByteRange(0, 1000), size: 1000, window: 4096, heldAfter: false, response: 0)
         #expect(first.sent == ByteRange(0, 1000))
         let near = RangeRequest.overlapping(ByteRange(100, 900), size: 1000, window: 4096, heldAfter: true, response: 0)
         #expect(near.lead == 100 && near.trail == 100)

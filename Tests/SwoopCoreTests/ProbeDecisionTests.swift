@@ -304,7 +304,8 @@ struct ProbeDecisionTests {
             head(206, [("Content-Range", "bytes \((2 << 20) - lead)-3145727/4194304"), ("ETag", "\"v1\"")]),
             requested: requested)
         guard case .ranged(_, let range) = step else { Issue.record("\(step)"); return }
-        #expect(range.own == ByteRange(2 << 20, 3 << 20) && range.lead == lead && range.sent == ByteRange((2 << 20) - lead, 3 << 20))
+        #expect(range.own == ByteRange(2 << 20, 3 << 20) && range.lead == lead)
+        #expect(range.sent == ByteRange((2 << 20) - lead, 3 << 20))
     }
 
     @Test func newValidatorsResumeAndTheBytesDecide() {

@@ -219,7 +219,9 @@ final class VersionSimulation {
         var disagreement: AgreementLedger.Disagreement?
         var cut = false
         body.withUnsafeBytes { bytes in
-            let read = { (range: ByteRange) -> [UInt8]? in Array(self.file[Int(range.lowerBound)..<Int(range.upperBound)]) }
+            let read = { (range: ByteRange) -> [UInt8]? in
+                Array(self.file[Int(range.lowerBound)..<Int(range.upperBound)])
+            }
             if !parts.lead.isEmpty {
                 disagreement = ledger.compare(
                     UnsafeRawBufferPointer(rebasing: bytes[parts.lead]), at: start, from: request.response, read: read)

@@ -64,23 +64,8 @@ struct LyingServerTests {
         }
     }
 
-    /// How Swoop is run.
-    enum Way: String, CaseIterable, CustomTestStringConvertible {
-        case adaptive, oneConnection, eightConnections, killAndResume, rerun
-
-        var testDescription: String { rawValue }
-
-        var arguments: [String] {
-            switch self {
-            case .oneConnection: ["-c", "1"]
-            case .eightConnections: ["-c", "8"]
-            default: []
-            }
-        }
-    }
-
-    @Test("the target is one version or absent, never mixed", arguments: Server.allCases, Way.allCases)
-    func oneVersion(_ server: Server, _ way: Way) async throws {
+    @Test("the target is one version or absent, never mixed", arguments: Server.allCases, DownloadWay.allCases)
+    func oneVersion(_ server: Server, _ way: DownloadWay) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
@@ -90,17 +75,11 @@ struct LyingServerTests {
             origin.updateFaults { server.configure(&$0, path: path, size: object.size) }
             let command = [origin.url(path), "-o", "lying.bin", "--checkpoint-interval", "0.1"] + way.arguments
             let target = scratch.path("lying.bin")
-            var run: CLI.Result
-            if way == .killAndResume && server.size > 1 << 20 {
-                let slow = try CLI.start(command + ["-q"], in: scratch.url)
-                let progressed = try await waitForProgress(slow, target, atLeast: 2 << 20)
-                slow.signal(SIGKILL)
-                _ = try await slow.wait(timeout: .seconds(30))
-                #expect(progressed || scratch.exists("lying.bin"), "\(server): no progress before the kill")
-                run = try await CLI.run(command + ["-q"], in: scratch.url)
-            } else {
-                run = try await CLI.run(command + ["-q"], in: scratch.url)
-            }
+            let killed = way == .killAndResume && server.size > 1 << 20
+            // A 1-byte object arrives at once: nothing to kill midway.
+            let (run, progressed) = try await (killed ? way : .adaptive).run(
+                command + ["-q"], target: target, in: scratch.url)
+            if killed { #expect(progressed || scratch.exists("lying.bin"), "\(server): no progress before the kill") }
             try expectOneVersion(run, target: target, object: object, server: server)
             if server == .refusesRangesOfSmallObjects {
                 // Asked again without Range at once: a 416 and a 200, not a second of retries.
@@ -139,15 +118,5 @@ struct LyingServerTests {
             #expect(run.status == 0, "\(server): \(run.stderr)")
             #expect(sha256 == object.sha256)
         }
-    }
-
-    private func waitForProgress(_ run: CLI.Running, _ target: String, atLeast bytes: Int64) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline && run.process.isRunning {
-            let status = Downloader.status(of: target)
-            if status.state == .partial && status.bytesDone >= bytes { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return false
     }
 }

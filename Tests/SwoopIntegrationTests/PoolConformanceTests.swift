@@ -9,49 +9,21 @@ import Testing
 /// done) the file is one node's version or absent, never both. Run the ways a user runs Swoop.
 @Suite("A real load-balanced pool", .serialized)
 struct PoolConformanceTests {
-    enum Way: String, CaseIterable, CustomTestStringConvertible {
-        case adaptive, oneConnection, eightConnections, killAndResume, rerun
-
-        var testDescription: String { rawValue }
-
-        var arguments: [String] {
-            switch self {
-            case .oneConnection: ["-c", "1"]
-            case .eightConnections: ["-c", "8"]
-            default: []
-            }
-        }
-    }
-
     @Test(
         "through nginx's round robin, the file is one node's version",
-        arguments: [NginxPool.Copies.sameBytes, .differentBytes], Way.allCases)
-    func oneVersion(_ copies: NginxPool.Copies, _ way: Way) async throws {
+        arguments: [NginxPool.Copies.sameBytes, .differentBytes], DownloadWay.allCases)
+    func oneVersion(_ copies: NginxPool.Copies, _ way: DownloadWay) async throws {
         let size: Int64 = 24 << 20
         let pool = try await NginxPool.start(copies: copies, size: size, seed: 11, fileName: "pool.bin")
         defer { pool.stop() }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         // Swoop's own cap keeps the download long enough to be killed midway.
-        let command = [pool.url, "-o", "pool.bin", "--checkpoint-interval", "0.1", "--limit-rate", "16m"] + way.arguments
+        let command =
+            [pool.url, "-o", "pool.bin", "--checkpoint-interval", "0.1", "--limit-rate", "16m"] + way.arguments
         let target = scratch.path("pool.bin")
         let versions = Set(pool.nodes.map { TestObject(size: size, seed: $0.seed).sha256 })
-        var run: CLI.Result
-        if way == .killAndResume {
-            let slow = try CLI.start(command + ["-q"], in: scratch.url)
-            let deadline = ContinuousClock.now + .seconds(60)
-            var progressed = false
-            while !progressed && ContinuousClock.now < deadline && slow.process.isRunning {
-                let status = Downloader.status(of: target)
-                progressed = status.state == .partial && status.bytesDone >= 2 << 20
-                if !progressed { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            slow.signal(SIGKILL)
-            _ = try await slow.wait(timeout: .seconds(30))
-            run = try await CLI.run(command + ["-q"], in: scratch.url)
-        } else {
-            run = try await CLI.run(command + ["-q"], in: scratch.url)
-        }
+        let (run, _) = try await way.run(command + ["-q"], target: target, in: scratch.url)
         if copies == .sameBytes {
             #expect(run.status == 0, "\(way): \(run.stderr)")
         }

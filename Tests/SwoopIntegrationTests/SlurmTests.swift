@@ -78,7 +78,9 @@ struct SlurmTests {
             #expect(served["/missing.bin"] == 5000)
             // Each finished file is confirmed by 1 KiB of its bytes, not fetched again.
             let others = served.filter { $0.key != "/missing.bin" }.values.reduce(0, +)
-            #expect(others <= Int64(specs.count - 1) * 1024, "finished files are confirmed, not fetched again: \(others) bytes")
+            #expect(
+                others <= Int64(specs.count - 1) * 1024,
+                "finished files are confirmed, not fetched again: \(others) bytes")
             #expect(slurm.processes(named: "swoop") == [], "no swoop is left running")
         }
     }

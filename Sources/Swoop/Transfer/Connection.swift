@@ -322,7 +322,8 @@ final class Connection: ExchangeDelegate {
                 // Nothing held can be read back here (a pipe, a measurement): the bytes cannot
                 // decide, so other validators are another object, as the validators say.
                 current.failure = DownloadError(
-                    .objectChanged, "the object changed on the server: its validators became \(validators) (\(object.url))")
+                    .objectChanged,
+                    "the object changed on the server: its validators became \(validators) (\(object.url))")
                 return nil
             case .variant(let validators):
                 current.variant = validators

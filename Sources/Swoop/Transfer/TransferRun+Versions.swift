@@ -89,8 +89,8 @@ extension TransferRun {
         guard let ledger = store.ledger, let plan = store.plan else { return }
         let now = ContinuousClock.now
         for point in ledger.breaks where !versions.bridgesInFlight.contains(point) {
-            guard let index = (0..<pool.target).first(where: { $0 >= pool.connections.count || !pool.connections[$0].isBusy }),
-                let source = sources.choose(now: now)
+            let idle = (0..<pool.target).first { $0 >= pool.connections.count || !pool.connections[$0].isBusy }
+            guard let index = idle, let source = sources.choose(now: now)
             else { break }
             let connection = pool.slot(index, store: store, object: object, delegate: self)
             guard acquirePermit(connection, for: source) else { break }

@@ -242,19 +242,22 @@ final class TransferRun: ConnectionDelegate {
         plan.noteRequested(segment, upTo: range.upperBound)
         let response = store.beginResponse(validators: nil)
         let ranged =
-            store.ledger.map {
+            store.ledger.map { ledger in
                 RangeRequest.overlapping(
-                    range, size: plan.layout.objectSize, window: $0.window, heldAfter: $0.isHeld(range.upperBound),
-                    response: response)
+                    range, size: plan.layout.objectSize, window: ledger.window,
+                    heldAfter: ledger.needsTrail(at: range.upperBound), response: response)
             } ?? RangeRequest(own: range, response: response)
         // After a 412, once without the precondition: the overlap decides.
         let unconditional = versions.unconditional.remove(ObjectIdentifier(segment)) != nil
-        send(.segment(segment, request: ranged), range: ranged.sent, on: connection, to: source, unconditional: unconditional)
+        send(
+            .segment(segment, request: ranged), range: ranged.sent, on: connection, to: source,
+            unconditional: unconditional)
     }
 
     /// Sends `job`, asking for `range`, on `connection` to `source`.
     func send(
-        _ job: Connection.Job, range: ByteRange, on connection: Connection, to source: Source, unconditional: Bool = false
+        _ job: Connection.Job, range: ByteRange, on connection: Connection, to source: Source,
+        unconditional: Bool = false
     ) {
         let object = source.object
         logger.trace(

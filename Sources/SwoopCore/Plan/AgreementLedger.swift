@@ -59,9 +59,22 @@ package final class AgreementLedger {
     package init(size: Int64, held: [ByteRange] = [], window: Int64 = AgreementLedger.defaultWindow) {
         self.size = size
         self.window = max(1, window)
-        for range in held where !range.isEmpty {
-            pieces.append(Piece(range: range, response: beginResponse()))
-        }
+        let stretches = held.filter { !$0.isEmpty }
+        resumedResponses = stretches.count
+        parent = Array(stretches.indices)
+        pieces = zip(stretches, stretches.indices).map { Piece(range: $0, response: $1) }
+    }
+
+    /// The pieces an earlier run left (responses below this): their leads died with it.
+    private let resumedResponses: Int
+
+    /// Whether a request whose own bytes end at `offset` must also ask for the bytes after it (a
+    /// trail): only when they are an earlier run's, whose lead no response of this run holds.
+    /// Bytes written in this run came with a lead, which either waits for the bytes before them
+    /// (and is compared when they are written) or was compared with them already.
+    package func needsTrail(at offset: Int64) -> Bool {
+        guard let index = pieceIndex(containing: offset), pieces[index].range.contains(offset) else { return false }
+        return pieces[index].response < resumedResponses
     }
 
     /// A new response, agreeing with nothing yet.

@@ -24,16 +24,23 @@ package struct RangeRequest: Equatable, Sendable {
         self.response = response
     }
 
-    /// The request for `own` in an object of `size` bytes with overlap windows of `window`
-    /// bytes: a lead unless it starts at 0, a trail when `heldAfter` (the byte after it is
-    /// already written).
+    /// The request for `own` in an object of `size` bytes with overlap windows of at most
+    /// `window` bytes: a lead unless it starts at 0, a trail when `heldAfter` (the byte after it
+    /// is written by a response that asked for no lead: an earlier run's). A window is 1/256 of
+    /// the own bytes, at least ``minimumWindow``: a short request (a stolen tail) pays in
+    /// proportion, and any window of two versions' bytes tells them apart but for changes that
+    /// leave it as it was.
     package static func overlapping(
         _ own: ByteRange, size: Int64, window: Int64, heldAfter: Bool, response: AgreementLedger.ResponseID
     ) -> RangeRequest {
-        let lead = min(window, own.lowerBound)
-        let trail = heldAfter ? max(0, min(window, size - own.upperBound)) : 0
+        let scaled = min(window, max(minimumWindow, own.count / 256))
+        let lead = min(scaled, own.lowerBound)
+        let trail = heldAfter ? max(0, min(scaled, size - own.upperBound)) : 0
         return RangeRequest(own: own, lead: lead, trail: trail, response: response)
     }
+
+    /// The smallest overlap window of a request (less only where the object has fewer bytes).
+    package static let minimumWindow: Int64 = 1024
 
     /// A request with no own bytes that overlaps both sides of `point`.
     package static func bridge(

@@ -323,9 +323,11 @@ package struct ProbeDecision {
                 if map.isComplete { return (.compareHeld(found, range: range), .deliver) }
                 // New validators are not a change by themselves: the overlap with the bytes
                 // held decides (the store compares them before the new bytes count).
-                guard let planned = Self.firstRequest(for: map, sent: requested), let first = planned.truncated(to: range)
+                guard let planned = Self.firstRequest(for: map, sent: requested),
+                    let first = planned.truncated(to: range)
                 else {
-                    return (.fail(.invalidResponse("the server sent bytes \(range) of no use to resume (\(url))")), .abort)
+                    let useless = "the server sent bytes \(range) of no use to resume (\(url))"
+                    return (.fail(.invalidResponse(useless)), .abort)
                 }
                 return (.ranged(found, first: first), .deliver)
             case .fresh:

@@ -179,7 +179,9 @@ package enum ResponseValidator {
     /// The response's validators against the object's: known ones, a variant (bytes decide), or
     /// another version's. A changed content coding is another object whatever the bytes, and a
     /// missing strong ETag a broken response (``ObjectIdentity/compare(_:observedIn:)``).
-    package static func checkIdentity(_ head: ResponseHead, object: RemoteObject) throws(DownloadError) -> SegmentVerdict {
+    package static func checkIdentity(
+        _ head: ResponseHead, object: RemoteObject
+    ) throws(DownloadError) -> SegmentVerdict {
         let observed = ObjectIdentity(
             size: nil, etag: head.etag, lastModified: head.lastModified, contentCoding: contentCoding(head))
         let identity = object.identity

@@ -210,7 +210,8 @@ package final class DownloadStore {
     private func changed(_ disagreement: AgreementLedger.Disagreement) -> DownloadError {
         let earlier = responseValidators[disagreement.earlier]
         let later = responseValidators[disagreement.later]
-        var message = "the object changed on the server: bytes \(disagreement.range) differ between two of its responses"
+        var message =
+            "the object changed on the server: bytes \(disagreement.range) differ between two of its responses"
         switch (earlier, later) {
         case (let earlier?, let later?) where earlier != later:
             message += " (\(earlier), then \(later); or its servers hold different versions)"

@@ -13,6 +13,23 @@ import Darwin
 /// The system calls swift-system does not wrap, funnelled the way it wraps its own: retried on
 /// `EINTR`, `errno` turned into a thrown `Errno`.
 extension FileDescriptor {
+    /// The bytes at `range` (short reads continued), or `nil` when they cannot all be read (an
+    /// error, or the end of the file before the range's end).
+    package func readAll(_ range: ByteRange) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: Int(range.count))
+        var done = 0
+        while done < bytes.count {
+            let count = try? bytes.withUnsafeMutableBytes {
+                try read(
+                    fromAbsoluteOffset: range.lowerBound + Int64(done),
+                    into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]))
+            }
+            guard let count, count > 0 else { return nil }
+            done += count
+        }
+        return bytes
+    }
+
     /// Flushes the file's data and metadata to stable storage (`fsync`).
     package func sync() throws(Errno) {
         try retryingOnInterrupt { fsync(rawValue) }

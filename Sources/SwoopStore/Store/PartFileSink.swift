@@ -130,20 +130,8 @@ package final class PartFileSink: BodySink {
             guard range.upperBound <= Int64(held.count) else { return nil }
             return Array(held[Int(range.lowerBound)..<Int(range.upperBound)])
         }
-        guard let descriptor = part?.openDescriptor else { return nil }
         // From the page cache: the bytes were written moments ago.
-        var bytes = [UInt8](repeating: 0, count: Int(range.count))
-        var done = 0
-        while done < bytes.count {
-            let count = try? bytes.withUnsafeMutableBytes {
-                try descriptor.read(
-                    fromAbsoluteOffset: range.lowerBound + Int64(done),
-                    into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]))
-            }
-            guard let count, count > 0 else { return nil }
-            done += count
-        }
-        return bytes
+        return part?.openDescriptor?.readAll(range)
     }
 
     /// Hands the part file's dirty pages to the disk (`sync_file_range`), on the disk queue.

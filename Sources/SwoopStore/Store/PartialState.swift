@@ -301,17 +301,7 @@ extension HeldBytes {
         defer { try? descriptor.close() }
         var samples: [HeldBytes] = []
         for range in ProbeDecision.confirmationSamples(size: size) {
-            var bytes = [UInt8](repeating: 0, count: Int(range.count))
-            var done = 0
-            while done < bytes.count {
-                let count = try? bytes.withUnsafeMutableBytes {
-                    try descriptor.read(
-                        fromAbsoluteOffset: range.lowerBound + Int64(done),
-                        into: UnsafeMutableRawBufferPointer(rebasing: $0[done...]))
-                }
-                guard let count, count > 0 else { return [] }
-                done += count
-            }
+            guard let bytes = descriptor.readAll(range) else { return [] }
             samples.append(HeldBytes(range: range, bytes: bytes))
         }
         return samples
