@@ -49,10 +49,12 @@ struct OutageTests {
             try start()
         }
 
-        var url: String { "http://127.0.0.1:\(port)/big.bin" }
+        var url: String { url("big.bin") }
 
-        func addFile(size: Int, seed: UInt64) throws -> String {
-            try TestData.write(to: prefix.appendingPathComponent("www/big.bin"), size: size, seed: seed)
+        func url(_ name: String) -> String { "http://127.0.0.1:\(port)/\(name)" }
+
+        func addFile(_ name: String = "big.bin", size: Int, seed: UInt64) throws -> String {
+            try TestData.write(to: prefix.appendingPathComponent("www/\(name)"), size: size, seed: seed)
         }
 
         /// Starts nginx and waits until it accepts connections (a probe from inside the namespace).
@@ -102,9 +104,9 @@ struct OutageTests {
     private func downloadThroughOutage(
         _ arguments: [String], limitRate: String, outage: Duration = .seconds(10), killAfter: Int64
     ) async throws -> (result: CLI.Result, attemptsDuringOutage: Int) {
-        let namespace = try NetworkNamespace()
+        let namespace = try await NetworkNamespace.make()
         defer { namespace.remove() }
-        let nginx = try NamespacedNginx(in: namespace, limitRate: limitRate)
+        let nginx = try await offThePool { try NamespacedNginx(in: namespace, limitRate: limitRate) }
         defer { nginx.stop() }
         let expected = try nginx.addFile(size: 48 << 20, seed: 61)
         let scratch = try Scratch()
@@ -115,12 +117,12 @@ struct OutageTests {
             Downloader.status(of: target).bytesDone >= killAfter
         }
         #expect(started, "the download recorded \(killAfter) bytes before the server was killed")
-        nginx.kill()
-        let before = try namespace.activeOpens()
+        try await offThePool { nginx.kill() }
+        let before = try await namespace.activeOpens()
         try await Task.sleep(for: outage)
-        let attempts = try namespace.activeOpens() - before
+        let attempts = try await namespace.activeOpens() - before
         #expect(running.process.isRunning, "swoop waited out the outage: \(running.stderrSoFar.suffix(600))")
-        try nginx.start()
+        try await offThePool { try nginx.start() }
         let result = try await running.wait(timeout: .seconds(120))
         let actual = FileManager.default.fileExists(atPath: target) ? try TestData.sha256(of: target) : "missing"
         #expect(actual == expected, "the file is byte-identical")

@@ -24,6 +24,11 @@ final class NetworkNamespace: @unchecked Sendable {
         try Self.run(["-n", name, "link", "set", "lo", "up"])
     }
 
+    /// A namespace made on a thread of its own (``offThePool(_:)``): making one runs `ip` and waits.
+    static func make() async throws -> NetworkNamespace {
+        try await offThePool { try NetworkNamespace() }
+    }
+
     /// Starts `executable arguments` inside the namespace.
     func start(
         _ executable: String, _ arguments: [String], directory: String? = nil, stdout: String = "/dev/null",
@@ -48,8 +53,9 @@ final class NetworkNamespace: @unchecked Sendable {
 
     /// TCP connections opened from inside the namespace so far (`ActiveOpens`: every `connect()`
     /// that sent a SYN, refused or not).
-    func activeOpens() throws -> Int {
-        let output = try Self.capture(["netns", "exec", name, "cat", "/proc/net/snmp"])
+    func activeOpens() async throws -> Int {
+        let name = name
+        let output = try await offThePool { try Self.capture(["netns", "exec", name, "cat", "/proc/net/snmp"]) }
         let tcp = output.split(separator: "\n").filter { $0.hasPrefix("Tcp:") }
         guard tcp.count == 2 else { throw TestFailure("no Tcp lines in /proc/net/snmp: \(output)") }
         let names = tcp[0].split(separator: " ")
