@@ -161,4 +161,47 @@ struct OutageTests {
         let adapted = lines[down..<up].filter { $0.contains("adapting connections") }
         #expect(adapted.isEmpty, "the count changed while nothing arrived: \(adapted)")
     }
+
+    @Test("a list of 304 files from one host that is down for 20 s: few attempts for all, every file exact")
+    func listThroughOutage() async throws {
+        try await exclusively {
+            let namespace = try await NetworkNamespace.make()
+            defer { namespace.remove() }
+            // 64 connections at 64 KiB/s each: 76 MiB take about 19 s without the outage.
+            let nginx = try await offThePool { try NamespacedNginx(in: namespace, limitRate: "64k") }
+            defer { nginx.stop() }
+            let names = (0..<304).map { String(format: "f%03d.bin", $0) }
+            var expected: [String: String] = [:]
+            for (index, name) in names.enumerated() {
+                expected[name] = try nginx.addFile(name, size: 256 << 10, seed: 700 + UInt64(index))
+            }
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try names.map { nginx.url($0) }.joined(separator: "\n").appending("\n").write(
+                toFile: scratch.path("list"), atomically: true, encoding: .utf8)
+            let running = try namespace.startCLI(["-i", "list", "-j", "64", "-q"], in: scratch.url)
+            func finished() -> Int { names.count { FileManager.default.fileExists(atPath: scratch.path($0)) } }
+            let started = try await eventually(timeout: .seconds(60)) { finished() >= 16 }
+            #expect(started, "16 files were done before the server was killed")
+            try await offThePool { nginx.kill() }
+            let before = try await namespace.activeOpens()
+            try await Task.sleep(for: .seconds(20))
+            let attempts = try await namespace.activeOpens() - before
+            let doneBefore = finished()
+            #expect(running.process.isRunning, "swoop waited out the outage: \(running.stderrSoFar.suffix(600))")
+            try await offThePool { try nginx.start() }
+            let result = try await running.wait(timeout: .seconds(180))
+            print(
+                "list outage test (304 files, -j 64): \(attempts) connection attempts during a 20 s outage "
+                    + "(\(doneBefore) files done before the server came back)")
+            #expect(result.status == 0, "stderr: \(result.stderr.suffix(800))")
+            // One health table for the downloader: the failures that make the host down, then one
+            // trial at a time at most every 5 s for every download of the list (before, 77-160).
+            #expect(attempts <= 20, "\(attempts) connection attempts in 20 s")
+            let wrong = names.filter { name in
+                (try? TestData.sha256(of: scratch.path(name))) != expected[name]
+            }
+            #expect(wrong.isEmpty, "\(wrong.count) files differ or are missing: \(wrong.prefix(5))")
+        }
+    }
 }
