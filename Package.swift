@@ -169,6 +169,7 @@ let package = Package(
             dependencies: [
                 "Swoop",
                 "SwoopTestOrigin",
+                "SwoopTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]

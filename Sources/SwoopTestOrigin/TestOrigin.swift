@@ -242,14 +242,14 @@ public final class TestOrigin: Sendable {
     }
 }
 
-/// Waits until `condition` holds, for up to `timeout`; `false` if it never did. The origin's request
+/// Waits until `condition` holds, for up to `timeout` stretched by the machine's load
+/// (``MachineLoad``); `false` if it never did. The origin's request
 /// log lags the client by a moment (a request is logged when the server has handled its end,
 /// e.g. the client's close), more so when the test process is short of CPU.
 public func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async throws -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
+    var deadline = MachineLoad.Deadline(timeout)
     while !condition() {
-        if clock.now >= deadline { return false }
+        if deadline.exceeded() { return false }
         try await Task.sleep(for: .milliseconds(10))
     }
     return true

@@ -31,6 +31,8 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     /// The connection caps shared by every download on this loop (transfer thread only).
     package let budget: ConnectionBudget
+    /// Every host's health, shared by every download on this loop (transfer thread only).
+    package private(set) lazy var hosts = HostTable { [unowned self] work in self.afterCallbacks(work) }
     /// The byte-rate cap on everything this loop receives, if there is one (transfer thread only).
     package private(set) var rateLimiter: RateLimiter?
     /// The cookie store every exchange uses, when cookies are configured (transfer thread only).

@@ -34,7 +34,7 @@ struct AddressTests {
         }
     }
 
-    static func start(rates: [String]) throws -> Edges {
+    static func start(rates: [String]) async throws -> Edges {
         var lastError: Error?
         for _ in 0..<10 {
             let port = try FreePort.find(host: hosts[0])
@@ -42,7 +42,7 @@ struct AddressTests {
             do {
                 for (host, rate) in zip(hosts, rates) {
                     servers.append(
-                        try Nginx.start(
+                        try await Nginx.start(
                             limitRate: rate, extraServerConfig: "limit_conn perclient 4; limit_conn_status 503;",
                             host: host, extraHTTPConfig: "limit_conn_zone $binary_remote_addr zone=perclient:1m;",
                             port: port))
@@ -78,7 +78,7 @@ struct AddressTests {
         rates: [String], size: Int, seed: UInt64, other: Set<Int> = [],
         _ body: (Edges, Scratch, String) async throws -> Void
     ) async throws {
-        let edges = try start(rates: rates)
+        let edges = try await start(rates: rates)
         defer { edges.stop() }
         let sha = try edges.add("f.bin", size: size, seed: seed, other: other)
         let scratch = try Scratch()
@@ -131,7 +131,7 @@ struct AddressTests {
 
     @Test("an address that dies mid-download: the others finish the file")
     func addressDies() async throws {
-        let edges = try Self.start(rates: ["1m", "1m", "1m", "1m"])
+        let edges = try await Self.start(rates: ["1m", "1m", "1m", "1m"])
         defer { edges.stop() }
         let sha = try edges.add("f.bin", size: 48 << 20, seed: 4)
         let scratch = try Scratch()
@@ -151,7 +151,7 @@ struct AddressTests {
 
     @Test("kill -9 of a spread download, then the same command resumes to the identical file")
     func killAndResume() async throws {
-        let edges = try Self.start(rates: ["1m", "1m", "1m", "1m"])
+        let edges = try await Self.start(rates: ["1m", "1m", "1m", "1m"])
         defer { edges.stop() }
         let sha = try edges.add("f.bin", size: 48 << 20, seed: 5)
         let scratch = try Scratch()
@@ -192,7 +192,7 @@ struct AddressTests {
 
     @Test("a list from one name spreads its large files over the name's addresses")
     func listSpreads() async throws {
-        let edges = try Self.start(rates: ["2m", "2m", "2m", "2m"])
+        let edges = try await Self.start(rates: ["2m", "2m", "2m", "2m"])
         defer { edges.stop() }
         var expected: [String: String] = [:]
         for index in 0..<3 {

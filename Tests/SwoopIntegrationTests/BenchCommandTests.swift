@@ -69,7 +69,7 @@ struct BenchCommandTests {
     @Test("a per-connection cap, an object fetched early: figures near connections x cap, honest bars, the knee")
     func steadyState() async throws {
         try await exclusively {
-            let nginx = try Nginx.start(limitRate: "4m")
+            let nginx = try await Nginx.start(limitRate: "4m")
             defer { nginx.stop() }
             _ = try nginx.addFile("o.bin", size: 32 << 20, seed: 62)
             let scratch = try Scratch()
@@ -81,19 +81,27 @@ struct BenchCommandTests {
             let summary = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
             let rows = try #require(summary["results"] as? [[String: Any]])
             let cap = 4.0 * 1_048_576
+            // Never above the caps; below them by 15% on a quiet machine, more on a loaded one
+            // (a process short of CPU reads late, nginx's pacing does not make up for it).
+            let stretch = MachineLoad.stretch
             for row in rows {
                 let count = try #require(row["connections"] as? Int)
                 let rate = try #require(row["bytesPerSecond"] as? Double)
                 let ideal = Double(count) * cap
-                #expect(abs(rate - ideal) <= 0.15 * ideal, "\(count) connections: \(rate / 1_048_576) MiB/s")
+                #expect(
+                    rate <= 1.15 * ideal && rate >= 0.85 * ideal / stretch,
+                    "\(count) connections: \(rate / 1_048_576) MiB/s (load stretch \(stretch))")
             }
             #expect((rows.last?["passes"] as? Int ?? 0) >= 2, "8 connections fetched the object again")
             #expect(summary["recommendedConnections"] as? Int == 8)
             #expect((summary["recommendationReason"] as? String)?.contains("each connection capped near") == true)
             let firstResponse = try #require(summary["firstResponseSeconds"] as? Double)
-            #expect(firstResponse > 0 && firstResponse < 5, "first response after \(firstResponse) s on loopback")
+            #expect(
+                firstResponse > 0 && firstResponse < 5 * MachineLoad.stretch,
+                "first response after \(firstResponse) s on loopback")
             let roundTrip = try #require(summary["roundTripSeconds"] as? Double)
-            #expect(roundTrip > 0 && roundTrip < 2, "a TCP handshake on loopback: \(roundTrip) s")
+            #expect(
+                roundTrip > 0 && roundTrip < 2 * MachineLoad.stretch, "a TCP handshake on loopback: \(roundTrip) s")
             #expect(summary["tlsHandshakeSeconds"] == nil, "no TLS")
 
             let text = try await CLI.run(arguments, in: scratch.url)
@@ -118,7 +126,7 @@ struct BenchCommandTests {
 
     @Test("the first response's timing over TLS: the TCP and TLS handshakes, then the request")
     func timingOverTLS() async throws {
-        let nginx = try Nginx.start(tls: true)
+        let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
         _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 63)
         var configuration = Downloader.Configuration()
@@ -131,15 +139,15 @@ struct BenchCommandTests {
             return response.timing
         }
         let measured = try #require(timing)
-        #expect(measured.connect.map { $0 > .zero && $0 < .seconds(2) } == true, "\(measured)")
-        #expect(measured.tlsHandshake.map { $0 > .zero && $0 < .seconds(5) } == true, "\(measured)")
-        #expect(measured.firstByte > .zero && measured.firstByte < .seconds(5))
+        #expect(measured.connect.map { $0 > .zero && $0 < MachineLoad.bound(.seconds(2)) } == true, "\(measured)")
+        #expect(measured.tlsHandshake.map { $0 > .zero && $0 < MachineLoad.bound(.seconds(5)) } == true, "\(measured)")
+        #expect(measured.firstByte > .zero && measured.firstByte < MachineLoad.bound(.seconds(5)))
     }
 
 
     @Test("bench reaches a server as get does: a private CA through --cacert, a header; the TLS handshake in --json")
     func accessOptions() async throws {
-        let nginx = try Nginx.start(tls: true)
+        let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
         _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 64)
         let scratch = try Scratch()

@@ -10,7 +10,7 @@ struct BulkTests {
     @Test("300 files: every one right, the missing one reported, the duplicate fetched once, a re-run fetches nothing")
     func threeHundredFiles() async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let scratch = try Scratch()
             defer { scratch.cleanup() }

@@ -39,7 +39,7 @@ struct CertificateAuthorityTests {
     }
 
     static func withFixture(_ body: (Fixture) async throws -> Void) async throws {
-        let nginx = try Nginx.start(tls: true)
+        let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
         let scratch = try Scratch()
         defer { scratch.cleanup() }

@@ -13,12 +13,15 @@ struct MirrorTests {
     )
 
     /// `count` mirrors at 2 MiB/s per connection, at most 4 connections per client each.
-    private func mirrors(_ count: Int, rate: String = "2m") throws -> [Nginx] {
-        try (1...count).map { index in
-            try Nginx.start(
-                limitRate: rate, extraServerConfig: Self.limits.server, host: "127.0.0.\(index)",
-                extraHTTPConfig: Self.limits.http)
+    private func mirrors(_ count: Int, rate: String = "2m") async throws -> [Nginx] {
+        var servers: [Nginx] = []
+        for index in 1...count {
+            servers.append(
+                try await Nginx.start(
+                    limitRate: rate, extraServerConfig: Self.limits.server, host: "127.0.0.\(index)",
+                    extraHTTPConfig: Self.limits.http))
         }
+        return servers
     }
 
     /// The same bytes on every mirror, each copy with another modification time (so another ETag).
@@ -41,7 +44,7 @@ struct MirrorTests {
     @Test("two mirrors: identical bytes, both contribute, each with its own If-Match")
     func twoMirrors() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let expected = try add("m.bin", size: 32 << 20, seed: 1, to: servers)
             let scratch = try Scratch()
@@ -71,7 +74,7 @@ struct MirrorTests {
     @Test("the library: DownloadRequest(urls:) reports each source")
     func library() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let expected = try add("l.bin", size: 24 << 20, seed: 2, to: servers)
             let scratch = try Scratch()
@@ -92,7 +95,7 @@ struct MirrorTests {
     @Test("a mirror with the same size and other bytes never contributes a byte")
     func disagreeingMirror() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let expected = try servers[0].addFile("d.bin", size: 16 << 20, seed: 3)
             try servers[1].addFile("d.bin", size: 16 << 20, seed: 4)
@@ -117,7 +120,7 @@ struct MirrorTests {
     @Test("a mirror with another size, or that answers 404, is dropped with a warning")
     func otherSizeAnd404() async throws {
         try await exclusively {
-            let servers = try mirrors(3)
+            let servers = try await mirrors(3)
             defer { servers.forEach { $0.stop() } }
             let expected = try servers[0].addFile("s.bin", size: 16 << 20, seed: 5)
             try servers[1].addFile("s.bin", size: (16 << 20) + 1, seed: 5)
@@ -136,7 +139,7 @@ struct MirrorTests {
     @Test("a mirror that dies mid-download: the others finish the file")
     func mirrorDies() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let expected = try add("k.bin", size: 48 << 20, seed: 6, to: servers)
             let scratch = try Scratch()
@@ -158,7 +161,7 @@ struct MirrorTests {
     @Test("only a disagreeing source left: a clear error, nothing at the target")
     func onlyDisagreeingLeft() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             try servers[0].addFile("o.bin", size: 48 << 20, seed: 7)
             try servers[1].addFile("o.bin", size: 48 << 20, seed: 8)
@@ -190,7 +193,7 @@ struct MirrorTests {
     @Test("resume after kill -9 with the sources in another order")
     func resumeInAnotherOrder() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let size = 48 << 20
             let expected = try add("r.bin", size: size, seed: 9, to: servers)
@@ -224,7 +227,7 @@ struct MirrorTests {
     @Test("a list line's tab-separated URLs are sources of one file")
     func listLine() async throws {
         try await exclusively {
-            let servers = try mirrors(2)
+            let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let expected = try add("t.bin", size: 16 << 20, seed: 10, to: servers)
             let scratch = try Scratch()

@@ -11,7 +11,7 @@ struct NginxDownloadTests {
     @Test("byte-identical download", arguments: sizes, connectionCounts)
     func byteIdentical(size: Int, connections: Int) async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let expected = try nginx.addFile("object.bin", size: size, seed: UInt64(size))
             let directory = try TemporaryDirectory.make(prefix: "swoop-get")
@@ -63,7 +63,7 @@ struct NginxDownloadTests {
 
     @Test("connections are reused across segment requests")
     func connectionReuse() async throws {
-        let nginx = try Nginx.start()
+        let nginx = try await Nginx.start()
         defer { nginx.stop() }
         let expected = try nginx.addFile("object.bin", size: 24 << 20)
         let directory = try TemporaryDirectory.make(prefix: "swoop-get")

@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import SwoopTestSupport
 import Testing
 
 /// A server that dies mid-download and comes back: the download waits for it politely (one
@@ -49,10 +50,12 @@ struct OutageTests {
             try start()
         }
 
-        var url: String { "http://127.0.0.1:\(port)/big.bin" }
+        var url: String { url("big.bin") }
 
-        func addFile(size: Int, seed: UInt64) throws -> String {
-            try TestData.write(to: prefix.appendingPathComponent("www/big.bin"), size: size, seed: seed)
+        func url(_ name: String) -> String { "http://127.0.0.1:\(port)/\(name)" }
+
+        func addFile(_ name: String = "big.bin", size: Int, seed: UInt64) throws -> String {
+            try TestData.write(to: prefix.appendingPathComponent("www/\(name)"), size: size, seed: seed)
         }
 
         /// Starts nginx and waits until it accepts connections (a probe from inside the namespace).
@@ -102,9 +105,9 @@ struct OutageTests {
     private func downloadThroughOutage(
         _ arguments: [String], limitRate: String, outage: Duration = .seconds(10), killAfter: Int64
     ) async throws -> (result: CLI.Result, attemptsDuringOutage: Int) {
-        let namespace = try NetworkNamespace()
+        let namespace = try await NetworkNamespace.make()
         defer { namespace.remove() }
-        let nginx = try NamespacedNginx(in: namespace, limitRate: limitRate)
+        let nginx = try await offThePool { try NamespacedNginx(in: namespace, limitRate: limitRate) }
         defer { nginx.stop() }
         let expected = try nginx.addFile(size: 48 << 20, seed: 61)
         let scratch = try Scratch()
@@ -115,12 +118,12 @@ struct OutageTests {
             Downloader.status(of: target).bytesDone >= killAfter
         }
         #expect(started, "the download recorded \(killAfter) bytes before the server was killed")
-        nginx.kill()
-        let before = try namespace.activeOpens()
+        try await offThePool { nginx.kill() }
+        let before = try await namespace.activeOpens()
         try await Task.sleep(for: outage)
-        let attempts = try namespace.activeOpens() - before
+        let attempts = try await namespace.activeOpens() - before
         #expect(running.process.isRunning, "swoop waited out the outage: \(running.stderrSoFar.suffix(600))")
-        try nginx.start()
+        try await offThePool { try nginx.start() }
         let result = try await running.wait(timeout: .seconds(120))
         let actual = FileManager.default.fileExists(atPath: target) ? try TestData.sha256(of: target) : "missing"
         #expect(actual == expected, "the file is byte-identical")
@@ -158,5 +161,48 @@ struct OutageTests {
         let up = try #require(lines.firstIndex { $0.contains("answers again") }, "the recovery was noticed")
         let adapted = lines[down..<up].filter { $0.contains("adapting connections") }
         #expect(adapted.isEmpty, "the count changed while nothing arrived: \(adapted)")
+    }
+
+    @Test("a list of 304 files from one host that is down for 20 s: few attempts for all, every file exact")
+    func listThroughOutage() async throws {
+        try await exclusively {
+            let namespace = try await NetworkNamespace.make()
+            defer { namespace.remove() }
+            // 64 connections at 64 KiB/s each: 76 MiB take about 19 s without the outage.
+            let nginx = try await offThePool { try NamespacedNginx(in: namespace, limitRate: "64k") }
+            defer { nginx.stop() }
+            let names = (0..<304).map { String(format: "f%03d.bin", $0) }
+            var expected: [String: String] = [:]
+            for (index, name) in names.enumerated() {
+                expected[name] = try nginx.addFile(name, size: 256 << 10, seed: 700 + UInt64(index))
+            }
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try names.map { nginx.url($0) }.joined(separator: "\n").appending("\n").write(
+                toFile: scratch.path("list"), atomically: true, encoding: .utf8)
+            let running = try namespace.startCLI(["-i", "list", "-j", "64", "-q"], in: scratch.url)
+            func finished() -> Int { names.count { FileManager.default.fileExists(atPath: scratch.path($0)) } }
+            let started = try await eventually(timeout: .seconds(60)) { finished() >= 16 }
+            #expect(started, "16 files were done before the server was killed")
+            try await offThePool { nginx.kill() }
+            let before = try await namespace.activeOpens()
+            try await Task.sleep(for: .seconds(20))
+            let attempts = try await namespace.activeOpens() - before
+            let doneBefore = finished()
+            #expect(running.process.isRunning, "swoop waited out the outage: \(running.stderrSoFar.suffix(600))")
+            try await offThePool { try nginx.start() }
+            let result = try await running.wait(timeout: .seconds(180))
+            print(
+                "list outage test (304 files, -j 64): \(attempts) connection attempts during a 20 s outage "
+                    + "(\(doneBefore) files done before the server came back)")
+            #expect(result.status == 0, "stderr: \(result.stderr.suffix(800))")
+            // One health table for the downloader: the failures that make the host down, then one
+            // trial at a time at most every 5 s for every download of the list (before, 77-160).
+            #expect(attempts <= 20, "\(attempts) connection attempts in 20 s")
+            let wrong = names.filter { name in
+                (try? TestData.sha256(of: scratch.path(name))) != expected[name]
+            }
+            #expect(wrong.isEmpty, "\(wrong.count) files differ or are missing: \(wrong.prefix(5))")
+        }
     }
 }

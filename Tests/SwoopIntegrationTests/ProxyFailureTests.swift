@@ -97,7 +97,7 @@ struct ProxyFailureTests {
 
     @Test("a proxy that refuses the CONNECT for an https URL with a 503 is named, with its Proxy-Status")
     func tunnelRefusedWithProxyStatus() async throws {
-        let nginx = try Nginx.start(tls: true)
+        let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
         _ = try nginx.addFile("c.iso", size: 1 << 20, seed: 97)
         try await withLoopbackProxy { proxy in

@@ -145,7 +145,7 @@ struct ProxyTests {
         "an https URL goes through an HTTP proxy's CONNECT tunnel; a proxy that wants credentials is named in the error"
     )
     func tunnelAndProxyAuthentication() async throws {
-        let nginx = try Nginx.start(tls: true)
+        let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
         let expected = try nginx.addFile("t.iso", size: 2 << 20, seed: 93)
         try await withLoopbackProxy(credentials: "bob:TUNNELSECRET9") { proxy in

@@ -1,5 +1,6 @@
 import Foundation
 import Swoop
+import SwoopTestOrigin
 import Synchronization
 import Testing
 
@@ -17,7 +18,7 @@ struct RateLimitTests {
     @Test("--limit-rate 16M on 64 MiB over 8 connections takes at least 3.6 s (4 s at the cap), byte-identical")
     func commandLine() async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let expected = try nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 64)
             let scratch = try Scratch()
@@ -41,7 +42,8 @@ struct RateLimitTests {
             // At least 0.9 of the cap's 4 s: the cap holds. The upper bound only catches a cap far
             // stricter than asked; this machine runs other suites alongside (4.66 s once in CI).
             #expect(
-                (3.6...8.0).contains(downloading), "the download took \(downloading) s (\(elapsed) s with the process)")
+                downloading >= 3.6 && downloading <= 12 * MachineLoad.stretch,
+                "the download took \(downloading) s (\(elapsed) s with the process)")
             #expect(summary["retries"] as? Int == 0, "\(result.stdout)")
             print(
                 "rate limit: CLI, 64 MiB at 16M over 8 connections: \(Self.format(downloading)) s "
@@ -55,7 +57,7 @@ struct RateLimitTests {
         arguments: [Downloader.Configuration.Connections.fixed(8), .adaptive(maximum: 64)])
     func library(connections: Downloader.Configuration.Connections) async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let expected = try nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 65)
             let scratch = try Scratch()
@@ -84,10 +86,16 @@ struct RateLimitTests {
             let result = try outcome.get()
 
             #expect(try TestData.sha256(of: scratch.path("object.bin")) == expected)
-            #expect((3.6...8.0).contains(elapsed), "took \(elapsed) s")
+            // 4 s at the cap: never faster; slower on a loaded machine, never three times as slow
+            // on a quiet one.
+            let stretch = MachineLoad.stretch
+            #expect(elapsed >= 3.6 && elapsed <= 12 * stretch, "took \(elapsed) s (load stretch \(stretch))")
             #expect(result.retries == 0)
-            // On loopback the adaptive mode starts with 8; the cap binds at once, so it keeps them.
-            #expect(result.connectionsUsed <= 8, "\(result.connectionsUsed) connections")
+            // On a quiet loopback the adaptive mode starts with 8 (a first byte within 20 ms); the
+            // cap binds at once, so it keeps them. On a loaded machine the first byte is later and
+            // the start is 16 or 32, kept as well.
+            let start = stretch > 1 ? 32 : 8
+            #expect(result.connectionsUsed <= start, "\(result.connectionsUsed) connections")
             // Held over a few seconds: no 2 s window of progress, from the first second to the end,
             // more than 10% over the cap; and none far under it (a machine busy with other suites
             // can slow a window, so "far" is 30%).
@@ -99,7 +107,9 @@ struct RateLimitTests {
             }
             #expect(!windowRates.isEmpty)
             let (low, high) = (windowRates.min() ?? 0, windowRates.max() ?? 0)
-            #expect(low >= 0.7 && high <= 1.1, "2 s windows at \(Self.format(low))-\(Self.format(high)) of the cap")
+            #expect(
+                low >= 0.7 / stretch && high <= 1.1,
+                "2 s windows at \(Self.format(low))-\(Self.format(high)) of the cap")
             print(
                 "rate limit: library, 64 MiB at 16 MiB/s, \(connections): \(Self.format(elapsed)) s, "
                     + "\(result.connectionsUsed) connections, 2 s windows at \(Self.format(low))-\(Self.format(high)) "
@@ -111,7 +121,7 @@ struct RateLimitTests {
     @Test("with -i the cap holds for the whole run: 4 x 16 MiB at 8M take at least 7.2 s, byte-identical")
     func wholeList() async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             var expected: [String: String] = [:]
             for index in 0..<4 {
@@ -136,7 +146,7 @@ struct RateLimitTests {
             for (name, sha) in expected {
                 #expect(try TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
             }
-            #expect((7.2...16.0).contains(elapsed), "took \(elapsed) s")
+            #expect(elapsed >= 7.2 && elapsed <= 24 * MachineLoad.stretch, "took \(elapsed) s")
             print("rate limit: CLI -i, 4 x 16 MiB at 8M: \(Self.format(elapsed)) s")
         }
     }
@@ -148,7 +158,7 @@ struct RateLimitTests {
     @Test("a connection the cap slows down is not taken for a stalled one")
     func capIsNotAStall() async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let expected = try nginx.addFile("object.bin", size: 6 * Self.MiB, seed: 66)
             let scratch = try Scratch()

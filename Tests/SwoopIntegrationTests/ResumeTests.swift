@@ -20,7 +20,7 @@ struct ResumeTests {
         try await exclusively {
             let size = 96 << 20
             let perConnection = 4 << 20  // nginx limit_rate 4m: 4 connections move 16 MiB/s, 6 s of transfer in all
-            let nginx = try Nginx.start(limitRate: "4m")
+            let nginx = try await Nginx.start(limitRate: "4m")
             defer { nginx.stop() }
             let expected = try nginx.addFile("k.bin", size: size, seed: 42)
             let scratch = try Scratch()
@@ -35,7 +35,6 @@ struct ResumeTests {
             var generator = SystemRandomNumberGenerator()
 
             var kills = 0
-            var runsWithoutProgress = 0
             var lastDone: Int64 = 0
             var totalServed: Int64 = 0
             var finished = false
@@ -50,24 +49,39 @@ struct ResumeTests {
                     }
                     : []
                 try nginx.clearLog()
-                // Early kills (before the probe answers) as well as late ones. A shell times the kill,
-                // so a busy test process cannot delay it.
-                // On a loaded machine a process may need longer than 0.6 s to record anything: after
-                // runs in a row that kept nothing new, the kill comes later (still at a random moment).
-                let delay =
-                    run < 3
-                    ? Double.random(in: 0.01...0.15, using: &generator)
-                    : Double.random(in: 0.05...(0.6 * Double(1 + min(runsWithoutProgress, 4))), using: &generator)
-                let quoted = ([CLI.executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
+                // Early kills (before the probe answers) as well as late ones. The first runs and
+                // every other one after are killed by a shell at a random moment, so a busy test
+                // process cannot delay it; the others once they have recorded progress, a random
+                // moment after: on a loaded machine a process may need seconds to record anything,
+                // and runs killed before then would only repeat each other.
                 let stderrPath = scratch.url.appendingPathComponent("run.err").path
-                let shell = try ChildProcess(
-                    executable: "/bin/sh",
-                    arguments: [
-                        "-c",
-                        "cd '\(scratch.url.path)' && \(quoted) 2>'\(stderrPath)' & p=$!; sleep "
-                            + "\(String(format: "%.3f", delay)); kill -9 $p 2>/dev/null; wait $p",
-                    ])
-                let status = await shell.wait(timeout: .seconds(60))
+                let status: Int32?
+                if run < 3 || run.isMultiple(of: 2) {
+                    let delay =
+                        run < 3
+                        ? Double.random(in: 0.01...0.15, using: &generator)
+                        : Double.random(in: 0.05...0.6, using: &generator)
+                    let quoted = ([CLI.executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
+                    let shell = try ChildProcess(
+                        executable: "/bin/sh",
+                        arguments: [
+                            "-c",
+                            "cd '\(scratch.url.path)' && \(quoted) 2>'\(stderrPath)' & p=$!; sleep "
+                                + "\(String(format: "%.3f", delay)); kill -9 $p 2>/dev/null; wait $p",
+                        ])
+                    status = await shell.wait(timeout: .seconds(60))
+                } else {
+                    let process = try ChildProcess(
+                        executable: CLI.executable, arguments: arguments, directory: scratch.url.path,
+                        stderr: stderrPath)
+                    let progressed = try await eventually(timeout: .seconds(60)) {
+                        !process.isRunning || Downloader.status(of: target).bytesDone > lastDone
+                    }
+                    #expect(progressed, "run \(run) recorded no progress")
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...150, using: &generator)))
+                    process.signal(SIGKILL)
+                    status = await process.wait(timeout: .seconds(60))
+                }
                 switch status {
                 case 0?:
                     finished = true
@@ -100,9 +114,7 @@ struct ResumeTests {
                     }
                 }
                 if finished { break }
-                let done = Downloader.status(of: target).bytesDone
-                runsWithoutProgress = done > lastDone ? 0 : runsWithoutProgress + 1
-                lastDone = max(lastDone, done)
+                lastDone = max(lastDone, Downloader.status(of: target).bytesDone)
             }
             print(
                 "kill -9 test: \(kills) kills, served \(totalServed) bytes for a \(size)-byte object "

@@ -7,7 +7,7 @@ import Testing
 struct SecurityTests {
     @Test("TLS certificates are verified; --insecure opts out with a warning")
     func tlsVerification() async throws {
-        let nginx = try Nginx.start(tls: true)
+        let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
         let expected = try nginx.addFile("t.iso", size: 2 << 20, seed: 50)
         let scratch = try Scratch()
@@ -30,7 +30,7 @@ struct SecurityTests {
         try await exclusively {
             // 4 connections at 512 KiB/s: 32 s for 64 MiB, while the first chunks land within a
             // second, so even a starved test process interrupts it mid-download.
-            let nginx = try Nginx.start(limitRate: "512k")
+            let nginx = try await Nginx.start(limitRate: "512k")
             defer { nginx.stop() }
             _ = try nginx.addFile("s.iso", size: 64 << 20, seed: 51)
             let scratch = try Scratch()

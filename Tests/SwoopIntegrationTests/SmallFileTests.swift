@@ -11,7 +11,7 @@ struct SmallFileTests {
         "kill -9 at random moments of a 2,000-file run: every target absent or complete; reruns confirm, never refetch")
     func killNineDuringManySmallFiles() async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let scratch = try Scratch()
             defer { scratch.cleanup() }
@@ -94,7 +94,7 @@ struct SmallFileTests {
     @Test("a disk that fills in the middle of a batch fails only the files that did not fit", .enabled(if: canMount))
     func diskFullMidBatch() async throws {
         try await exclusively {
-            let nginx = try Nginx.start()
+            let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let scratch = try Scratch()
             defer { scratch.cleanup() }

@@ -212,4 +212,93 @@ struct URLRefreshTests {
             }
         }
     }
+
+    @Test("after a refresh, starting over (the object changed) asks the fresh URL, not the refused one")
+    func startingOverUsesTheFreshURL() async throws {
+        try await exclusively {
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 16 << 20, seed: 101)
+                origin.addObject(object, at: "/s.bin")
+                origin.requireSignedURLs(validFor: .seconds(120))
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }  // 4 connections: about 4 s
+                let first = origin.signedURL("/s.bin")
+                let firstQuery = String(first[first.index(after: first.firstIndex(of: "?")!)...])
+                let calls = Mutex(0)
+                var request = DownloadRequest(url: first)
+                request.urlProvider = { _ in
+                    calls.withLock { $0 += 1 }
+                    return origin.signedURL("/s.bin")
+                }
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let done = Mutex<Int64>(0)
+                let replacement = TestObject(size: 16 << 20, seed: 102)
+                let result = try await withDownloader(quickConfiguration(connections: 4)) { downloader in
+                    let task = try downloader.start(request, to: scratch.path("s.bin")) { progress in
+                        done.withLock { $0 = progress.bytesDone }
+                    }
+                    #expect(try await eventually(timeout: .seconds(60)) { done.withLock { $0 } >= object.size / 8 })
+                    origin.revokeSignedURLs()  // the first URL is refused from now on: one refresh
+                    origin.dropConnections()
+                    #expect(try await eventually(timeout: .seconds(60)) { calls.withLock { $0 } >= 1 })
+                    let refreshedAt = done.withLock { $0 }
+                    #expect(
+                        try await eventually(timeout: .seconds(60)) {
+                            done.withLock { $0 } >= refreshedAt + (1 << 20)
+                        }, "bytes arrive from the fresh URL")
+                    origin.addObject(replacement, at: "/s.bin")  // another version: start over
+                    return try await task.result()
+                }
+                #expect(try TestData.sha256(of: scratch.path("s.bin")) == replacement.sha256)
+                #expect(result.bytes == replacement.size, "it started over for the new version")
+                let stale = origin.requests.filter { $0.query == firstQuery && $0.status == 403 }
+                #expect(
+                    stale.count <= 8, "only requests in flight at the revocation were refused: \(stale.count)")
+                #expect(
+                    calls.withLock { $0 } == 1,
+                    "one refresh: starting over asked the fresh URL, still valid (\(calls.withLock { $0 }) calls)")
+            }
+        }
+    }
+
+    @Test("a download whose URL was refreshed, killed and run again resumes from its map with a fresh URL")
+    func resumeAfterRefreshAndRestart() async throws {
+        try await exclusively {
+            try await withTestOrigin { origin in
+                let object = TestObject(size: 24 << 20, seed: 103)
+                origin.addObject(object, at: "/k.bin")
+                origin.requireSignedURLs(validFor: .milliseconds(1500))
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }  // 4 connections: about 6 s
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let mint =
+                    #"python3 -c 'import os, urllib.parse, urllib.request; "#
+                    + #"u = urllib.parse.urlsplit(os.environ["SWOOP_URL"]); "#
+                    + #"print(urllib.request.urlopen(f"http://{u.netloc}/.sign{u.path}").read().decode())'"#
+                let arguments = [
+                    origin.signedURL("/k.bin"), "-o", "k.bin", "-q", "-c", "4", "--checkpoint-interval", "0.25",
+                    "--url-command", mint,
+                ]
+                let target = scratch.path("k.bin")
+                let killed = try CLI.start(arguments, in: scratch.url, environment: ProxyTests.cleanEnvironment)
+                let refreshed = try await eventually(timeout: .seconds(60)) {
+                    origin.requests.contains { $0.path == "/.sign/k.bin" }
+                        && Downloader.status(of: target).bytesDone >= object.size / 3
+                }
+                #expect(refreshed, "the URL was refreshed and a third recorded before the kill")
+                killed.signal(SIGKILL)
+                _ = try? await killed.wait(timeout: .seconds(30))
+                let held = Downloader.status(of: target).bytesDone
+                let servedBefore = Self.bytesFetched(origin)
+                let again = try await CLI.run(
+                    arguments, in: scratch.url, environment: ProxyTests.cleanEnvironment, timeout: .seconds(120))
+                #expect(again.status == 0, "stderr: \(again.stderr)")
+                #expect(try TestData.sha256(of: target) == object.sha256)
+                let servedAfter = Self.bytesFetched(origin) - servedBefore
+                #expect(
+                    Double(servedAfter) <= 1.1 * Double(object.size - held) + Double(4 << 20),
+                    "resumed: \(servedAfter) bytes fetched for the \(object.size - held) missing")
+            }
+        }
+    }
 }

@@ -46,10 +46,10 @@ struct VerifyTests {
     ]
 
     /// nginx serving `good.bin` and `bad.bin` (one byte flipped), both with `header: value`.
-    private func serve(_ bytes: [UInt8], header: String, value: String, in scratch: Scratch) throws -> Nginx {
+    private func serve(_ bytes: [UInt8], header: String, value: String, in scratch: Scratch) async throws -> Nginx {
         let config = ["good.bin", "bad.bin"].map { "location = /\($0) { add_header \(header) \"\(value)\"; }" }.joined(
             separator: "\n")
-        let nginx = try Nginx.start(extraServerConfig: config)
+        let nginx = try await Nginx.start(extraServerConfig: config)
         try Data(bytes).write(to: nginx.root.appendingPathComponent("good.bin"))
         var flipped = bytes
         flipped[bytes.count / 2 + 12_345] ^= 0x01
@@ -66,7 +66,7 @@ struct VerifyTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let bytes = object(size: (6 << 20) + 333, seed: 5)
-        let nginx = try serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
+        let nginx = try await serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
         defer { nginx.stop() }
 
         let good = try await CLI.run([nginx.url("/good.bin"), "-c", "4", "--json"], in: scratch.url)
@@ -94,7 +94,7 @@ struct VerifyTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let bytes = object(size: 3 << 20, seed: 6)
-        let nginx = try serve(bytes, header: "x-amz-checksum-crc32c", value: "sOO8/Q==-3", in: scratch)
+        let nginx = try await serve(bytes, header: "x-amz-checksum-crc32c", value: "sOO8/Q==-3", in: scratch)
         defer { nginx.stop() }
         let run = try await CLI.run([nginx.url("/good.bin"), "-v", "--json"], in: scratch.url)
         #expect(run.status == 0, "stderr: \(run.stderr)")
@@ -108,7 +108,7 @@ struct VerifyTests {
         defer { scratch.cleanup() }
         let bytes = object(size: 5 << 20, seed: 8)
         let kind = Self.kinds.first { $0.header == "x-oss-hash-crc64ecma" }!
-        let nginx = try serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
+        let nginx = try await serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
         defer { nginx.stop() }
         let sha = TestData.sha256(bytes)
         let run = try await CLI.run([nginx.url("/good.bin"), "--checksum", "sha256=\(sha)", "--json"], in: scratch.url)
@@ -130,7 +130,7 @@ struct VerifyTests {
         defer { scratch.cleanup() }
         let bytes = object(size: 5 << 20, seed: 9)
         let kind = Self.kinds.first { $0.header == "x-goog-hash" }!
-        let nginx = try serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
+        let nginx = try await serve(bytes, header: kind.header, value: kind.value(bytes), in: scratch)
         defer { nginx.stop() }
         for (name, good) in [("good.bin", true), ("bad.bin", false)] {
             let out = scratch.path("\(name).out")

@@ -253,7 +253,7 @@ import Testing
             #expect(response.body.count == 256 << 10)
             // 0.5 s nominal (minus the first slice sent up front).
             #expect(elapsed > .milliseconds(400), "\(elapsed)")
-            #expect(elapsed < .seconds(8), "\(elapsed)")  // loose: a loaded CI machine is slow, never fast
+            #expect(elapsed < MachineLoad.bound(.seconds(8)), "\(elapsed)")  // a loaded machine is slow, never fast
         }
     }
 

@@ -25,9 +25,11 @@ protocol ProbeExchangeDelegate: AnyObject {
 /// One URL's first request, as the download's probe, a mirror's check and a name lookup all send
 /// it: a connection permit, the request, the head judged by ``ProbeDecision``, redirects followed
 /// (with credentials kept to their origin), and failed requests tried again on the
-/// ``FailurePolicy``'s backoff. What a head means for the download is its delegate's to act on.
-/// Transfer thread only.
-final class ProbeExchange: ConnectionDelegate {
+/// ``FailurePolicy``'s backoff. Its host's health is the downloader's (``HostTable``): a request
+/// to a host that is down waits until it may be the one trial, whichever download sends it, and
+/// its answers and failures count for every download of that host. What a head means for the
+/// download is its delegate's to act on. Transfer thread only.
+final class ProbeExchange: ConnectionDelegate, HostWatcher {
     private let loop: TransferLoop
     private let options: TransferOptions
     private let policy: FailurePolicy
@@ -39,6 +41,13 @@ final class ProbeExchange: ConnectionDelegate {
     /// What the last head decided and its `Retry-After`, acted on when its exchange ends.
     private var pending: (step: ProbeDecision.Step, retryAfter: Int?)?
     private var retry = Retrying()
+    /// The health of the host asked last, shared by the downloader's downloads.
+    private var host: HostEntry?
+    /// The next request waits for its host, which is down (another request is its trial, or the
+    /// next trial is not due).
+    private var heldByHost = false
+    /// The host was given up (down for longer than the policy allows): why.
+    private var hostGivenUp: String?
     private(set) var stopped = false
     weak var delegate: (any ProbeExchangeDelegate)?
 
@@ -65,13 +74,33 @@ final class ProbeExchange: ConnectionDelegate {
     /// Sends the request to the current URL (once a connection permit is free).
     func start() {
         guard !stopped else { return }
-        guard let (range, precondition, job) = delegate?.nextRequest(of: self) else { return }
         let url = decision.url
+        let host = loop.hosts.entry(for: url)
+        self.host = host
+        heldByHost = false
+        guard host.health.mayTake(active: 0, at: .now) else { return wait(for: host) }
+        guard let (range, precondition, job) = delegate?.nextRequest(of: self) else { return }
         guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
         pending = nil
+        host.health.willSend(by: connection.token)
         let request = headers.request(for: url, precondition: precondition, range: range, options: options)
         connection.begin(job, url: url, request: request)
         delegate?.probeExchangeWillSend(self)
+    }
+
+    /// Waits until `host` may take the request: its next trial is due, or it answered.
+    private func wait(for host: HostEntry) {
+        heldByHost = true
+        host.watch(self)
+        retry.timer?.cancel()
+        retry.timer = host.health.nextWake.map { wake in
+            loop.schedule(after: max(.zero, wake - .now)) { [weak self] in self?.start() }
+        }
+    }
+
+    func hostMayTakeRequests() {
+        guard heldByHost, !stopped else { return }
+        start()
     }
 
     /// Stops: cancels a retry and, unless `keepingExchange` (it went on to the transfer), the request.
@@ -79,7 +108,11 @@ final class ProbeExchange: ConnectionDelegate {
         stopped = true
         retry.timer?.cancel()
         loop.budget.cancelWait(self)
-        if !keepingExchange { connection.cancel() }
+        host?.unwatch(self)
+        if !keepingExchange {
+            if connection.isBusy { host?.health.abandonTrial(by: connection.token) }
+            connection.cancel()
+        }
     }
 
     /// Whether a request is in flight.
@@ -88,6 +121,7 @@ final class ProbeExchange: ConnectionDelegate {
     /// What the exchange waits for while no request is in flight (`nil`: one is).
     var idle: IdleWait? {
         guard !connection.isBusy else { return nil }
+        if heldByHost { return .outage }
         if let timer = retry.timer, !timer.isCancelled { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
@@ -95,8 +129,14 @@ final class ProbeExchange: ConnectionDelegate {
 
     /// The server waited for between tries (for progress).
     var waiting: DownloadProgress.Wait? {
-        guard let failing = retry.failing else { return nil }
         let now = ContinuousClock.now
+        if heldByHost, let outage = host?.health.outage {
+            return DownloadProgress.Wait(
+                server: "\(decision.url.host):\(decision.url.port)", cause: outage.lastFailure,
+                duration: now - outage.since, nextTry: outage.trialInFlight ? nil : max(.zero, outage.nextTrial - now),
+                limit: policy.maxOutage)
+        }
+        guard let failing = retry.failing else { return nil }
         let waitsForTimer = retry.timer.map { !$0.isCancelled } ?? false
         return DownloadProgress.Wait(
             server: "\(decision.url.host):\(decision.url.port)", cause: failing.error.shortCause,
@@ -108,6 +148,7 @@ final class ProbeExchange: ConnectionDelegate {
     func retryOrGiveUp(_ error: DownloadError, retryAfter: Int?) -> DownloadError? {
         retry.tries += 1
         let tries = retry.tries
+        if let reason = hostGivenUp, error.isTransient { return error.replacing(reason: reason, remedy: .resume) }
         guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
             return tries > 1 ? error.adding(" (after \(tries) tries)") : error
         }
@@ -123,6 +164,11 @@ final class ProbeExchange: ConnectionDelegate {
     ) -> BodyDisposition {
         let (step, body) = decision.decide(head, requested: requested)
         pending = (step, head.retryAfterSeconds)
+        if case .fail(let error) = step, FailurePolicy.scope(of: error, answered: true) == .server {
+            // "Not now" (a 5xx, 429): counted as the request's failure when it ends.
+        } else {
+            host?.health.answered()
+        }
         if case .redirect = step { return body }
         return delegate?.probeExchange(self, decided: step, head: head, body: body) ?? .abort
     }
@@ -131,7 +177,10 @@ final class ProbeExchange: ConnectionDelegate {
         guard !stopped else { return }
         let decided = pending
         pending = nil
-        if case .cancelled = outcome { return }  // only a stop cancels a probe
+        if case .cancelled = outcome {
+            host?.health.abandonTrial(by: connection.token)
+            return  // only a stop cancels a probe
+        }
         if case .redirect(let next)? = decided?.step {
             // A redirect whose body broke off is a failed try; a whole one is followed.
             if case .failed = outcome { return delegate?.probeExchange(self, ended: nil, outcome: outcome) ?? () }
@@ -139,14 +188,26 @@ final class ProbeExchange: ConnectionDelegate {
             decision.followed(to: next)
             return start()
         }
-        delegate?.probeExchange(
-            self, ended: decided?.step,
-            outcome: decided.map { decided in
+        let ended =
+            decided.map { decided in
                 // A head's own failure (a 5xx, a bad head) is the exchange's failure, with its Retry-After.
                 if case .fail(let error) = decided.step {
                     return .failed(connection.interpreted(error), retryAfter: decided.retryAfter)
                 }
                 return outcome
-            } ?? outcome)
+            } ?? outcome
+        if case .failed(let error, let retryAfter) = ended { hostFailed(error, retryAfter: retryAfter) }
+        delegate?.probeExchange(self, ended: decided?.step, outcome: ended)
+    }
+
+    /// The request failed: what it says of its host, for every download that uses the host.
+    private func hostFailed(_ error: DownloadError, retryAfter: Int?) {
+        guard let host else { return }
+        let scope = FailurePolicy.scope(of: error, answered: connection.wasAnswered)
+        guard scope != .permanent else { return }  // the request's own end, not the host's
+        let verdict = host.health.failed(
+            scope, reason: error.reason, active: 0, refused: error.httpStatus == 503 || error.httpStatus == 429,
+            retryAfter: retryAfter, sharesWork: false, policy: policy, at: .now, by: connection.token)
+        if case .giveUp(let reason) = verdict { hostGivenUp = reason }
     }
 }

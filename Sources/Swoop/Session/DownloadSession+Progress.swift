@@ -32,9 +32,9 @@ extension DownloadSession {
 
     /// Each source's bytes and state, for a download from several URLs.
     var sourceReports: [DownloadResult.Source] {
-        guard !mirrors.isEmpty else { return [] }
+        guard sources.entries.count > 1 else { return [] }
         return stage.run?.sources.reports
-            ?? ([url] + mirrors).map {
+            ?? sources.entries.map(\.current).map {
                 DownloadResult.Source(url: $0.redacted, address: $0.address, bytes: 0, isChecking: true)
             }
     }

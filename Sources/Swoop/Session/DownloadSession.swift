@@ -13,16 +13,18 @@ import SwoopTransfer
 final class DownloadSession: ProberDelegate, TransferRunDelegate {
     let context: SessionContext
     var logger: Logger { context.logger }
-    /// The first source (a resumed download's, when its map names one of the mirrors).
-    private(set) var url: RemoteURL
-    /// The other sources of the same file.
-    private(set) var mirrors: [RemoteURL]
+    /// Every URL of the download, as asked and as in use (a refresh replaces the first's).
+    let sources: SourceList
+    /// The first source as asked (a resumed download's, when its map names one of the mirrors):
+    /// what the map names and messages show.
+    var url: RemoteURL { sources.first.asked }
     private(set) var stage = SessionStage.starting
     /// What the disk held at the start (or `.fresh` after starting over).
     private var basis = LocalState.fresh
     /// Fresh URLs when the URL in use is refused; one for the whole download (restarts too).
     private lazy var refresher = context.request.urlProvider.map {
-        URLRefresher(provider: $0, url: url, configuration: context.configuration, loop: context.loop, logger: logger)
+        URLRefresher(
+            provider: $0, sources: sources, configuration: context.configuration, loop: context.loop, logger: logger)
     }
     /// How often it started over: once for an object that changed, within `maxTries` for a
     /// single stream that broke off.
@@ -49,8 +51,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         context = SessionContext(
             loop: loop, configuration: configuration, request: request, service: service.map { (url, $0) },
             paths: paths, sink: sink, objectFound: objectFound, logger: logger)
-        self.url = url
-        self.mirrors = mirrors
+        self.sources = SourceList(first: url, mirrors: mirrors)
         self.progress = ProgressReporter(context, handler: progress)
         self.onTransferEnd = transferEnded
         self.completion = completion
@@ -86,11 +87,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let basis = try PartialState.basis(
             for: context.paths, url: url, sink: context.sink, rules: PartialState.Rules(context.configuration),
             logger: logger, reading: reading)
-        if case .resuming(let map, _) = basis, map.url != url.redacted,
-            let index = mirrors.firstIndex(where: { $0.redacted == map.url })
-        {
-            swap(&url, &mirrors[index])
-        }
+        if case .resuming(let map, _) = basis { sources.putFirst(named: map.url) }
         return basis
     }
 
@@ -98,7 +95,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     private func probe() {
         let prober = Prober(
-            url: url, basis: basis.probeBasis(target: context.paths.target),
+            url: sources.first.current, basis: basis.probeBasis(target: context.paths.target),
             headers: context.headers(for: url), configuration: context.configuration,
             loop: context.loop, counters: context.counters, logger: logger, refresher: refresher,
             expectedSize: context.request.expectedSize)
@@ -155,7 +152,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let verifier = TransferSetup.verifier(for: found, store: store, resuming: resumedMap, context)
         let run = TransferRun(
             object: found, store: store, headers: prober.headers, configuration: context.configuration,
-            loop: context.loop, counters: context.counters, logger: logger, mirrors: mirrors,
+            loop: context.loop, counters: context.counters, logger: logger, mirrors: sources.mirrors,
             requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
         if case .ranged(_, let first) = step {

@@ -65,6 +65,8 @@ final class Connection: ExchangeDelegate {
     }
 
     let id: Int
+    /// This connection among every download's: whose request a down host's trial is.
+    var token: Int { ObjectIdentifier(self).hashValue }
     private let loop: TransferLoop
     weak var delegate: (any ConnectionDelegate)?
     private(set) var exchange: HTTPExchange?
@@ -496,8 +498,12 @@ final class Connection: ExchangeDelegate {
                 case .probe, .sample, .confirmation: true
                 default: false
                 }
+            // A host that answered before (this download or another of the downloader) and now
+            // refuses is down, not wrongly named: that is retried, as the failure policy says.
+            let hostAnswered = url.map { loop.hosts.entry(for: $0).health.hasAnswered } ?? false
             return .failed(
-                .transport(transport, url: location, beforeAnyResponse: isProbe), retryAfter: current.retryAfter)
+                .transport(transport, url: location, beforeAnyResponse: isProbe && !hostAnswered),
+                retryAfter: current.retryAfter)
         case .completed:
             if case .sample(.bounded(let range)) = job, Int64(current.sampled.count) != range.count {
                 return .failed(

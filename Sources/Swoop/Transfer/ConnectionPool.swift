@@ -90,7 +90,7 @@ final class ConnectionPool {
     func send(_ connection: Connection, to source: Source) {
         sources[connection.id] = source
         source.active += 1
-        source.health.willSend()
+        source.health.willSend(by: connection.token)
     }
 
     /// The source of `connection`'s request in flight.

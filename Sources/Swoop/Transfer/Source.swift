@@ -1,35 +1,56 @@
 import SwoopTransfer
 
 /// One server a download fetches from: the first URL's, or a mirror that passed its check. Each
-/// has its own object identity (mirrors do not share `ETag`s), so its own precondition, and its
-/// own ``SourceHealth``.
+/// has its own object identity (mirrors do not share `ETag`s), so its own precondition; its
+/// health is its host's, shared with every other download of the downloader (``HostTable``).
 final class Source {
     let index: Int
     /// Its URL and identity; the first source's URL changes when a fresh one replaces it.
-    var object: RemoteObject
+    var object: RemoteObject {
+        didSet {
+            guard HostKey(object.url) != host.key else { return }
+            host = hosts.entry(for: object.url)
+            if let watcher { host.watch(watcher) }
+        }
+    }
     let headers: RequestHeaders
     /// Requests in flight to it.
     var active = 0
     /// Body bytes it delivered.
     var bytes: Int64 = 0
-    /// Whether it answers, what it may be sent, and its failures.
-    var health = SourceHealth()
+    /// Its host's entry in the downloader's table.
+    private(set) var host: HostEntry
+    private let hosts: HostTable
+    /// Told when its host may take requests again (the download's transfer).
+    weak var watcher: (any HostWatcher)? {
+        didSet { if let watcher { host.watch(watcher) } }
+    }
+    /// Whether it answers, what it may be sent, and its failures: its host's, which every
+    /// download of the downloader shares.
+    var health: SourceHealth {
+        get { host.health }
+        set { host.health = newValue }
+    }
+    /// Held back whatever its health, by this download alone (its fresh URL is being checked).
+    var isHeld = false
     /// Its last failure.
     var lastError: DownloadError?
     /// Why it is no longer used.
     var dropped: String?
 
-    init(index: Int, object: RemoteObject, headers: RequestHeaders) {
+    init(index: Int, object: RemoteObject, headers: RequestHeaders, hosts: HostTable) {
         self.index = index
         self.object = object
         self.headers = headers
+        self.hosts = hosts
+        host = hosts.entry(for: object.url)
     }
 
     func sample(at now: ContinuousClock.Instant) -> SourceSample {
         let limit = health.limit(at: now)
         return SourceSample(
             active: active, cap: limit.count, failures: health.failuresInARow + health.failedAnswers,
-            isUsable: dropped == nil, isResting: limit.isHeldBack)
+            isUsable: dropped == nil, isResting: limit.isHeldBack || isHeld)
     }
 
     /// `host:port`, for progress and messages.

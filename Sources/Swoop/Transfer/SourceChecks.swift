@@ -102,7 +102,7 @@ final class SourceChecks: MirrorCheckDelegate {
     ) {
         guard source.object.url == refused, !isRefreshingPrimary else { return }
         isRefreshingPrimary = true
-        source.health.hold(until: .now + .seconds(365 * 86_400))  // rests until its fresh URL is checked
+        source.isHeld = true  // rests until its fresh URL is checked
         func fresh(_ result: Result<RemoteURL, DownloadError>) {
             switch result {
             case .failure(let error):
@@ -114,7 +114,7 @@ final class SourceChecks: MirrorCheckDelegate {
                     switch verdict {
                     case .same(let object):
                         source.object = object
-                        source.health.hold(until: nil)
+                        source.isHeld = false
                         isRefreshingPrimary = false
                         logger.info("continuing with the fresh URL", metadata: ["source": "\(url.redacted)"])
                         done(nil)

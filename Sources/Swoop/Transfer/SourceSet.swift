@@ -15,11 +15,19 @@ final class SourceSet {
     /// A mirror joined: the transfer can use more connections.
     var onSourceAdded: (() -> Void)?
 
+    /// The downloader's hosts, whose health every source shares with its host's other users.
+    private let hosts: HostTable
+    /// Told when a source's host may take requests again.
+    weak var watcher: (any HostWatcher)? {
+        didSet { for source in sources { source.watcher = watcher } }
+    }
+
     init(
-        first: RemoteObject, headers: RequestHeaders, store: DownloadStore, logger: Logger,
+        first: RemoteObject, headers: RequestHeaders, store: DownloadStore, hosts: HostTable, logger: Logger,
         checking context: SourceChecks.Context?
     ) {
-        self.sources = [Source(index: 0, object: first, headers: headers)]
+        self.sources = [Source(index: 0, object: first, headers: headers, hosts: hosts)]
+        self.hosts = hosts
         self.store = store
         self.logger = logger
         self.checks = context.map { SourceChecks(store: store, context: $0) }
@@ -29,7 +37,9 @@ final class SourceSet {
 
     /// A mirror that agreed with the first source: it takes requests from now on.
     private func add(_ object: RemoteObject, headers: RequestHeaders) {
-        sources.append(Source(index: sources.count, object: object, headers: headers))
+        let source = Source(index: sources.count, object: object, headers: headers, hosts: hosts)
+        source.watcher = watcher
+        sources.append(source)
         onSourceAdded?()
     }
 
@@ -67,7 +77,8 @@ final class SourceSet {
     /// policy makes of it (see ``SourceHealth/failed(_:reason:active:refused:retryAfter:sharesWork:policy:at:)``).
     /// Logs when the source goes down.
     func failed(
-        _ source: Source, _ error: DownloadError, answered: Bool, retryAfter: Int?, policy: FailurePolicy
+        _ source: Source, _ error: DownloadError, answered: Bool, retryAfter: Int?, policy: FailurePolicy,
+        by owner: Int
     ) -> SourceHealth.Verdict {
         guard source.dropped == nil else { return .rest }
         source.lastError = error
@@ -76,7 +87,7 @@ final class SourceSet {
         let sharesWork = usable.contains { $0 !== source }
         let verdict = source.health.failed(
             FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: source.active,
-            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now)
+            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now, by: owner)
         switch verdict {
         case .limited:
             logger.debug(

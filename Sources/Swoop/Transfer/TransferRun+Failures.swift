@@ -16,7 +16,7 @@ extension TransferRun {
             URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now), let range = sources.sampleRange(near: firstRange)
         {
             // The URL expired: the range waits for a fresh one, which every refused request shares.
-            source?.health.abandonTrial()  // an answer, though not a usable one: no outage
+            source?.health.abandonTrial(by: connection.token)  // an answer, though not a usable one: no outage
             plan.release(segment, failed: false)
             checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) {
                 [weak self] error in
@@ -27,11 +27,11 @@ extension TransferRun {
             return
         }
         if handleRefusal(segment, on: connection, error: error) {
-            source?.health.abandonTrial()  // an answer, though not a usable one: no outage
+            source?.health.abandonTrial(by: connection.token)  // an answer, though not a usable one: no outage
             return
         }
         if error.kind == .objectChanged {
-            source?.health.abandonTrial()
+            source?.health.abandonTrial(by: connection.token)
             // The first source's change restarts the download; a mirror's only loses the mirror
             // (while another source is left).
             guard let source, source !== sources.primary, sources.usable.contains(where: { $0 !== source }) else {
@@ -46,7 +46,8 @@ extension TransferRun {
         let verdict =
             source.map {
                 sources.failed(
-                    $0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: settings.failures)
+                    $0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: settings.failures,
+                    by: connection.token)
             } ?? .retryRange
         switch verdict {
         case .limited, .rest, .down:

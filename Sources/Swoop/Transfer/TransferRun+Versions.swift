@@ -110,7 +110,7 @@ extension TransferRun {
         let point = request.own.lowerBound
         versions.bridgesInFlight.remove(point)
         if case .failed(let error, _) = outcome {
-            source?.health.abandonTrial()
+            source?.health.abandonTrial(by: connection.token)
             if error.kind == .objectChanged, connection.refusal == nil {
                 delegate?.transfer(self, foundObjectChanged: error.message, versions: store.versionsInDisagreement)
                 return

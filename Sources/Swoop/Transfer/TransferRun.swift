@@ -21,7 +21,7 @@ protocol TransferRunDelegate: AnyObject {
 /// an ended request means (``TransferRun+Failures.swift``: the ``FailurePolicy``; tuning the
 /// pool: ``TransferRun+Tuning.swift``). Body bytes never pass through here: connections write
 /// them to the ``DownloadStore``; only outcomes arrive. Transfer thread only.
-final class TransferRun: ConnectionDelegate {
+final class TransferRun: ConnectionDelegate, HostWatcher {
     let loop: TransferLoop
     let settings: Settings
     let object: RemoteObject
@@ -84,8 +84,10 @@ final class TransferRun: ConnectionDelegate {
             ? nil
             : SourceChecks.Context(
                 requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
-        self.sources = SourceSet(first: object, headers: headers, store: store, logger: logger, checking: context)
+        self.sources = SourceSet(
+            first: object, headers: headers, store: store, hosts: loop.hosts, logger: logger, checking: context)
         sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
+        sources.watcher = self
     }
 
     /// Connections transferring right now.
@@ -96,7 +98,9 @@ final class TransferRun: ConnectionDelegate {
     /// nothing at all.
     var idle: IdleWait? {
         guard !pool.isAnyBusy, !sources.isChecking, refresher?.isRefreshing != true else { return nil }
-        if let retryTimer, !retryTimer.isCancelled { return sources.waitingFor != nil ? .outage : .retry }
+        // A host that is down is tried by one request at a time, maybe another download's.
+        if sources.waitingFor != nil { return .outage }
+        if let retryTimer, !retryTimer.isCancelled { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
     }
@@ -284,6 +288,15 @@ final class TransferRun: ConnectionDelegate {
             minimumStealSize: plan.minimumStealSize, layout: plan.layout)
     }
 
+    // MARK: HostWatcher
+
+    /// A host of its sources may take requests again (another download's trial was answered, or
+    /// failed and set the next one).
+    func hostMayTakeRequests() {
+        guard !stopped else { return }
+        dispatchWork()
+    }
+
     // MARK: ConnectionDelegate
 
     func connectionWasAnswered(_ connection: Connection) {
@@ -330,7 +343,7 @@ final class TransferRun: ConnectionDelegate {
             return requestFailed(
                 segment, requested: requested, error: error, retryAfter: retryAfter, on: connection, from: source)
         }
-        source?.health.abandonTrial()
+        source?.health.abandonTrial(by: connection.token)
         if case .cancelled = outcome, segment.isDone || segment.partner == nil {
             // A hedge partner won, or the connection was replaced, or the download is stopping.
             if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }

@@ -17,8 +17,10 @@ final class URLRefresher: @unchecked Sendable {
     private let maxTries: Int
     private let timeout: Duration
     private let logger: Logger
-    /// The newest URL: the request's, then each the provider gave.
-    private(set) var current: RemoteURL
+    /// The download's URLs, where a fresh one is recorded for everything else to read.
+    private let sources: SourceList
+    /// The newest URL of the first source: the request's, then each the provider gave.
+    var current: RemoteURL { sources.first.current }
     /// Calls of the provider so far.
     private(set) var refreshes = 0
     /// Refreshes since a byte last arrived.
@@ -29,11 +31,11 @@ final class URLRefresher: @unchecked Sendable {
     private var stopped = false
 
     init(
-        provider: @escaping Provider, url: RemoteURL, configuration: Downloader.Configuration, loop: TransferLoop,
-        logger: Logger
+        provider: @escaping Provider, sources: SourceList, configuration: Downloader.Configuration,
+        loop: TransferLoop, logger: Logger
     ) {
         self.provider = provider
-        self.current = url
+        self.sources = sources
         self.loop = loop
         self.maxTries = max(1, configuration.retry.maxURLRefreshes)
         self.timeout = configuration.retry.urlRefreshTimeout
@@ -128,7 +130,7 @@ final class URLRefresher: @unchecked Sendable {
         call = nil
         switch result {
         case .success(let url):
-            current = url
+            sources.refreshed(url)
             logger.info("fresh URL", metadata: ["url": "\(url.redacted)"])
             finish(result)
         case .failure(let error) where triesWithoutProgress < maxTries:

@@ -33,6 +33,9 @@ package struct SourceHealth: Equatable {
         package var failedTrials = 0
         /// A trial is in flight: nothing else is sent.
         package var trialInFlight = false
+        /// Who sent the trial (a request's own number), when the health is shared by several
+        /// downloads: only that request's end ends the trial.
+        package var trialOwner: Int?
         /// The last failure, in a few words, for progress and messages.
         package var lastFailure: String
     }
@@ -62,6 +65,8 @@ package struct SourceHealth: Equatable {
     /// The most requests it took at once, learned when it refused one more (`503`, `429`) while
     /// others were in flight; `nil` until then, and again after an outage.
     package private(set) var cap: Int?
+    /// It answered at least once: a connection it refuses later is an outage, not a wrong address.
+    package private(set) var hasAnswered = false
     /// A source that answers, as every source is until it fails.
     package init() {}
 
@@ -106,18 +111,23 @@ package struct SourceHealth: Equatable {
         return max(outage.nextTrial, restingUntil ?? outage.nextTrial)
     }
 
-    /// A request is being sent: while the source is down, it is the trial.
-    package mutating func willSend() {
-        if case .down(var outage) = state {
+    /// A request is being sent (by `owner`, a number of the request's own): while the source is
+    /// down, it is the trial.
+    package mutating func willSend(by owner: Int? = nil) {
+        if case .down(var outage) = state, !outage.trialInFlight {
             outage.trialInFlight = true
+            outage.trialOwner = owner
             state = .down(outage)
         }
     }
 
-    /// A trial ended with neither an answer nor a failure (cancelled): another may be sent.
-    package mutating func abandonTrial() {
-        if case .down(var outage) = state, outage.trialInFlight {
+    /// A request ended with neither an answer nor a failure (cancelled), or with an answer that
+    /// says nothing of the server: if it was the trial (`owner`'s, or any when `nil`), another
+    /// may be sent.
+    package mutating func abandonTrial(by owner: Int? = nil) {
+        if case .down(var outage) = state, outage.trialInFlight, owner == nil || owner == outage.trialOwner {
             outage.trialInFlight = false
+            outage.trialOwner = nil
             state = .down(outage)
         }
     }
@@ -126,6 +136,7 @@ package struct SourceHealth: Equatable {
     /// widens a recovery.
     package mutating func answered() {
         failuresInARow = 0
+        hasAnswered = true
         switch state {
         case .up:
             break
@@ -144,16 +155,19 @@ package struct SourceHealth: Equatable {
 
     /// A request failed. `scope` classes the failure (``FailurePolicy/scope(of:answered:)``);
     /// `active`: the source's other requests in flight; `refused`: a `503` or `429`;
-    /// `sharesWork`: other usable sources can take the range; `reason`: the failure in a few words.
+    /// `sharesWork`: other usable sources can take the range; `reason`: the failure in a few words;
+    /// `owner`: the request's number, as given to ``willSend(by:)`` (`nil`: any).
     package mutating func failed(
         _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant, using random: inout some RandomNumberGenerator
+        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil,
+        using random: inout some RandomNumberGenerator
     ) -> Verdict {
         if case .down(var outage) = state {
             // Only the trial's failure moves the next trial; older requests only confirm the outage.
             if scope == .permanent { return .giveUp(reason) }
-            guard outage.trialInFlight else { return .down }
+            guard outage.trialInFlight, owner == nil || owner == outage.trialOwner else { return .down }
             outage.trialInFlight = false
+            outage.trialOwner = nil
             outage.failedTrials += 1
             outage.lastFailure = reason
             if now - outage.since >= policy.maxOutage {
@@ -197,12 +211,12 @@ package struct SourceHealth: Equatable {
 
     package mutating func failed(
         _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant
+        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil
     ) -> Verdict {
         var random = SystemRandomNumberGenerator()
         return failed(
             scope, reason: reason, active: active, refused: refused, retryAfter: retryAfter, sharesWork: sharesWork,
-            policy: policy, at: now, using: &random)
+            policy: policy, at: now, by: owner, using: &random)
     }
 
     /// Holds the source back until `until` whatever its state (a fresh URL being checked), or

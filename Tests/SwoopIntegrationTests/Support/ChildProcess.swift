@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTestOrigin
 import Synchronization
 
 /// A child process started with `posix_spawn`, with a clean signal mask and default signal
@@ -77,10 +78,11 @@ final class ChildProcess: @unchecked Sendable {
         if isRunning { kill(pid, number) }
     }
 
-    /// Waits (polling, without blocking a thread) up to `timeout`; `nil` if still running.
+    /// Waits (polling, without blocking a thread) up to `timeout`, stretched by the machine's
+    /// load (``MachineLoad``); `nil` if still running.
     func wait(timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        var deadline = MachineLoad.Deadline(timeout)
+        while !deadline.exceeded() {
             if let status = exitStatus { return status }
             try? await Task.sleep(for: .milliseconds(10))
         }

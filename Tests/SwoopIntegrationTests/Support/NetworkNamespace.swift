@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTestSupport
 
 /// A network namespace of its own for one test: a loopback nobody else uses, so the servers in it
 /// can be killed and restarted on fixed ports, and its TCP counters (`/proc/net/snmp`) count only
@@ -22,6 +23,11 @@ final class NetworkNamespace: @unchecked Sendable {
         name = "swoop-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(6))"
         try Self.run(["netns", "add", name])
         try Self.run(["-n", name, "link", "set", "lo", "up"])
+    }
+
+    /// A namespace made on a thread of its own (``offThePool(_:)``): making one runs `ip` and waits.
+    static func make() async throws -> NetworkNamespace {
+        try await offThePool { try NetworkNamespace() }
     }
 
     /// Starts `executable arguments` inside the namespace.
@@ -48,8 +54,9 @@ final class NetworkNamespace: @unchecked Sendable {
 
     /// TCP connections opened from inside the namespace so far (`ActiveOpens`: every `connect()`
     /// that sent a SYN, refused or not).
-    func activeOpens() throws -> Int {
-        let output = try Self.capture(["netns", "exec", name, "cat", "/proc/net/snmp"])
+    func activeOpens() async throws -> Int {
+        let name = name
+        let output = try await offThePool { try Self.capture(["netns", "exec", name, "cat", "/proc/net/snmp"]) }
         let tcp = output.split(separator: "\n").filter { $0.hasPrefix("Tcp:") }
         guard tcp.count == 2 else { throw TestFailure("no Tcp lines in /proc/net/snmp: \(output)") }
         let names = tcp[0].split(separator: " ")

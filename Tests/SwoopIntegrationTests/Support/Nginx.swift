@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTestSupport
 
 /// A real nginx on loopback for one test: its own prefix directory, config, document root and a
 /// JSON access log recording the headers that matter (Range, If-Match, ...).
@@ -41,9 +42,20 @@ final class Nginx: @unchecked Sendable {
     /// `host` is a loopback address; `extraHTTPConfig` goes in the `http` block (a
     /// `limit_conn_zone`, say).
     /// `port`: listen there (several hosts of one name share it); by default a free one.
+    /// Started on a thread of its own (``offThePool(_:)``): starting waits for the port.
     static func start(
         limitRate: String? = nil, extraServerConfig: String = "", tls: Bool = false, host: String = "127.0.0.1",
         extraHTTPConfig: String = "", port: Int? = nil
+    ) async throws -> Nginx {
+        try await offThePool {
+            try startBlocking(
+                limitRate: limitRate, extraServerConfig: extraServerConfig, tls: tls, host: host,
+                extraHTTPConfig: extraHTTPConfig, port: port)
+        }
+    }
+
+    private static func startBlocking(
+        limitRate: String?, extraServerConfig: String, tls: Bool, host: String, extraHTTPConfig: String, port: Int?
     ) throws -> Nginx {
         var lastError: Error?
         for _ in 0..<(port == nil ? 5 : 1) {

@@ -1,0 +1,103 @@
+import SwoopCore
+
+/// One server as every download of a ``TransferLoop`` (one per `Downloader`) sees it: a host and
+/// port, and the address its connections are pinned to, if any.
+package struct HostKey: Hashable, Sendable {
+    package let scheme: String
+    package let host: String
+    package let port: Int
+    package let address: String?
+
+    package init(_ url: RemoteURL) {
+        scheme = url.scheme
+        host = url.host
+        port = url.port
+        address = url.address
+    }
+}
+
+/// Told when a host's health changed in a way that may let a held-back request go.
+package protocol HostWatcher: AnyObject {
+    func hostMayTakeRequests()
+}
+
+/// The health of one host, shared by every download, probe and mirror check of a downloader
+/// that sends it requests: one ``SourceHealth`` (the failure policy's circuit breaker), so a host
+/// that stops answering is found down once, and tried one request at a time for all of them —
+/// 64 downloads of a list probe a dead host as one download does. Transfer thread only.
+package final class HostEntry {
+    package let key: HostKey
+    private weak var table: HostTable?
+    /// Whether it answers, what it may be sent, and its failures (see ``SourceHealth``).
+    package var health = SourceHealth() {
+        didSet {
+            if health.state != oldValue.state || health.restingUntil != oldValue.restingUntil {
+                table?.changed(self)
+            }
+        }
+    }
+    fileprivate var watchers: [Watcher] = []
+
+    fileprivate struct Watcher {
+        weak var watcher: (any HostWatcher)?
+    }
+
+    fileprivate init(key: HostKey, table: HostTable) {
+        self.key = key
+        self.table = table
+    }
+
+    /// `watcher` hears (once per change, after the current callbacks) when this host may take
+    /// requests it held back; watching twice is watching once. Held weakly.
+    package func watch(_ watcher: any HostWatcher) {
+        watchers.removeAll { $0.watcher == nil }
+        guard !watchers.contains(where: { $0.watcher === watcher }) else { return }
+        watchers.append(Watcher(watcher: watcher))
+    }
+
+    package func unwatch(_ watcher: any HostWatcher) {
+        watchers.removeAll { $0.watcher == nil || $0.watcher === watcher }
+    }
+}
+
+/// Every host's ``HostEntry`` for one downloader: the retry state is owned by the client and
+/// partitioned per host (as aws-c-io's retry strategy is), not kept per download. Transfer thread
+/// only; owned by the ``TransferLoop``.
+package final class HostTable {
+    private var entries: [HostKey: HostEntry] = [:]
+    private let afterCallbacks: (@escaping () -> Void) -> Void
+
+    /// `afterCallbacks`: how wake-ups are deferred until the current callbacks have returned.
+    package init(afterCallbacks: @escaping (@escaping () -> Void) -> Void) {
+        self.afterCallbacks = afterCallbacks
+    }
+
+    /// The entry of `url`'s host (made on first use).
+    package func entry(for url: RemoteURL) -> HostEntry {
+        let key = HostKey(url)
+        if let entry = entries[key] { return entry }
+        if entries.count >= 4096 { forgetQuietHosts() }
+        let entry = HostEntry(key: key, table: self)
+        entries[key] = entry
+        return entry
+    }
+
+    /// Hosts known so far.
+    package var count: Int { entries.count }
+
+    fileprivate func changed(_ entry: HostEntry) {
+        let watchers = entry.watchers.compactMap(\.watcher)
+        guard !watchers.isEmpty else { return }
+        afterCallbacks {
+            for watcher in watchers { watcher.hostMayTakeRequests() }
+        }
+    }
+
+    /// Drops the entries of hosts that are up and have nothing to remember (a downloader that
+    /// met thousands of hosts).
+    private func forgetQuietHosts() {
+        entries = entries.filter { _, entry in
+            entry.health != SourceHealth() || entry.watchers.contains { $0.watcher != nil }
+        }
+    }
+}
