@@ -31,7 +31,9 @@ package final class HostEntry {
     /// Whether it answers, what it may be sent, and its failures (see ``SourceHealth``).
     package var health = SourceHealth() {
         didSet {
-            if health.state != oldValue.state || health.restingUntil != oldValue.restingUntil {
+            // A request that was finding out whether the host went away ended: another may go.
+            let doubtReleased = oldValue.doubt?.isTesting == true && health.doubt?.isTesting != true
+            if health.state != oldValue.state || health.restingUntil != oldValue.restingUntil || doubtReleased {
                 table?.changed(self)
             }
         }

@@ -90,4 +90,59 @@ struct SharedHealthTests {
         #expect(shared <= one + 4, "64 downloads sharing the host's health: \(shared) attempts (one alone: \(one))")
         #expect(separate >= 20 * shared, "64 downloads each on its own: \(separate) attempts")
     }
+
+    private func brokeOff(_ health: inout SourceHealth, by owner: Int, at seconds: Double) -> SourceHealth.Verdict {
+        health.failed(
+            .response, reason: "transfer closed with 287 bytes remaining", active: 0, refused: false,
+            retryAfter: nil, sharesWork: false, policy: policy, at: start + .seconds(seconds), by: owner,
+            brokeOff: true)
+    }
+
+    /// Sixteen downloads of a list want to send at the moment a response broke off (the host was
+    /// killed): before, all sixteen went out before the first refusal came back.
+    @Test func aConnectionThatBrokeOffLetsOneNewRequestFindOut() throws {
+        var random = SplitMix64(seed: 2)
+        var health = SourceHealth()
+        health.answered()
+        #expect(brokeOff(&health, by: 1, at: 0) == .retryRange, "a broken-off response is the range's own failure")
+        let now = start + .milliseconds(10)
+        var sent: [Int] = []
+        for owner in 10..<26 where health.mayTake(active: 0, at: now) {
+            health.willSend(by: owner, at: now)
+            sent.append(owner)
+        }
+        #expect(sent == [10], "one request finds out while the host is in doubt: \(sent)")
+        // Its connection is refused: the next one may go, and the third refusal makes the host down.
+        #expect(fail(&health, by: 10, at: 0.01, random: &random) == .retryRange)
+        #expect(health.mayTake(active: 0, at: now))
+        health.willSend(by: 11, at: now)
+        #expect(!health.mayTake(active: 0, at: now))
+        #expect(fail(&health, by: 11, at: 0.02, random: &random) == .retryRange)
+        health.willSend(by: 12, at: now)
+        #expect(fail(&health, by: 12, at: 0.03, random: &random) == .down)
+        #expect(health.doubt == nil && health.isDown)
+    }
+
+    @Test func anAnswerEndsTheDoubtAndAHangingRequestHoldsTheOthersBackForAWhileOnly() {
+        var health = SourceHealth()
+        _ = brokeOff(&health, by: 1, at: 0)
+        health.willSend(by: 2, at: start)
+        #expect(!health.mayTake(active: 0, at: start + .seconds(1)))
+        #expect(health.nextWake == start + SourceHealth.doubtPatience, "the others wake when the patience ends")
+        #expect(health.mayTake(active: 0, at: start + SourceHealth.doubtPatience + .milliseconds(1)))
+        health.abandonTrial(by: 3)
+        #expect(health.doubt?.isTesting == true, "only the request finding out ends the finding out")
+        health.answered()
+        #expect(health.doubt == nil && health.mayTake(active: 0, at: start))
+    }
+
+    @Test func aRangeThatFailsWithAnAnswerRaisesNoDoubt() {
+        var health = SourceHealth()
+        _ = health.failed(
+            .response, reason: "HTTP 416", active: 0, refused: false, retryAfter: nil, sharesWork: false,
+            policy: policy, at: start, by: 1)
+        #expect(health.doubt == nil)
+        health.willSend(by: 2, at: start)
+        #expect(health.mayTake(active: 1, at: start))
+    }
 }

@@ -198,6 +198,8 @@ struct OutageTests {
             #expect(result.status == 0, "stderr: \(result.stderr.suffix(800))")
             // One health table for the downloader: the failures that make the host down, then one
             // trial at a time at most every 5 s for every download of the list (before, 77-160).
+            // Until it is down, one new request at a time finds out (a host in doubt): without
+            // that, the probes of downloads started as the host died went out together (35).
             #expect(attempts <= 20, "\(attempts) connection attempts in 20 s")
             let wrong = names.filter { name in
                 (try? TestData.sha256(of: scratch.path(name))) != expected[name]

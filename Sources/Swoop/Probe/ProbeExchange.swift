@@ -207,7 +207,8 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         guard scope != .permanent else { return }  // the request's own end, not the host's
         let verdict = host.health.failed(
             scope, reason: error.reason, active: 0, refused: error.httpStatus == 503 || error.httpStatus == 429,
-            retryAfter: retryAfter, sharesWork: false, policy: policy, at: .now, by: connection.token)
+            retryAfter: retryAfter, sharesWork: false, policy: policy, at: .now, by: connection.token,
+            brokeOff: connection.wasAnswered && error.kind == .network)
         if case .giveUp(let reason) = verdict { hostGivenUp = reason }
     }
 }

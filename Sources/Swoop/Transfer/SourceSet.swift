@@ -87,7 +87,8 @@ final class SourceSet {
         let sharesWork = usable.contains { $0 !== source }
         let verdict = source.health.failed(
             FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: source.active,
-            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now, by: owner)
+            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now, by: owner,
+            brokeOff: answered && error.kind == .network)
         switch verdict {
         case .limited:
             logger.debug(

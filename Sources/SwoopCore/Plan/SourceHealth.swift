@@ -9,6 +9,11 @@
 /// at once, twice as many with each further answer, until it is up again. A source down for longer
 /// than ``FailurePolicy/maxOutage`` is given up.
 ///
+/// Before it is down, a source in *doubt* — a connection to it broke off or was refused, and
+/// nothing has answered since — is sent one new request at a time until one is answered (or for
+/// at most ``doubtPatience`` each): requests in flight go on, but a dead host is not asked by every
+/// download of a list at once while the failures that make it down arrive.
+///
 /// With several sources, a source whose answers keep failing rests between tries (another source
 /// takes its ranges) and is given up after ``FailurePolicy/maxTries`` in a row; with one source
 /// those failures are the range's (``Verdict/retryRange``).
@@ -67,6 +72,21 @@ package struct SourceHealth: Equatable {
     package private(set) var cap: Int?
     /// It answered at least once: a connection it refuses later is an outage, not a wrong address.
     package private(set) var hasAnswered = false
+    /// A connection to it broke off or was refused since it last answered (while it is not down).
+    package private(set) var doubt: Doubt?
+
+    /// A source that may have gone away: one request at a time finds out.
+    package struct Doubt: Equatable {
+        /// The request finding out, by its owner's number (`nil` with ``isTesting``: anyone's).
+        package var owner: Int?
+        /// A request is finding out: no other new request goes until it ends or ``until``.
+        package var isTesting = false
+        /// When another request may go even though the first has not ended (it hangs).
+        package var until: ContinuousClock.Instant?
+    }
+
+    /// How long one request in doubt holds the others back at most.
+    package static let doubtPatience: Duration = .seconds(2)
     /// A source that answers, as every source is until it fails.
     package init() {}
 
@@ -87,7 +107,7 @@ package struct SourceHealth: Equatable {
     /// How many requests it may have in flight at `now` (`nil`: as many as are sent), and
     /// whether it is held back for now (resting, or down between trials).
     package func limit(at now: ContinuousClock.Instant) -> (count: Int?, isHeldBack: Bool) {
-        let resting = restingUntil.map { $0 > now } ?? false
+        let resting = (restingUntil.map { $0 > now } ?? false) || isTestingDoubt(at: now)
         switch state {
         case .up:
             return (cap, resting)
@@ -104,16 +124,28 @@ package struct SourceHealth: Equatable {
         return !heldBack && count.map { active < $0 } ?? true
     }
 
+    /// Whether a request finds out whether the source went away, holding the others back, at `now`.
+    private func isTestingDoubt(at now: ContinuousClock.Instant) -> Bool {
+        guard let doubt, doubt.isTesting else { return false }
+        return doubt.until.map { $0 > now } ?? true
+    }
+
     /// When a source held back may be asked again (`nil`: it is not waited for).
     package var nextWake: ContinuousClock.Instant? {
-        guard case .down(let outage) = state else { return restingUntil }
+        guard case .down(let outage) = state else {
+            let testing = doubt.flatMap { $0.isTesting ? $0.until : nil }
+            return [restingUntil, testing].compactMap { $0 }.min()
+        }
         guard !outage.trialInFlight else { return nil }
         return max(outage.nextTrial, restingUntil ?? outage.nextTrial)
     }
 
     /// A request is being sent (by `owner`, a number of the request's own): while the source is
-    /// down, it is the trial.
-    package mutating func willSend(by owner: Int? = nil) {
+    /// down, it is the trial; while it is in doubt, it finds out.
+    package mutating func willSend(by owner: Int? = nil, at now: ContinuousClock.Instant = .now) {
+        if doubt != nil, !isTestingDoubt(at: now) {
+            doubt = Doubt(owner: owner, isTesting: true, until: now + Self.doubtPatience)
+        }
         if case .down(var outage) = state, !outage.trialInFlight {
             outage.trialInFlight = true
             outage.trialOwner = owner
@@ -125,6 +157,7 @@ package struct SourceHealth: Equatable {
     /// says nothing of the server: if it was the trial (`owner`'s, or any when `nil`), another
     /// may be sent.
     package mutating func abandonTrial(by owner: Int? = nil) {
+        endDoubtTest(by: owner)
         if case .down(var outage) = state, outage.trialInFlight, owner == nil || owner == outage.trialOwner {
             outage.trialInFlight = false
             outage.trialOwner = nil
@@ -137,6 +170,7 @@ package struct SourceHealth: Equatable {
     package mutating func answered() {
         failuresInARow = 0
         hasAnswered = true
+        doubt = nil
         switch state {
         case .up:
             break
@@ -160,8 +194,9 @@ package struct SourceHealth: Equatable {
     package mutating func failed(
         _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
         policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil,
-        using random: inout some RandomNumberGenerator
+        brokeOff: Bool = false, using random: inout some RandomNumberGenerator
     ) -> Verdict {
+        endDoubtTest(by: owner)
         if case .down(var outage) = state {
             // Only the trial's failure moves the next trial; older requests only confirm the outage.
             if scope == .permanent { return .giveUp(reason) }
@@ -194,12 +229,15 @@ package struct SourceHealth: Equatable {
             }
             failuresInARow += 1
             guard failuresInARow >= policy.downAfter else {
+                if doubt == nil { doubt = Doubt() }
                 return sharesWork ? rest(policy, retryAfter, now, &random) : .retryRange
             }
             let wait = policy.trialDelay(failedTrials: 0, retryAfter: retryAfter, using: &random)
             state = .down(Outage(since: now, nextTrial: now + wait, lastFailure: reason))
+            doubt = nil
             return .down
         case .response:
+            if brokeOff && doubt == nil { doubt = Doubt() }
             guard sharesWork else { return .retryRange }
             failedAnswers += 1
             guard failedAnswers < policy.maxTries else {
@@ -211,12 +249,21 @@ package struct SourceHealth: Equatable {
 
     package mutating func failed(
         _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil
+        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil, brokeOff: Bool = false
     ) -> Verdict {
         var random = SystemRandomNumberGenerator()
         return failed(
             scope, reason: reason, active: active, refused: refused, retryAfter: retryAfter, sharesWork: sharesWork,
-            policy: policy, at: now, by: owner, using: &random)
+            policy: policy, at: now, by: owner, brokeOff: brokeOff, using: &random)
+    }
+
+    /// `owner`'s request ended: if it was finding out whether the source went away, another may.
+    private mutating func endDoubtTest(by owner: Int?) {
+        guard var doubt, doubt.isTesting, owner == nil || doubt.owner == nil || owner == doubt.owner else { return }
+        doubt.isTesting = false
+        doubt.owner = nil
+        doubt.until = nil
+        self.doubt = doubt
     }
 
     /// Holds the source back until `until` whatever its state (a fresh URL being checked), or
