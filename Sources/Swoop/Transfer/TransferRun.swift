@@ -39,6 +39,8 @@ final class TransferRun: ConnectionDelegate {
     var controller: ConnectionController?
     /// Every 100 ms: connection rates, slow-connection replacement, adaptation.
     var housekeepingTimer: LoopTimer?
+    /// Every 25 ms while the adaptive count climbs or tries a step.
+    var controllerTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private(set) var stopped = false
     /// The probe's range, near which a source's bytes are compared.
@@ -85,7 +87,10 @@ final class TransferRun: ConnectionDelegate {
             : SourceChecks.Context(
                 requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
         self.sources = SourceSet(first: object, headers: headers, store: store, logger: logger, checking: context)
-        sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
+        sources.onSourceAdded = { [weak self] in
+            self?.controller?.sourcesChanged(at: .now)
+            self?.loop.afterCallbacks { self?.dispatchWork() }
+        }
     }
 
     /// Connections transferring right now.
@@ -141,9 +146,7 @@ final class TransferRun: ConnectionDelegate {
             sources.checks?.check(mirrors: mirrors, size: size, range: range)
         }
         if case .adaptive(let maximum) = settings.configuration.connections {
-            let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
-            pool.target = ConnectionController.initialCount(probeTimeToFirstByte: headAfter, maximum: maximum)
-            controller = ConnectionController(initial: pool.target, maximum: maximum)
+            startController(probe: connection, maximum: maximum)
         }
         scheduleHousekeeping()
         plan.split(into: max(0, pool.target - 1))
@@ -187,6 +190,7 @@ final class TransferRun: ConnectionDelegate {
         sources.checks?.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
+        controllerTimer?.cancel()
         retryTimer?.cancel()
         pool.cancelAll()
     }
@@ -236,7 +240,8 @@ final class TransferRun: ConnectionDelegate {
     func request(_ segment: Segment, on connection: Connection, from source: Source) {
         guard let plan = store.plan else { return }
         let policy = settings.policy
-        let size = policy.requestSize(rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte)
+        let size = policy.requestSize(
+            rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte, requestCost: requestCost)
         let range = policy.nextRequest(
             position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
@@ -278,7 +283,7 @@ final class TransferRun: ConnectionDelegate {
         return settings.policy.cutPoint(
             SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),
             rate: owner.recentRate, others: pool.transferringRates, roundTrip: roundTrip,
-            minimumStealSize: plan.minimumStealSize, layout: plan.layout)
+            minimumStealSize: plan.minimumStealSize, layout: plan.layout, requestCost: requestCost)
     }
 
     // MARK: ConnectionDelegate
