@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 from .util import TMP_DIR, log
@@ -279,6 +280,42 @@ class TestOrigin:
                     os.unlink(self.stderr_path)
             except OSError:
                 pass
+            self.proc = None
+        return False
+
+
+class ZooServer:
+    """benchlib/zoo.py KIND ROOT on a free loopback port (a server nginx cannot imitate: work per request,
+    a worker pool, a single thread)."""
+
+    def __init__(self, kind, root):
+        self.kind, self.root = kind, root
+        self.proc = None
+        self.base_url = None
+
+    def __enter__(self):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo.py")
+        self.proc = subprocess.Popen([sys.executable, script, self.kind, self.root], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        _register("zoo-%d" % self.proc.pid, lambda p=self.proc: _stop_process(p, "zoo server"))
+        line = ""
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        if sel.select(timeout=15):
+            line = self.proc.stdout.readline().decode(errors="replace").strip()
+        sel.close()
+        if not line.startswith("listening on "):
+            self.__exit__(None, None, None)
+            raise RuntimeError("zoo server %s did not start: %r" % (self.kind, line))
+        self.base_url = line[len("listening on "):].rstrip("/")
+        log("zoo server %s listening on %s" % (self.kind, self.base_url))
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            _stop_process(self.proc, "zoo server")
+            _unregister("zoo-%d" % self.proc.pid)
+            self.proc.stdout.close()
             self.proc = None
         return False
 

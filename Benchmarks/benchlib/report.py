@@ -46,6 +46,9 @@ def summarize_entry(er):
         s["swoop_connections"] = median(conns)
         s["swoop_requests"] = median([x["requests"] for x in sw if isinstance(x.get("requests"), int)] or [0])
         s["swoop_retries_max"] = max([x["retries"] for x in sw if isinstance(x.get("retries"), int)] or [0])
+    settled = [x["settledConnections"] for x in sw if isinstance(x.get("settledConnections"), int)]
+    if settled:
+        s["swoop_settled"] = sorted(settled)
     # Bytes fetched twice on purpose (each response's overlap with its neighbours), per object byte.
     compared = [x["comparedBytes"] / x["bytes"] for x in sw
                 if isinstance(x.get("comparedBytes"), int) and isinstance(x.get("bytes"), int) and x["bytes"] > 0]
@@ -136,6 +139,8 @@ def scenario_markdown(sr, sums, targets):
         if s.get("swoop_connections") is not None:
             notes.append("%g conns, %g requests, %d retries max" % (
                 s["swoop_connections"], s["swoop_requests"], s["swoop_retries_max"]))
+        if s.get("swoop_settled"):
+            notes.append("settled on %s" % "/".join(str(n) for n in s["swoop_settled"]))
         if s.get("swoop_compared_pct") is not None:
             notes.append("overlap compared %.3f%% of the bytes (max %.3f%%)" % (
                 s["swoop_compared_pct"], s["swoop_compared_pct_max"]))

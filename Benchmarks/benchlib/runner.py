@@ -195,7 +195,7 @@ def _measure(cmd, timeout, log_stem, cleanup):
 # Keys kept from Swoop's --json summary: a single download's, then a list's (`swoop get -i`).
 _SWOOP_KEYS = ("bytes", "seconds", "bytesPerSecond", "connections", "requests", "retries", "error", "errorKind",
                "ok", "files", "succeeded", "alreadyComplete", "failed", "bytesReceived", "sources", "comparedBytes",
-               "receivedBytes")
+               "receivedBytes", "settledConnections")
 
 
 def _parse_swoop_json(record, out_log):

@@ -15,12 +15,15 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 
 from . import origins, s3store, sources
 from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median, size_token
 
-ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "S11", "S11n", "S12", "MEM", "CKPT"]
+ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "S11", "S11n", "S12",
+       "MEM", "CKPT",
+       "CXcap", "CXcap4", "CXreq", "CXpool", "CX503", "CXone", "CXbig"]
 
 DELAYLINE_CEILING_MIBPS = 75.0  # /work/shared/netlab/README.md: the delay line tops out near 75 MiB/s
 _DELAYLINE_CEILING = dict(ideal_mibps=DELAYLINE_CEILING_MIBPS,
@@ -51,7 +54,8 @@ class Entry:
 class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
-                 sync="each", published_digest=None, tls=False, fresh_fs=False, machine_cpu=False, edges=None):
+                 sync="each", published_digest=None, tls=False, fresh_fs=False, machine_cpu=False, edges=None,
+                 zoo=None, nginx_conn_limit=None):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -72,6 +76,8 @@ class Scenario:
         # "edges-nginx": {"name": host name, "servers": [(address, limit_rate)], "conn_limit": N}: one nginx
         # per address, all on one port, the name in /etc/hosts for every address (S12).
         self.edges = edges
+        self.zoo = zoo                  # origin "zoo": benchlib/zoo.py's server (per-request, pool, single)
+        self.nginx_conn_limit = nginx_conn_limit  # nginx: limit_conn per client, 503 beyond
 
 
 # --- Tool command lines ----------------------------------------------------------------------
@@ -88,6 +94,11 @@ def tool_command(entry, bins, url, output):
         return ["axel"] + entry.args + ["-q", "-o", output, url]
     if entry.tool == "curl":
         return ["curl", "-sS", "-o", output, url] + entry.args
+    if entry.tool == "hf_transfer":
+        # The Hugging Face Hub's accelerator with the Hub's own settings (huggingface_hub's
+        # file_download: max_files=100, chunk_size=10 MiB).
+        return [sys.executable, "-c", "import sys, hf_transfer; hf_transfer.download(url=sys.argv[1], "
+                "filename=sys.argv[2], max_files=100, chunk_size=10 * 1024 * 1024)", url, output]
     if entry.tool == "dd":
         # The disk's limit: the same bytes from the page cache, written and fdatasync'ed.
         return ["dd", "if=" + url, "of=" + output, "bs=4M", "conv=fdatasync", "status=none"]
@@ -740,7 +751,120 @@ def build(name, quick, cfg):
                    ["--connections", "16", "--checkpoint-interval", "0"], group="nockpt")],
             "nginx", timeout=300, targets=targets)
 
+    if name.startswith("CX"):
+        return _connection_count_scenario(name, q)
+
     raise ValueError("unknown scenario %s" % name)
+
+
+CX_COUNTS = [1, 2, 4, 8, 16, 32, 64]
+
+
+def _cx_counts(default):
+    """The fixed counts a CX row runs: CX_COUNTS=1,4,16 in the environment narrows them."""
+    picked = os.environ.get("CX_COUNTS")
+    if not picked:
+        return default
+    wanted = {int(x) for x in picked.split(",") if x.strip()}
+    return [n for n in default if n in wanted]
+
+
+def _cx_targets(with_peers):
+    def targets(s):
+        out = []
+        d = _by_tool(s, "swoop-default")
+        fixed = [f for f in (_by_tool(s, "swoop-c%d" % n) for n in CX_COUNTS) if f]
+        if d and fixed:
+            best = min(fixed, key=lambda f: f["median_wall_s"])
+            r = d["median_wall_s"] / best["median_wall_s"]
+            out.append(("default / best fixed count (%s): %.2f s vs %.2f s = %.2fx (<= 1.10)" % (
+                best["label"], d["median_wall_s"], best["median_wall_s"], r), r <= 1.10))
+        if d and with_peers:
+            arias = [a for a in (_by_tool(s, "aria2c-x16"), _by_tool(s, "aria2c-x1")) if a]
+            if arias:
+                a = min(arias, key=lambda x: x["median_wall_s"])
+                out.append(("default <= the better of aria2c -x16 and -x1 (%s): %.2f s vs %.2f s (%.2fx)" % (
+                    a["label"], d["median_wall_s"], a["median_wall_s"], d["median_wall_s"] / a["median_wall_s"]),
+                    d["median_wall_s"] <= a["median_wall_s"]))
+            h = _by_tool(s, "hf_transfer")
+            if h:
+                out.append(("default <= hf_transfer: %.2f s vs %.2f s (%.2fx)" % (
+                    d["median_wall_s"], h["median_wall_s"], d["median_wall_s"] / h["median_wall_s"]),
+                    d["median_wall_s"] <= h["median_wall_s"]))
+        return out
+    return targets
+
+
+def _connection_count_scenario(name, q):
+    """The rows of issue 39: Swoop's adaptive default side by side with fixed counts 1 ... 64, on servers
+    whose cost models differ; the capped and uncapped rows also run hf_transfer and aria2c."""
+    peers = []
+    skipped = []
+    counts = _cx_counts(CX_COUNTS)
+    kw = {}
+    machine_cpu = False
+    if name in ("CXcap", "CXcap4"):
+        size = (64 * MiB if q else GiB) * (4 if name == "CXcap4" else 1)
+        # One connection at 16 MiB/s needs size / 16 s: the counts below 16 take minutes and their
+        # time is known (the cap times the count), so they are left out unless CX_COUNTS asks for them.
+        if not os.environ.get("CX_COUNTS"):
+            counts = [16, 32, 64]
+            skipped.append(("swoop -c 1, 2, 4, 8", "each connection is capped at 16 MiB/s: %s takes %.0f, %.0f, %.0f "
+                            "and %.0f s at best; set CX_COUNTS to run them" % (
+                                human_size(size), size / MiB / 16, size / MiB / 32, size / MiB / 64, size / MiB / 128)))
+        title = "nginx limit_rate 16m per connection (the CDN case), %s" % human_size(size)
+        description = ("Each connection capped at 16 MiB/s on loopback: the most connections win, and the default "
+                       "must get there early. -c 64's ideal is %s / (64 x 16 MiB/s) = %.2f s." % (
+                           human_size(size), size / MiB / 1024.0))
+        origin = dict(origin_kind="nginx", nginx_rate="16m")
+        peers = [aria2c(), Entry("hf_transfer", "hf_transfer", "hf_transfer (100 files, 10 MiB)")]
+        skipped.append(("aria2c -x1", "one connection at 16 MiB/s (%.0f s); -x16 is the better aria2c here" % (
+            size / MiB / 16)))
+        timeout = 900
+    elif name == "CXbig":
+        gib = float(os.environ.get("CX_BIG_GIB", "16"))
+        size = 256 * MiB if q else int(gib * GiB)
+        title = "nginx without a cap, %s (the disk and the CPU are the limit)" % human_size(size)
+        description = ("nginx on loopback with no limit_rate and a %s object: more connections add nothing but "
+                       "processor time. Machine CPU is the whole machine's busy time over each run (/proc/stat)." % (
+                           human_size(size)))
+        origin = dict(origin_kind="nginx")
+        peers = [aria2c(), aria2c(id="aria2c-x1", label="aria2c -x1", n=1), Entry("hf_transfer", "hf_transfer",
+                                                                                  "hf_transfer (100 files, 10 MiB)")]
+        machine_cpu = True
+        timeout = 1800
+    else:
+        size = 64 * MiB if q else 256 * MiB
+        timeout = 600
+        if name == "CXreq":
+            title = "work per request: every ranged GET reads the whole object (%s)" % human_size(size)
+            description = ("benchlib/zoo.py per-request: a threaded HTTP/1.1 server that reads the whole object and "
+                           "computes its CRC-32 before answering any request, as an S3 emulator that checks an "
+                           "object's checksum on every GET: each added connection and each extra range makes the "
+                           "server slower for all of them.")
+            origin = dict(origin_kind="zoo", zoo="per-request")
+        elif name == "CXpool":
+            title = "a WSGI server with a pool of 4 worker threads (%s)" % human_size(size)
+            description = ("benchlib/zoo.py pool: a static-file WSGI app on waitress 3 with threads=4; requests "
+                           "beyond 4 wait for a worker.")
+            origin = dict(origin_kind="zoo", zoo="pool")
+        elif name == "CXone":
+            title = "a single-threaded HTTP/1.0 server (%s)" % human_size(size)
+            description = ("benchlib/zoo.py single: Python's http.server without threads, HTTP/1.0: one request at "
+                           "a time, a new connection for each.")
+            origin = dict(origin_kind="zoo", zoo="single")
+        elif name == "CX503":
+            title = "nginx answering 503 above 4 connections (%s)" % human_size(size)
+            description = "nginx limit_conn 4 per client with limit_conn_status 503, no rate cap."
+            origin = dict(origin_kind="nginx", nginx_conn_limit=4)
+        else:
+            raise ValueError("unknown scenario %s" % name)
+    entries = [swoop("swoop-default", "swoop (default)")]
+    entries += [swoop("swoop-c%d" % n, "swoop -c %d" % n, ["--connections", str(n)]) for n in counts]
+    entries += peers
+    kind = origin.pop("origin_kind")
+    return Scenario(name, title, description, {"main": ("random", size)}, entries, kind, timeout=timeout,
+                    targets=_cx_targets(bool(peers)), skipped=skipped, machine_cpu=machine_cpu, **origin)
 
 
 AB_SIDES = ("before", "after")
@@ -875,13 +999,20 @@ def _origins(sc, objs, bins, lab_name):
                     WWW_DIR, header, value)
                 info["published_digest"] = "%s: %s" % (header, value)
             ng = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower(), rate=sc.nginx_rate, extra_locations=extra,
-                                                   tls=sc.tls))
+                                                   tls=sc.tls, conn_limit=sc.nginx_conn_limit))
             urls = {("main", k): "%s/%s" % (ng.base_url, o["dir"] if o["kind"] == "files" else o["name"])
                     for k, o in objs.items()}
             urls.update({("file", k): os.path.join(WWW_DIR, o["name"]) for k, o in objs.items() if o["kind"] != "files"})
             if sc.published_digest:
                 urls.update({("digest", k): "%s/digest/%s" % (ng.base_url, o["name"]) for k, o in objs.items()})
-            info["origin"] = "nginx %s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "")
+            info["origin"] = "nginx %s%s%s" % (ng.base_url, ", limit_rate " + sc.nginx_rate if sc.nginx_rate else "",
+                                               ", limit_conn %d per client (503 beyond)" % sc.nginx_conn_limit
+                                               if sc.nginx_conn_limit else "")
+            yield urls, [], info
+        elif sc.origin_kind == "zoo":
+            zoo = stack.enter_context(origins.ZooServer(sc.zoo, WWW_DIR))
+            urls = {("main", k): "%s/%s" % (zoo.base_url, o["name"]) for k, o in objs.items()}
+            info["origin"] = "benchlib/zoo.py %s %s" % (sc.zoo, zoo.base_url)
             yield urls, [], info
         elif sc.origin_kind == "mirrors-nginx":
             first = stack.enter_context(origins.Nginx(WWW_DIR, sc.name.lower() + "-a", rate=sc.nginx_rate, conn_limit=4))

@@ -8,6 +8,8 @@ public struct DownloadProgress: Sendable, Equatable {
     public var bytesPerSecond: Double
     /// Connections transferring right now.
     public var activeConnections: Int
+    /// The adaptive count's target now (`nil` with a fixed count, or before the transfer).
+    public var connectionTarget: Int?
     /// Time since this run of the download started.
     public var elapsed: Duration
     /// With several URLs: each source's bytes and state so far (see ``DownloadResult/sources``).

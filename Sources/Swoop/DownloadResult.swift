@@ -16,6 +16,9 @@ public struct DownloadResult: Sendable, Equatable {
     public var duration: Duration
     /// The most connections used at once.
     public var connectionsUsed: Int
+    /// The count the adaptive default settled on (where it was when the download ended); `nil`
+    /// with a fixed count, or when the object arrived before there was anything to adapt.
+    public var connectionsSettled: Int?
     /// HTTP requests made, the probe and redirects included.
     public var requests: Int
     /// Requests that were retried after a failure.

@@ -27,6 +27,9 @@ public struct ThroughputMeasurement: Sendable {
     public var completed: Bool
     /// How many times the object was fetched (1 when the window ended first).
     public var passes: Int
+    /// Measured with the adaptive default (``measureAdaptiveThroughput(_:maximum:duration:)``):
+    /// ``connections`` is then the count it settled on, at the end of its last pass.
+    public var isAdaptive = false
 
     /// ``bytesPerSecond`` per connection.
     public var bytesPerSecondPerConnection: Double { bytesPerSecond / Double(max(1, connections)) }
@@ -58,6 +61,32 @@ extension Downloader {
             configuration.addresses.resolve = ["\(url.host):\(url.port)": [address]]
         }
         configuration.connections = .fixed(max(1, connections))
+        return try await measure(request, configuration: configuration, duration: duration).measurement
+    }
+
+    /// Fetches `request` with the adaptive default (up to `maximum` connections) for `duration`,
+    /// as ``measureThroughput(_:connections:duration:address:)`` does a fixed count: the figure is
+    /// what a download without a count gets, and ``ThroughputMeasurement/connections`` the count
+    /// it settled on (`swoop bench` shows it next to the knee). Each pass starts adapting afresh.
+    public func measureAdaptiveThroughput(
+        _ request: DownloadRequest, maximum: Int = 64, duration: Duration
+    ) async throws(DownloadError) -> ThroughputMeasurement {
+        var configuration = self.configuration
+        configuration.connections = .adaptive(maximum: max(1, maximum))
+        let (measurement, settled) = try await measure(request, configuration: configuration, duration: duration)
+        var adaptive = measurement
+        adaptive.connections = settled ?? 1
+        adaptive.isAdaptive = true
+        return adaptive
+    }
+
+    /// The passes of one measurement with `configuration`'s connections, and the adaptive count's
+    /// target at the end of the last pass (if it had one).
+    private func measure(
+        _ request: DownloadRequest, configuration: Configuration, duration: Duration
+    ) async throws(DownloadError) -> (measurement: ThroughputMeasurement, settled: Int?) {
+        var configuration = configuration
+        let connections = configuration.connections.maximum
         configuration.files.checkpointInterval = nil
         configuration.files.resumes = false
         configuration.progressInterval = .milliseconds(100)
@@ -66,27 +95,31 @@ extension Downloader {
         var points: [(time: Duration, bytes: Int64)] = [(.zero, 0)]
         var passes = 0
         var completed = false
+        var settled: Int?
         while ContinuousClock.now - started < duration {
             let left = duration - (ContinuousClock.now - started)
             let offset = (time: ContinuousClock.now - started, bytes: points.last?.bytes ?? 0)
             let pass = try await measurePass(request, configuration: configuration, for: left)
             passes += 1
             points += pass.points.map { (offset.time + $0.time, offset.bytes + $0.bytes) }
+            settled = pass.settled ?? settled
             guard pass.completed else { break }
             completed = true
         }
-        return Self.summarize(points, connections: connections, completed: completed, passes: passes)
+        return (Self.summarize(points, connections: connections, completed: completed, passes: passes), settled)
     }
 
     /// One download of `request` for at most `limit`: its progress points, and whether it ended.
     private func measurePass(
         _ request: DownloadRequest, configuration: Configuration, for limit: Duration
-    ) async throws(DownloadError) -> (points: [(time: Duration, bytes: Int64)], completed: Bool) {
+    ) async throws(DownloadError) -> (points: [(time: Duration, bytes: Int64)], completed: Bool, settled: Int?) {
         let samples = Mutex<[(time: Duration, bytes: Int64)]>([])
+        let target = Mutex<Int?>(nil)
         // A path that is never created: the discard sink does not touch the file system.
         let path = "/nonexistent/swoop-measurement-\(UInt64.random(in: 0...UInt64.max))"
         let task = try start(request, to: path, configuration: configuration, sink: .discard) { progress in
             samples.withLock { $0.append((progress.elapsed, progress.bytesDone)) }
+            if let count = progress.connectionTarget { target.withLock { $0 = count } }
         }
         let outcome = await withTaskGroup(of: Result<DownloadResult, DownloadError>?.self) { group in
             group.addTask {
@@ -107,9 +140,9 @@ extension Downloader {
         var points = samples.withLock { $0 }
         if case .success(let result)? = outcome {
             points.append((result.duration, result.bytes))
-            return (points, true)
+            return (points, true, result.connectionsSettled ?? target.withLock { $0 })
         }
-        return (points, false)
+        return (points, false, target.withLock { $0 })
     }
 
     /// The measurement of a run's progress `points` (time since the start, bytes so far).

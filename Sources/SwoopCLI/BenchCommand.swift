@@ -16,7 +16,9 @@ struct Bench: AsyncParsableCommand {
             the counts, the first request's round trip (its TCP handshake), TLS handshake and time to \
             its first byte are measured. A name with several addresses is then measured one \
             address at a time with the recommended count, and each is said to be worth using or not \
-            (under a quarter of the best address's rate).
+            (under a quarter of the best address's rate). Last, the adaptive default (what `get` \
+            does without -c) runs for --duration too, and the count it settled on is shown next to \
+            the recommendation.
             """
     )
 
@@ -80,6 +82,7 @@ struct Bench: AsyncParsableCommand {
             )
         }
         let firstResponse: ResponseTiming?
+        var adaptive: ThroughputMeasurement?
         do {
             firstResponse = try await Self.firstResponse(request, downloader)
             if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
@@ -91,6 +94,13 @@ struct Bench: AsyncParsableCommand {
                 if !json {
                     writeStderr(Messages.benchLine(connections: count, figure: Self.figure(measurement)) + "\n")
                 }
+            }
+            adaptive = try await downloader.measureAdaptiveThroughput(
+                request, maximum: try counts().max() ?? 64, duration: window)
+            if !json, let adaptive {
+                writeStderr(
+                    "  the default (adaptive): \(Self.figure(adaptive)), settled on "
+                        + "\(Wording.count(adaptive.connections, "connection"))\n")
             }
         } catch let error as DownloadError {
             await downloader.shutdown()
@@ -108,6 +118,15 @@ struct Bench: AsyncParsableCommand {
                     "recommended: \(count) connection\(count == 1 ? "" : "s") "
                         + "(\(Format.rate(knee.recommended.bytesPerSecond))): \(knee.reason)")
             }
+            if let adaptive {
+                let percent = knee.map {
+                    Int((100 * adaptive.bytesPerSecond / max(1, $0.recommended.bytesPerSecond)).rounded())
+                }
+                let share = percent.map { ", \($0)% of the knee's rate" } ?? ""
+                print(
+                    "the default settled on \(Wording.count(adaptive.connections, "connection")) "
+                        + "(\(Format.rate(adaptive.bytesPerSecond))\(share))")
+            }
         }
         let addresses: [AddressRate]
         do {
@@ -120,7 +139,8 @@ struct Bench: AsyncParsableCommand {
         if json {
             printJSON(
                 BenchSummary(
-                    url: url, results: results, knee: knee, addresses: addresses, firstResponse: firstResponse))
+                    url: url, results: results, knee: knee, addresses: addresses, firstResponse: firstResponse,
+                    adaptive: adaptive))
         }
         if let chart {
             do {
@@ -246,11 +266,16 @@ struct BenchSummary: Encodable {
     var tlsHandshakeSeconds: Double?
     /// Seconds from sending the first request to its response's first byte.
     var firstResponseSeconds: Double?
+    /// The adaptive default, measured last: the count it settled on, and its rate.
+    var defaultConnections: Int?
+    var defaultBytesPerSecond: Double?
 
     init(
         url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate],
-        firstResponse: ResponseTiming?
+        firstResponse: ResponseTiming?, adaptive: ThroughputMeasurement? = nil
     ) {
+        defaultConnections = adaptive?.connections
+        defaultBytesPerSecond = adaptive?.bytesPerSecond
         roundTripSeconds = firstResponse?.connect.map(Format.seconds)
         tlsHandshakeSeconds = firstResponse?.tlsHandshake.map(Format.seconds)
         firstResponseSeconds = firstResponse.map { Format.seconds($0.firstByte) }

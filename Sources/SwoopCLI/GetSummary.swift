@@ -9,6 +9,8 @@ struct Summary: Encodable {
     var seconds: Double?
     var bytesPerSecond: Double?
     var connections: Int?
+    /// The count the adaptive default settled on (absent with `-c`).
+    var settledConnections: Int?
     var requests: Int?
     var retries: Int?
     var resumedBytes: Int64?
@@ -33,6 +35,7 @@ struct Summary: Encodable {
         seconds = Format.seconds(result.duration)
         bytesPerSecond = result.bytesPerSecond
         connections = result.connectionsUsed
+        settledConnections = result.connectionsSettled
         requests = result.requests
         retries = result.retries
         resumedBytes = result.bytesResumed

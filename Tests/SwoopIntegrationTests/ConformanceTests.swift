@@ -131,7 +131,7 @@ struct ConformanceTests {
     }
 
     @Test(
-        "an object replaced mid-download ends as the new object's bytes, never a mix",
+        "an object replaced mid-download ends as one version byte for byte, never a mix",
         arguments: ServerVariant.allCases)
     func replacedMidDownload(_ variant: ServerVariant) async throws {
         let lab = try ConformanceLab.require()
@@ -153,8 +153,12 @@ struct ConformanceTests {
         _ = try await server.publish(lab.pool.replacement.file, at: variant.path("replaced"))
         let result = try await run.wait(timeout: .seconds(180))
         // Without ranges the one stream reads the file the server opened, which the rename left
-        // whole: the old object, complete, is the right answer there.
-        let expected = variant.acceptsRanges ? lab.pool.replacement : original
+        // whole: the old object, complete, is the right answer there. With ranges, requests sent
+        // after the replacement see the new object and the download starts over on it; but when
+        // every byte was asked for before it (a slow probe on a loaded machine makes the first
+        // requests take whole segments), the old object, complete, is right too: one version.
+        let held = try? TestData.sha256(of: scratch.path(file))
+        let expected = variant.acceptsRanges && held != original.sha256 ? lab.pool.replacement : original
         expectSaved(result, file, expected, in: scratch, "\(variant), replaced mid-download")
     }
 

@@ -91,7 +91,7 @@ struct URLRefreshTests {
         }
     }
 
-    @Test("many connections refused at once cause one refresh; the others wait for it")
+    @Test("many connections cut off at once under a revoked URL cause one refresh; the others wait for it")
     func oneRefreshForAll() async throws {
         try await exclusively {
             try await withTestOrigin { origin in
@@ -108,7 +108,10 @@ struct URLRefreshTests {
                     "one refresh for all: \(Self.refused(origin)) requests refused, \(calls.withLock { $0 }) refresh, "
                         + "\(Self.bytesFetched(origin)) bytes fetched for \(result.bytes)"
                 )
-                #expect(Self.refused(origin) >= 2, "several connections were refused")
+                // Every connection was dropped at once, so the host is in doubt: one request finds out
+                // (refused), and the others wait for the refresh it causes, or are refused too when
+                // they went before it ended.
+                #expect(Self.refused(origin) >= 1, "the old URL was refused")
                 #expect(calls.withLock { $0 } == 1)
                 #expect(Double(Self.bytesFetched(origin)) <= 1.05 * Double(result.bytes))
             }

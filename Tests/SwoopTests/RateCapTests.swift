@@ -67,6 +67,6 @@ struct RateCapTests {
                 break
             }
         }
-        #expect(grown == 16, "a baseline after the warm-up and one window, then a first increase")
+        #expect(grown == 32, "a baseline after the warm-up and one window, then a first (4x) increase")
     }
 }

@@ -42,8 +42,8 @@ extension DownloadSession {
     func progressSnapshot() -> DownloadProgress {
         DownloadProgress(
             bytesDone: bytesDone, totalBytes: stage.object?.size, bytesPerSecond: progress.bytesPerSecond,
-            activeConnections: stage.run?.activeConnections ?? 0, elapsed: .now - context.startedAt,
-            sources: sourceReports, waiting: waiting)
+            activeConnections: stage.run?.activeConnections ?? 0, connectionTarget: stage.run?.controller?.target,
+            elapsed: .now - context.startedAt, sources: sourceReports, waiting: waiting)
     }
 
     /// What the download waits for, if anything: a server being retried, or a broken stream's next try.

@@ -348,6 +348,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             retries: counters.retries, etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports,
             verified: verified)
         result.bytesCompared = counters.overlapBytes
+        result.connectionsSettled = counters.settledConnections > 0 ? counters.settledConnections : nil
         return result
     }
 

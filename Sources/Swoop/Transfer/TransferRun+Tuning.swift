@@ -74,7 +74,47 @@ extension TransferRun {
         }
     }
 
-    private func adaptConnections(at now: ContinuousClock.Instant) {
+    /// The server's own time per request when the probe showed it is large (see
+    /// ``ConnectionController/requestCost``); 0 otherwise, and with a fixed count.
+    var requestCost: Double { controller?.requestCost ?? 0 }
+
+    /// Starts the adaptive count from the probe's first response on `probe`: its round trip and
+    /// the server's time to answer (``ConnectionController/start(firstByte:connect:maximum:)``).
+    func startController(probe: Connection, maximum: Int) {
+        let timing = probe.exchange?.timing()
+        let firstByte =
+            timing?.firstByte.seconds ?? probe.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds / 2 } ?? 0
+        let start = ConnectionController.start(
+            firstByte: firstByte, connect: timing?.connect?.seconds, maximum: maximum)
+        pool.target = start.count
+        controller = ConnectionController(initial: start.count, maximum: maximum, requestCost: start.requestCost)
+        counters.settledConnections = start.count
+        if start.requestCost > 0 {
+            logger.debug(
+                "the server takes long to answer each request: fewer, larger requests",
+                metadata: ["seconds": "\(start.requestCost)", "connections": "\(start.count)"])
+        }
+        scheduleControllerTick()
+    }
+
+    /// While the controller climbs or tries a step, it looks every 25 ms rather than with the
+    /// 100 ms housekeeping: a capped link's knee is reached within a few hundred milliseconds.
+    private func scheduleControllerTick() {
+        controllerTimer = loop.schedule(after: .milliseconds(25)) { [weak self] in
+            guard let self, !stopped, let controller else { return }
+            switch controller.phase {
+            case .measuring, .trying:
+                adaptConnections(at: .now)
+                scheduleControllerTick()
+            case .holding, .settled:
+                controllerTimer = nil
+            }
+        }
+    }
+
+    /// Feeds the controller (from the housekeeping tick while it holds, and from its own faster
+    /// tick while it climbs) and applies a new count.
+    func adaptConnections(at now: ContinuousClock.Instant) {
         guard var controller, !controller.isSettled, let plan = store.plan else { return }
         defer { self.controller = controller }
         if isCapped(at: now) || sources.sources.contains(where: { $0.health.state != .up }) {
@@ -84,19 +124,26 @@ extension TransferRun {
             controller.restartMeasurement(at: now)
             return
         }
-        let roundTrip = TransferPolicy.roundTrip(pool.samples(at: now))
-        let observed = controller.observe(
-            totalBytes: counters.bytesReceived, remainingBytes: plan.remainingBytes, at: now, roundTrip: roundTrip)
-        if let count = observed {
+        let samples = pool.samples(at: now)
+        let busy = pool.busyCount
+        let transferring = samples.count(where: { $0.isTransferring && $0.secondsSinceFirstByte != nil })
+        let observation = ConnectionController.Observation(
+            totalBytes: counters.bytesReceived, remainingBytes: plan.remainingBytes, now: now,
+            roundTrip: TransferPolicy.roundTrip(samples), transferring: transferring,
+            waiting: max(0, busy - transferring),
+            firstConnectionRate: samples.dropFirst().allSatisfy({ $0.rate == 0 }) ? samples.first?.rate ?? 0 : 0)
+        let wasSettled = controller.isSettled
+        if let count = controller.observe(observation) {
             logger.debug(
                 "adapting connections",
                 metadata: ["from": "\(pool.target)", "to": "\(count)", "why": "\(controller.lastReason)"])
             pool.target = count
+            counters.settledConnections = count
             self.controller = controller
             dispatchWork()
             return
         }
-        if controller.isSettled {
+        if controller.isSettled && !wasSettled {
             logger.debug(
                 "connections settled", metadata: ["count": "\(pool.target)", "why": "\(controller.lastReason)"])
         }

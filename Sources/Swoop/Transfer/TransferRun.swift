@@ -39,6 +39,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     var controller: ConnectionController?
     /// Every 100 ms: connection rates, slow-connection replacement, adaptation.
     var housekeepingTimer: LoopTimer?
+    /// Every 25 ms while the adaptive count climbs or tries a step.
+    var controllerTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private(set) var stopped = false
     /// The probe's range, near which a source's bytes are compared.
@@ -86,7 +88,10 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
                 requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
         self.sources = SourceSet(
             first: object, headers: headers, store: store, hosts: loop.hosts, logger: logger, checking: context)
-        sources.onSourceAdded = { [weak self] in self?.loop.afterCallbacks { self?.dispatchWork() } }
+        sources.onSourceAdded = { [weak self] in
+            self?.controller?.sourcesChanged(at: .now)
+            self?.loop.afterCallbacks { self?.dispatchWork() }
+        }
         sources.watcher = self
     }
 
@@ -145,9 +150,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             sources.checks?.check(mirrors: mirrors, size: size, range: range)
         }
         if case .adaptive(let maximum) = settings.configuration.connections {
-            let headAfter = connection.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds } ?? 0
-            pool.target = ConnectionController.initialCount(probeTimeToFirstByte: headAfter, maximum: maximum)
-            controller = ConnectionController(initial: pool.target, maximum: maximum)
+            startController(probe: connection, maximum: maximum)
         }
         scheduleHousekeeping()
         plan.split(into: max(0, pool.target - 1))
@@ -191,6 +194,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         sources.checks?.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
+        controllerTimer?.cancel()
         retryTimer?.cancel()
         pool.cancelAll()
     }
@@ -240,7 +244,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     func request(_ segment: Segment, on connection: Connection, from source: Source) {
         guard let plan = store.plan else { return }
         let policy = settings.policy
-        let size = policy.requestSize(rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte)
+        let size = policy.requestSize(
+            rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte, requestCost: requestCost)
         let range = policy.nextRequest(
             position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
@@ -285,7 +290,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         return settings.policy.cutPoint(
             SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),
             rate: owner.recentRate, others: pool.transferringRates, roundTrip: roundTrip,
-            minimumStealSize: plan.minimumStealSize, layout: plan.layout)
+            minimumStealSize: plan.minimumStealSize, layout: plan.layout, requestCost: requestCost)
     }
 
     // MARK: HostWatcher

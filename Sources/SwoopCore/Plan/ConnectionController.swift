@@ -1,133 +1,369 @@
-/// Chooses how many connections an adaptive download uses.
+/// Chooses how many connections an adaptive download uses, by measuring what each step in the
+/// count is worth, in both directions.
 ///
-/// It starts with a few and measures the throughput over a window long enough for new
-/// connections to get past TCP slow start. While an increase still adds throughput (the link is
-/// not yet full: per-connection limits, long round trips, loss), it keeps increasing, by 4x when
-/// the gain was nearly proportional and 2x otherwise, up to the maximum. When an increase adds
-/// nothing (a saturated link, a CPU-bound client, a server that throttles parallelism) it steps
-/// back to the previous count and stays there.
+/// - **Climbing.** It measures the throughput at the count it starts with, then grows it
+///   multiplicatively while each step pays: 4x at first, then 4x when the last step's gain was
+///   nearly proportional, 2x otherwise. When the first bytes already show a per-connection limit (every
+///   connection as fast as the probe was alone: a CDN's per-connection cap, a window over a long
+///   round trip), the first step goes 8x, so a capped link reaches its knee within a few hundred
+///   milliseconds.
+/// - **Stepping back.** A step up that gains less than ``payoff`` (more connections must pay for
+///   themselves) is undone. When that happens at the first step, it tries fewer instead, and keeps
+///   going down while the rate holds within ``tolerance`` of the best seen: a server whose work is
+///   per request, a worker pool or a single thread is fastest with fewer connections. A step down
+///   that loses is undone. Then it holds, and probes one step up again only rarely (``reprobeAfter``,
+///   doubling each time it did not pay), so it does not oscillate.
+/// - **Queues.** When over a window clearly fewer connections receive bytes than are open (the
+///   others wait for a first byte: a worker pool, a connection limit answered with 503, a server
+///   busy with each request), the server serves that many at once: the count becomes that number.
 ///
-/// Too few connections on a lossy long link cost far more than a few too many on a fast one, so
-/// the rule leans towards growing: only a clear lack of gain stops it.
+/// Requests are a cost too: ``start(timing:maximum:)`` reads the probe's first response, and when
+/// the server took long to answer on a short path (its work is per request) the download starts
+/// with 2 connections and makes its first requests as large as the plan allows
+/// (``requestCost``, which ``TransferPolicy`` reads for request sizes and cuts).
 ///
 /// While the downloader's byte-rate cap holds bytes back, or a server is down or ramping back
 /// up after an outage, throughput says nothing about the path, so the caller does not feed it: it
-/// restarts the measurement instead (``restartMeasurement(at:)``), and the count stays where it is
-/// until the cap stops being the limit or the server is back. A window in which nothing arrived
-/// is no measurement either: the count stays.
+/// restarts the measurement instead (``restartMeasurement(at:)``), and the count stays where it is.
+/// A window in which nothing arrived is no measurement either: the count stays.
 ///
-/// Pure logic: the caller feeds byte counts and instants and applies the returned targets.
+/// Pure logic: the caller feeds observations with their instants and applies the returned targets.
 package struct ConnectionController {
-    package let maximum: Int
-    package private(set) var target: Int
-    package private(set) var isSettled = false
-    /// Why the last decision was taken, for debug logs.
-    package private(set) var lastReason = ""
+    /// What the transfer saw at one instant.
+    package struct Observation {
+        /// Body bytes received so far, by every connection of the download.
+        package var totalBytes: Int64
+        /// Bytes the plan still has to fetch.
+        package var remainingBytes: Int64
+        package var now: ContinuousClock.Instant
+        /// The path's round trip, seconds (the quickest first byte).
+        package var roundTrip: Double
+        /// Connections whose response body is flowing.
+        package var transferring: Int
+        /// Connections with a request sent and no first byte yet.
+        package var waiting: Int
+        /// The first connection's measured rate (bytes/s) while no other connection's is measured
+        /// yet, else 0: its probe request, running while the others start, shows what one
+        /// connection gets (read once).
+        package var firstConnectionRate: Double
 
-    /// The count and rate before the last increase.
-    private var baseline: (count: Int, rate: Double)?
-    /// When the current count took effect.
-    private var changedAt: ContinuousClock.Instant?
-    private var samples: [(time: ContinuousClock.Instant, bytes: Int64)] = []
-
-    /// An increase that gained less than this (rate ratio) did not help.
-    package static let noGain = 1.05
-    /// An increase that gained at least this is worth another.
-    package static let worthGrowing = 1.15
-    /// Quadruple rather than double when the gain was at least this fraction of proportional.
-    package static let nearlyProportional = 0.8
-
-    package init(initial: Int, maximum: Int) {
-        self.maximum = max(1, maximum)
-        self.target = min(max(1, initial), self.maximum)
-        isSettled = target >= self.maximum
+        package init(
+            totalBytes: Int64, remainingBytes: Int64, now: ContinuousClock.Instant, roundTrip: Double,
+            transferring: Int, waiting: Int = 0, firstConnectionRate: Double = 0
+        ) {
+            self.totalBytes = totalBytes
+            self.remainingBytes = remainingBytes
+            self.now = now
+            self.roundTrip = roundTrip
+            self.transferring = transferring
+            self.waiting = waiting
+            self.firstConnectionRate = firstConnectionRate
+        }
     }
 
-    /// Where to start, given the probe's time to first byte (about two round trips on a new
-    /// connection): 8 on a LAN; more on long links, where each connection is slow.
+    /// A count and the rate measured at it.
+    package struct Step: Equatable, CustomStringConvertible {
+        package var count: Int
+        package var rate: Double
+
+        package var description: String { "\(count) at \(Wording.bytes(Int64(rate)))/s" }
+    }
+
+    /// Where the controller is, each state with its own data.
+    package enum Phase: Equatable {
+        /// Measuring the count it started with.
+        case measuring
+        /// A step from `from` to the current target is being measured; `best` is the best step seen.
+        case trying(from: Step, best: Step)
+        /// Settled at `best`; tries a step up again at `reprobeAt`, then waits `backoff` more.
+        case holding(best: Step, reprobeAt: ContinuousClock.Instant, backoff: Duration)
+        /// Done for good: too little work left to learn anything.
+        case settled
+    }
+
+    package let maximum: Int
+    package private(set) var target: Int
+    package private(set) var phase: Phase = .measuring
+    /// The server's time to answer a request beyond the round trip (seconds), when it is large
+    /// enough to size requests by; 0 otherwise.
+    package private(set) var requestCost: Double
+    /// Why the last decision was taken, for debug logs.
+    package private(set) var lastReason = ""
+    /// Every count the controller moved to, in order (for `--json` and `swoop bench`).
+    package private(set) var history: [Int] = []
+
+    /// When the current count took effect (or the measurement restarted).
+    private var changedAt: ContinuousClock.Instant?
+    private var samples: [(time: ContinuousClock.Instant, bytes: Int64, transferring: Int, waiting: Int)] = []
+    /// One connection's rate while the others started, if it was measured before theirs.
+    private var soloRate: Double = 0
+
+    /// A step up is kept when it gains at least this much (rate ratio).
+    package static let payoff = 1.10
+    /// A step down is kept while the rate stays within this fraction of the best seen.
+    package static let tolerance = 0.95
+    /// Quadruple rather than double when the last gain was at least this fraction of proportional.
+    package static let nearlyProportional = 0.8
+    /// Every connection at least this fraction of one connection alone: the limit is per connection.
+    package static let perConnectionLimit = 0.6
+    /// Clearly fewer connections received bytes than were open: the server queues the rest.
+    package static let queueing = 0.7
+    /// The first re-probe after settling, then doubling.
+    package static let reprobeAfter = Duration.seconds(8)
+
+    package init(initial: Int, maximum: Int, requestCost: Double = 0) {
+        self.maximum = max(1, maximum)
+        self.target = min(max(1, initial), self.maximum)
+        self.requestCost = requestCost
+        history = [target]
+    }
+
+    /// Whether the controller has stopped for good (too little work left).
+    package var isSettled: Bool { phase == .settled }
+
+    /// Where to start, from the probe's first response: `firstByte` is the time from sending the
+    /// request to its first byte, `connect` the TCP handshake (a round trip; `nil` on a connection
+    /// already open). 8 on a LAN, more on long links, where each connection is slow; 2 when the
+    /// server spent long on the request itself (at least 50 ms, and 4 round trips): its work is
+    /// per request, so each connection and each range costs it, and requests are made large.
+    package static func start(
+        firstByte: Double, connect: Double?, maximum: Int
+    ) -> (count: Int, requestCost: Double) {
+        let roundTrip = connect ?? firstByte
+        let serverTime = max(0, firstByte - (connect ?? 0))
+        let expensive = connect != nil && serverTime >= max(0.05, 4 * roundTrip)
+        let count = expensive ? 2 : roundTrip >= 0.06 ? 64 : roundTrip >= 0.02 ? 32 : 8
+        return (min(max(1, maximum), count), expensive ? serverTime : 0)
+    }
+
+    /// Where to start from the probe's time to first byte alone (about two round trips on a new
+    /// connection): 8 on a LAN; more on long links.
     package static func initialCount(probeTimeToFirstByte seconds: Double, maximum: Int) -> Int {
-        let count = seconds >= 0.06 ? 32 : seconds >= 0.02 ? 16 : 8
-        return min(max(1, maximum), count)
+        start(firstByte: seconds / 2, connect: nil, maximum: maximum).count
     }
 
     /// Discards the measurement under way and starts a new one at `now`, at the same count and
-    /// with the same baseline: what was measured is not the path's throughput (the downloader's
-    /// byte-rate cap was the limit).
+    /// with the same steps: what was measured is not the path's throughput (the downloader's
+    /// byte-rate cap was the limit, or a server was down).
     package mutating func restartMeasurement(at now: ContinuousClock.Instant) {
         samples.removeAll(keepingCapacity: true)
         changedAt = now
     }
 
-    /// Stops adapting: the rest of the download is too short to measure anything.
-    package mutating func settle() {
-        isSettled = true
+    /// The sources changed (a mirror or another address joined): what was measured holds for
+    /// fewer servers, so a count it settled on is probed upwards at the next observation.
+    package mutating func sourcesChanged(at now: ContinuousClock.Instant) {
+        guard case .holding(let best, _, _) = phase else { return }
+        reprobeBackoff = nil
+        phase = .holding(best: best, reprobeAt: now, backoff: Self.reprobeAfter)
     }
 
-    /// Records the running total of bytes received at `now`; returns a new target when the count
-    /// should change. `roundTrip` (seconds) sets how long a measurement takes.
+    /// Stops adapting: the rest of the download is too short to measure anything.
+    package mutating func settle() {
+        phase = .settled
+    }
+
+    /// The old entry point: an observation with the connections unknown (taken as all receiving).
     package mutating func observe(
         totalBytes: Int64, remainingBytes: Int64, at now: ContinuousClock.Instant, roundTrip: Double
     ) -> Int? {
+        observe(
+            Observation(
+                totalBytes: totalBytes, remainingBytes: remainingBytes, now: now, roundTrip: roundTrip,
+                transferring: target))
+    }
+
+    /// How long new connections get before a measurement, and how long it runs.
+    private func timing(roundTrip: Double) -> (warmUp: Duration, window: Duration) {
+        // New connections need a handshake and a first byte (the server's time too), then a few
+        // round trips to get going; the window holds enough round trips for a steady rate.
+        let warmUp = max(0.03, 4 * roundTrip, 1.5 * requestCost)
+        let window = max(0.1, 6 * roundTrip)
+        return (.seconds(warmUp), .seconds(window))
+    }
+
+    /// Records what the transfer saw at `observation.now`; returns a new target when the count
+    /// should change.
+    package mutating func observe(_ observation: Observation) -> Int? {
         guard !isSettled else { return nil }
+        let now = observation.now
         if changedAt == nil { changedAt = now }
-        samples.append((now, totalBytes))
-        // New connections need a few round trips to get going; then measure over a window.
-        let warmUp = Duration.seconds(max(0.25, 4 * roundTrip))
-        let window = Duration.seconds(max(0.4, 8 * roundTrip))
-        guard let changedAt, now - changedAt >= warmUp + window else { return nil }
-        let start = changedAt + warmUp
-        guard let first = samples.first(where: { $0.time >= start }), let last = samples.last,
-            last.time > first.time
-        else { return nil }
-        let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
-        guard rate > 0 else {
-            // Nothing arrived (a server that stopped answering): there is no throughput to
-            // compare, and more connections would only knock harder. Measure again.
+        if soloRate == 0, history.count == 1, observation.firstConnectionRate > 0 {
+            soloRate = observation.firstConnectionRate
+        }
+        if observation.transferring + observation.waiting > target, phase != .measuring {
+            // Connections beyond a lowered count are still finishing their requests: the count
+            // takes effect once they are done, and so does the warm-up.
+            restartMeasurement(at: now)
+            return nil
+        }
+        samples.append((now, observation.totalBytes, observation.transferring, observation.waiting))
+        if case .holding(let best, let reprobeAt, let backoff) = phase {
+            return hold(best: best, reprobeAt: reprobeAt, backoff: backoff, observation)
+        }
+        let (warmUp, fullWindow) = timing(roundTrip: observation.roundTrip)
+        // The first decision may come early when the first bytes already show a per-connection
+        // limit: a strong signal that needs no long window.
+        let early = phase == .measuring && soloRate > 0
+        let window = early ? Duration.seconds(max(0.03, 2 * observation.roundTrip)) : fullWindow
+        guard let measured = measure(since: warmUp, window: window, now: now) else { return nil }
+        if measured.rate <= 0 {
+            // Nothing arrived (a server that stopped answering, or busy with every request):
+            // there is no throughput to compare. Measure again.
             restartMeasurement(at: now)
             lastReason = "nothing arrived in the window"
             return nil
         }
-        if Double(remainingBytes) < rate * window.seconds {
-            // Near the end there is not enough work left to learn anything from more connections.
-            isSettled = true
-            lastReason = "too little work left (\(Wording.bytes(remainingBytes)) at \(Int(rate)) B/s)"
+        if Double(observation.remainingBytes) < measured.rate * fullWindow.seconds * 2 {
+            // Near the end there is not enough work left to learn anything from another count.
+            phase = .settled
+            lastReason = "too little work left (\(Wording.bytes(observation.remainingBytes)))"
             return nil
         }
-        return decide(rate: rate, at: now)
+        if early, measured.rate / Double(max(1, target)) < Self.perConnectionLimit * soloRate,
+            measured.elapsed < fullWindow
+        {
+            // No per-connection limit shows yet: measure the whole window.
+            return nil
+        }
+        return decide(rate: measured.rate, served: measured.transferring, waiting: measured.waiting, at: now)
     }
 
-    private mutating func decide(rate: Double, at now: ContinuousClock.Instant) -> Int? {
+    /// The rate and mean number of connections receiving over the window after the warm-up, once
+    /// the window has passed.
+    private func measure(
+        since warmUp: Duration, window: Duration, now: ContinuousClock.Instant
+    ) -> (rate: Double, transferring: Double, waiting: Double, elapsed: Duration)? {
+        guard let changedAt, now - changedAt >= warmUp + window else { return nil }
+        let start = changedAt + warmUp
+        guard let firstIndex = samples.firstIndex(where: { $0.time >= start }), let last = samples.last,
+            last.time > samples[firstIndex].time
+        else { return nil }
+        let first = samples[firstIndex]
+        let inWindow = samples[firstIndex...]
+        let transferring = Double(inWindow.reduce(0) { $0 + $1.transferring }) / Double(inWindow.count)
+        let waiting = Double(inWindow.reduce(0) { $0 + $1.waiting }) / Double(inWindow.count)
+        let elapsed = last.time - first.time
+        return (Double(last.bytes - first.bytes) / elapsed.seconds, transferring, waiting, elapsed)
+    }
+
+    private mutating func decide(
+        rate: Double, served: Double, waiting: Double, at now: ContinuousClock.Instant
+    ) -> Int? {
         defer { samples.removeAll(keepingCapacity: true) }
-        guard let baseline else {
-            self.baseline = (target, rate)
-            lastReason = "baseline \(Int(rate)) B/s with \(target)"
-            return grow(by: 2, at: now)
-        }
-        let gain = baseline.rate > 0 ? rate / baseline.rate : .infinity
-        lastReason = "\(Int(rate)) B/s with \(target), gain \(gain) over \(baseline.count)"
-        if gain < Self.noGain {
-            // More connections did not help: go back to what worked and stay.
-            isSettled = true
-            target = baseline.count
-            return target
-        }
-        guard gain >= Self.worthGrowing, target < maximum else {
-            isSettled = true
+        // Clearly fewer receiving than open, the others waiting for a first byte: the server
+        // serves that many at once and queues the rest. (Connections a source's learned limit
+        // keeps idle wait for nothing: that limit is the source's, not a reason for this count.)
+        let servedCount = max(1, Int(served.rounded()))
+        let queued =
+            Double(servedCount) <= Self.queueing * Double(target)
+            && waiting >= (1 - Self.queueing) * Double(target)
+        let here = Step(count: queued ? servedCount : target, rate: rate)
+        switch phase {
+        case .measuring:
+            lastReason = "\(here) at first"
+            if queued {
+                lastReason += "; the server serves \(servedCount) at once"
+                return settle(on: here, at: now)
+            }
+            let perConnection = rate / Double(target)
+            if soloRate > 0 && perConnection >= Self.perConnectionLimit * soloRate {
+                lastReason += "; each connection as fast as one alone: a limit per connection"
+                return step(from: here, best: here, to: target * 8, at: now)
+            }
+            // As TCP's slow start, the first step is wide; a step that does not pay is undone.
+            return step(from: here, best: here, to: target * 4, at: now)
+        case .trying(let from, let best):
+            if target > from.count {
+                let gain = rate / from.rate
+                lastReason = "\(here) after \(from): gain \(Self.format(gain))"
+                if !queued && gain >= Self.payoff {
+                    let proportional = Double(target) / Double(from.count)
+                    let efficiency = (gain - 1) / max(proportional - 1, 0.01)
+                    let factor = efficiency >= Self.nearlyProportional ? 4 : 2
+                    return step(from: here, best: here, to: target * factor, at: now)
+                }
+                if queued { lastReason += "; the server serves \(servedCount) at once" }
+                // It did not pay. At the first step, fewer may do as well: try them.
+                if history.count == 2 && from.count > 1 && !queued {
+                    lastReason += "; trying fewer"
+                    return step(from: from, best: from, to: from.count / 2, at: now)
+                }
+                let back = queued ? Step(count: min(servedCount, from.count), rate: max(rate, from.rate)) : from
+                return settle(on: back.rate >= best.rate ? back : best, at: now)
+            }
+            let kept = rate / best.rate
+            lastReason = "\(here) after \(from): \(Self.format(kept)) of the best"
+            if kept >= Self.tolerance {
+                // As fast with fewer: fewer it is; try fewer still.
+                let better = rate > best.rate ? here : Step(count: here.count, rate: best.rate)
+                if here.count > 1 && !queued { return step(from: here, best: better, to: here.count / 2, at: now) }
+                return settle(on: better, at: now)
+            }
+            return settle(on: from, at: now)
+        case .holding, .settled:
             return nil
         }
-        let proportional = Double(target) / Double(baseline.count)
-        let efficiency = (gain - 1) / max(proportional - 1, 0.01)
-        self.baseline = (target, rate)
-        return grow(by: efficiency >= Self.nearlyProportional ? 4 : 2, at: now)
     }
 
-    private mutating func grow(by factor: Int, at now: ContinuousClock.Instant) -> Int? {
-        guard target < maximum else {
-            isSettled = true
+    /// Moves to `count` (within 1 ... maximum) to try it against `from`.
+    private mutating func step(from: Step, best: Step, to count: Int, at now: ContinuousClock.Instant) -> Int? {
+        let next = min(maximum, max(1, count))
+        guard next != from.count else { return settle(on: best, at: now) }
+        phase = .trying(from: from, best: best)
+        return move(to: next, at: now)
+    }
+
+    /// Holds at `best`, re-probing after ``reprobeAfter``.
+    private mutating func settle(on best: Step, at now: ContinuousClock.Instant) -> Int? {
+        lastReason += "; holding \(best.count)"
+        let wait = reprobeBackoff ?? Self.reprobeAfter
+        reprobeBackoff = nil
+        phase = .holding(best: best, reprobeAt: now + wait, backoff: wait)
+        return best.count == target ? nil : move(to: best.count, at: now)
+    }
+
+    /// While holding: once the re-probe is due, measures the current count afresh and tries a
+    /// step up from it; a step that does not pay comes back here with the wait doubled.
+    private mutating func hold(
+        best: Step, reprobeAt: ContinuousClock.Instant, backoff: Duration, _ observation: Observation
+    ) -> Int? {
+        let now = observation.now
+        guard now >= reprobeAt, target < maximum else {
+            // Keep a short history only: the window before a re-probe.
+            if let first = samples.first, now - first.time > .seconds(4) { samples.removeFirst(samples.count / 2) }
             return nil
         }
-        target = min(maximum, target * factor)
+        let (_, window) = timing(roundTrip: observation.roundTrip)
+        guard let first = samples.last(where: { now - $0.time >= window }), let last = samples.last,
+            last.time > first.time
+        else { return nil }
+        let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
+        samples.removeAll(keepingCapacity: true)
+        guard rate > 0, Double(observation.remainingBytes) > rate * 4 * window.seconds else { return nil }
+        let here = Step(count: target, rate: rate)
+        lastReason = "re-probing from \(here)"
+        // A re-probe that does not pay settles back here, waiting twice as long for the next.
+        phase = .trying(from: here, best: here)
+        reprobeBackoff = backoff * 2
+        return move(to: target * 2, at: now)
+    }
+
+    /// The wait before the next re-probe, carried through a re-probe's trial.
+    private var reprobeBackoff: Duration?
+
+    private mutating func move(to count: Int, at now: ContinuousClock.Instant) -> Int? {
+        let next = min(maximum, max(1, count))
+        guard next != target else { return nil }
+        target = next
         changedAt = now
-        return target
+        samples.removeAll(keepingCapacity: true)
+        history.append(next)
+        return next
+    }
+
+    private static func format(_ ratio: Double) -> String {
+        let hundredths = Int((ratio * 100).rounded())
+        return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)x"
     }
 }

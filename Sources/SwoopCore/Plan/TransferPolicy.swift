@@ -86,12 +86,16 @@ package struct TransferPolicy {
         connections.map(\.timeToFirstByte).filter { $0 > 0 }.min() ?? 0.05
     }
 
-    /// The size of a connection's next request: about `max(0.5 s, 50 round trips)` of its
-    /// measured rate, so the idle round trip between requests costs at most about 2%, and
-    /// connections stay alive between requests; 4 MiB before it is measured.
-    package func requestSize(rate: Double, timeToFirstByte: Double) -> Int64 {
-        guard rate > 0 else { return 4 << 20 }
-        let seconds = max(0.5, 50 * timeToFirstByte)
+    /// The size of a connection's next request: about `max(0.5 s, 50 first-byte times)` of its
+    /// measured rate, so the idle wait between requests (a round trip, and the server's time to
+    /// answer) costs at most about 2%, and connections stay alive between requests; 4 MiB before
+    /// it is measured. `requestCost`: the server's own time per request, when the probe showed it
+    /// is large (``ConnectionController/requestCost``): then requests are sized by it too, and
+    /// before any rate is measured a request takes all it can (every request costs the server as
+    /// much as the next, so fewer and larger is faster).
+    package func requestSize(rate: Double, timeToFirstByte: Double, requestCost: Double = 0) -> Int64 {
+        guard rate > 0 else { return requestCost > 0 ? 1 << 30 : 4 << 20 }
+        let seconds = max(0.5, 50 * max(timeToFirstByte, requestCost))
         return min(1 << 30, max(minimumSegmentSize, Int64(rate * seconds)))
     }
 
@@ -109,16 +113,18 @@ package struct TransferPolicy {
     /// Where to cut `victim`'s request in flight so an idle connection can take the far part,
     /// or `nil` to leave it: only when its connection would need well over a round trip to
     /// finish, and then so that both finish together. (Cutting wastes what the server already
-    /// sent.) `others` are the rates of the transferring connections.
+    /// sent.) `others` are the rates of the transferring connections. `requestCost`: the server's
+    /// own time per request when it is large (``ConnectionController/requestCost``): a cut is a
+    /// request more, so it must save several of those.
     package func cutPoint(
         _ victim: SegmentSample, rate: Double, others: [Double], roundTrip: Double,
-        minimumStealSize: Int64, layout: ChunkLayout
+        minimumStealSize: Int64, layout: ChunkLayout, requestCost: Double = 0
     ) -> Int64? {
         guard rate > 0 else { return nil }
         let secondsLeft = Double(victim.remaining) / rate
         // The path's round trip, not the victim's own first-byte time: on a lossy path that is
         // inflated by retransmissions, and would leave the last second of a slow tail uncut.
-        guard secondsLeft > max(0.25, 4 * roundTrip) else { return nil }
+        guard secondsLeft > max(0.25, 4 * roundTrip, 4 * requestCost) else { return nil }
         // Leave each side at least one steal's worth; the scheduler refuses anything smaller.
         guard victim.remaining >= 2 * minimumStealSize else { return nil }
         let measured = others.filter { $0 > 0 }.sorted()

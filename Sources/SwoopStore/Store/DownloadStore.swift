@@ -299,6 +299,9 @@ package final class DownloadCounters {
     package var retries = 0
     /// The most connections busy at once.
     package var peakConnections = 0
+    /// The adaptive count's current target: where it settled, once the download ends (0 with a
+    /// fixed count).
+    package var settledConnections = 0
 
     package init() {}
 
