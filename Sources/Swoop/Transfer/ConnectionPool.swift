@@ -106,8 +106,14 @@ final class ConnectionPool {
         return source
     }
 
-    /// Cancels every exchange under way.
+    /// Cancels every exchange under way. A request in flight that was its host's trial (or was
+    /// finding out whether the host went away) gives that role up first: the host's health is
+    /// shared by every download of the downloader, and a stopped transfer hears no more ends, so a
+    /// trial left in flight would hold back every other download of that host for good.
     func cancelAll() {
-        for connection in connections where connection.isBusy { connection.cancel() }
+        for connection in connections {
+            sources[connection.id]?.health.abandonTrial(by: connection.token)
+            if connection.isBusy { connection.cancel() }
+        }
     }
 }
