@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import SwoopTestSupport
 import Testing
 
 /// Swoop against real servers nobody here wrote — Apache httpd (plain, mod_deflate, weak ETags,
@@ -213,6 +214,8 @@ struct ConformanceTests {
 
     /// Waits (up to a minute, ending early) until the download recorded `bytes` or more: in its
     /// segment map, or without ranges, as the start of its part file. `false` if it exited first.
+    /// It polls on a thread of its own: a poll on Swift's cooperative pool (two threads here) sees
+    /// nothing while other tests hold both, and the download may end meanwhile.
     private func waitForProgress(
         _ run: CLI.Running, _ target: String, _ object: ObjectPool.Object,
         atLeast bytes: Int, _ variant: ServerVariant
@@ -220,19 +223,22 @@ struct ConformanceTests {
         let source = try FileHandle(forReadingFrom: object.file)
         let expected = try source.read(upToCount: bytes) ?? Data()
         try source.close()
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline && run.process.isRunning {
-            if variant.acceptsRanges {
-                let status = Downloader.status(of: target)
-                if status.state == .partial && status.bytesDone >= Int64(bytes) { return true }
-            } else if let handle = FileHandle(forReadingAtPath: Downloader.workingFiles(of: target).part) {
-                let start = try handle.read(upToCount: bytes)
-                try handle.close()
-                if start == expected { return true }
+        let acceptsRanges = variant.acceptsRanges
+        return try await offThePool {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline && run.process.isRunning {
+                if acceptsRanges {
+                    let status = Downloader.status(of: target)
+                    if status.state == .partial && status.bytesDone >= Int64(bytes) { return true }
+                } else if let handle = FileHandle(forReadingAtPath: Downloader.workingFiles(of: target).part) {
+                    let start = try handle.read(upToCount: bytes)
+                    try handle.close()
+                    if start == expected { return true }
+                }
+                usleep(50_000)
             }
-            try await Task.sleep(for: .milliseconds(50))
+            return false
         }
-        return false
     }
 }
 

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import SwoopTestSupport
 import Testing
 
 /// `swoop get -r` against the test origin acting as an S3-compatible store that accepts any key
@@ -75,15 +76,20 @@ struct S3NameTests {
             let command = Self.prefixCommand(origin, "w/", ["-q"])
             // Slowly, killed once every file holds some bytes.
             let slow = try CLI.start(command + ["--limit-rate", "4m"], in: scratch.url, environment: Self.environment)
-            let deadline = ContinuousClock.now + .seconds(90)
-            func partial() -> Int {
-                names.filter {
-                    let status = Downloader.status(of: scratch.path("out/" + $0))
+            let paths = names.map { scratch.path("out/" + $0) }
+            @Sendable func partial() -> Int {
+                paths.filter {
+                    let status = Downloader.status(of: $0)
                     return status.state == .partial && status.bytesDone > 0
                 }.count
             }
-            while ContinuousClock.now < deadline, slow.process.isRunning, partial() < names.count {
-                try await Task.sleep(for: .milliseconds(50))
+            // Polled on a thread of its own: on the cooperative pool, other tests holding both threads
+            // would hide the moment every file is partial.
+            try await offThePool {
+                let deadline = ContinuousClock.now + .seconds(90)
+                while ContinuousClock.now < deadline, slow.process.isRunning, partial() < paths.count {
+                    usleep(50_000)
+                }
             }
             slow.signal(SIGKILL)
             let killed = try await slow.wait(timeout: .seconds(30))
