@@ -33,11 +33,20 @@ public final class DownloadTask: Sendable {
         /// Cancelled before they were registered, with no run to wait for.
         var interruptedEarly: Set<Int> = []
         var runActive = true
+        /// Resumed while the paused run was still stopping: the next run starts when it has
+        /// stopped (it lets the target go as it stops, and a run started sooner finds it taken).
+        var resumesOnStop = false
         var nextWaiter = 0
         /// Increments with every run, so a late report from an earlier run is ignored.
         var run = 0
         /// The sequences of ``progressUpdates``, ended with the download.
         var progressStreams: [AsyncStream<DownloadProgress>.Continuation] = []
+
+        mutating func nextRun() -> Int {
+            run += 1
+            runActive = true
+            return run
+        }
     }
 
     private let inner = Mutex(Inner())
@@ -127,21 +136,28 @@ public final class DownloadTask: Sendable {
         let control = inner.withLock { inner -> DownloadControl? in
             guard inner.state == .running else { return nil }
             inner.state = .paused
+            inner.resumesOnStop = false
             return inner.control
         }
         control?.pause()
     }
 
-    /// Continues a paused download from its segment map.
+    /// Continues a paused download from its segment map (once the paused run has stopped, when
+    /// it has not yet).
     public func resume() {
         let run = inner.withLock { inner -> Int? in
             guard inner.state == .paused else { return nil }
             inner.state = .running
-            inner.run += 1
-            inner.runActive = true
-            return inner.run
+            guard !inner.runActive else {
+                inner.resumesOnStop = true
+                return nil
+            }
+            return inner.nextRun()
         }
-        guard let run else { return }
+        if let run { relaunch(run) }
+    }
+
+    private func relaunch(_ run: Int) {
         let control = launch(self, run)
         inner.withLock { inner in
             if inner.run == run { inner.control = control }
@@ -154,6 +170,7 @@ public final class DownloadTask: Sendable {
         let control = inner.withLock { inner -> DownloadControl? in
             guard inner.state == .running || inner.state == .paused else { return nil }
             inner.state = .cancelled
+            inner.resumesOnStop = false
             return inner.control
         }
         control?.cancel { [self] in
@@ -218,22 +235,35 @@ public final class DownloadTask: Sendable {
             return true
         }
         guard current else { return }
-        defer { observer.withLock { $0 }?.runEnded(outcome) }
-        if case .failure(let error) = outcome, error.kind == .interrupted {
-            let interrupted = inner.withLock { inner -> [Waiter] in
-                if inner.state == .running { inner.state = .paused }
-                let ids = inner.answerOnStop
-                inner.answerOnStop.removeAll()
-                return ids.compactMap { id in
-                    if let waiter = inner.waiters.removeValue(forKey: id) { return waiter }
-                    inner.interruptedEarly.insert(id)
-                    return nil
-                }
-            }
-            for waiter in interrupted { waiter.resume(returning: outcome) }
+        guard case .failure(let error) = outcome, error.kind == .interrupted else {
+            finish(outcome)
+            observer.withLock { $0 }?.runEnded(outcome)
             return
         }
-        finish(outcome)
+        let (interrupted, next) = inner.withLock { inner -> ([Waiter], Int?) in
+            var next: Int?
+            if inner.resumesOnStop {
+                // Resumed while it stopped: the download goes on, with a new run.
+                inner.resumesOnStop = false
+                next = inner.nextRun()
+            } else if inner.state == .running {
+                inner.state = .paused
+            }
+            let ids = inner.answerOnStop
+            inner.answerOnStop.removeAll()
+            let waiters = ids.compactMap { id -> Waiter? in
+                if let waiter = inner.waiters.removeValue(forKey: id) { return waiter }
+                inner.interruptedEarly.insert(id)
+                return nil
+            }
+            return (waiters, next)
+        }
+        for waiter in interrupted { waiter.resume(returning: outcome) }
+        if let next {
+            relaunch(next)
+        } else {
+            observer.withLock { $0 }?.runEnded(outcome)
+        }
     }
 
     private func finish(_ outcome: Result<DownloadResult, DownloadError>) {

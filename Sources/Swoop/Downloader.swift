@@ -26,11 +26,17 @@ public final class Downloader: Sendable {
     public let configuration: Configuration
     let loop: TransferLoop
     /// Blocking file work (fsync, the segment map, rename), off the transfer thread.
-    private let disk: DiskQueue
+    let disk: DiskQueue
     /// Group commit for files finished without a segment map.
-    private let publisher: PublishQueue
-    private let logger: Logger
-    private let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
+    let publisher: PublishQueue
+    let logger: Logger
+    /// What a run does before it reaches the transfer thread: its host's addresses, the first look
+    /// at the disk and the target's lock (``launch(_:remote:mirrors:paths:configuration:sink:task:run:)``).
+    /// Never the caller's thread (an `async` call would block its executor on a slow name server or
+    /// disk), never the transfer thread (every other download waits behind it). One queue keeps the
+    /// runs in the order they were started.
+    let preparation = DispatchQueue(label: "swoop.prepare")
+    let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
     private let coalesced = Mutex<[ByteName: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
@@ -126,20 +132,9 @@ public final class Downloader: Sendable {
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
-        let (named, service) = try remote(request.url, configuration: configuration)
-        // Every address of the host a source of its own: the first pinned for the probe, the
-        // others checked and used as mirrors are.
-        let addresses = hostAddresses.lookup(named, configuration.addresses)
-        let url = addresses.first.map { named.pinned(to: $0) } ?? named
-        var mirrors = addresses.dropFirst().map { named.pinned(to: $0) }
-        for mirror in request.mirrors {
-            let parsed = try RemoteURL(mirror)
-            if parsed.absoluteString != url.absoluteString
-                && !mirrors.contains(where: { $0.absoluteString == parsed.absoluteString && $0.address == nil })
-            {
-                mirrors.append(parsed)
-            }
-        }
+        let (url, service) = try remote(request.url, configuration: configuration)
+        // The host's addresses are looked up with the run's other preparation, off this thread.
+        let mirrors = try request.mirrors.map { (mirror) throws(DownloadError) in try RemoteURL(mirror) }
         try Self.validate(request.headers)
         guard !path.isEmpty else { throw .invalidRequest("the target path is empty") }
         guard !DownloadPaths.isInsideWorkingDirectory(path) else {
@@ -156,7 +151,7 @@ public final class Downloader: Sendable {
                 return (existing, false)
             }
             let task = DownloadTask(
-                launch: { [self, mirrors] task, run in
+                launch: { [self] task, run in
                     launch(
                         request, remote: (url, service), mirrors: mirrors, paths: paths, configuration: configuration,
                         sink: sink, task: task, run: run)
@@ -197,105 +192,6 @@ public final class Downloader: Sendable {
     /// Compared as bytes: two canonically equivalent names (NFC and NFD) are two targets.
     static func downloadKey(url: String, path: String) -> ByteName {
         ByteName(url + "\n" + FileName.absolute(path))
-    }
-
-    /// Starts one run of a download on the transfer thread.
-    private func launch(
-        _ request: DownloadRequest, remote: (url: RemoteURL, service: (any ObjectService)?), mirrors: [RemoteURL],
-        paths: DownloadPaths, configuration: Configuration, sink kind: SinkKind, task: DownloadTask, run: Int
-    ) -> DownloadControl {
-        let url = remote.url
-        // The first look at the disk happens here, on the caller's thread, not on the transfer
-        // thread: for a new file it is all the disk work before the transfer (a few lookups, which
-        // a list of thousands of small files made a tenth of that thread's work).
-        var settings = configuration
-        var firstLook =
-            kind.isPartFile
-            ? Result { () throws(DownloadError) in
-                try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
-            } : nil
-        if case .success(let state)? = firstLook, Self.isOlderVersion(state, request: request) {
-            // A file Swoop completed from an earlier version of a listed object: replaced, as
-            // `aws s3 sync` does (a file that is not Swoop's is never replaced without --force).
-            settings.files.overwritesExistingFile = true
-            firstLook = Result { () throws(DownloadError) in
-                try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
-            }
-        }
-        let configuration = settings
-        let reading = firstLook
-        let control = DownloadControl(loop: loop, disk: disk, paths: paths)
-        if case .success(let state)? = reading,
-            let result = Self.completeAsListed(state, request: request, path: paths.target, files: configuration.files)
-        {
-            // Finished by an earlier run, and the listing names the same object: no request.
-            task.reportTransferEnd()
-            task.runEnded(.success(result), run: run)
-            return control
-        }
-        let id = ObjectIdentifier(control)
-        active.withLock { $0[id] = control }
-        let finished: @Sendable (Result<DownloadResult, DownloadError>) -> Void = { [self] outcome in
-            control.sessionEnded()  // on the transfer thread, like every use of the session
-            _ = active.withLock { $0.removeValue(forKey: id) }
-            task.runEnded(outcome, run: run)
-        }
-        let accepted = loop.execute { [loop, disk, publisher, logger] in
-            let sink: BodySink =
-                switch kind {
-                case .partFile:
-                    PartFileSink(
-                        paths: paths, disk: disk, publisher: publisher,
-                        overwritesTarget: configuration.files.overwritesExistingFile)
-                case .discard:
-                    DiscardSink(loop: loop)
-                case .stream(let buffer, _):
-                    StreamSink(buffer: buffer, loop: loop)
-                }
-            let objectFound: ((RemoteObject, ResponseTiming?) -> Void)? =
-                if case .stream(_, let slot) = kind {
-                    { slot.deliver(.success(DownloadResponse($0, timing: $1))) }
-                } else {
-                    nil
-                }
-            let session = DownloadSession(
-                loop: loop, configuration: configuration, request: request, url: url, service: remote.service,
-                mirrors: mirrors, paths: paths, sink: sink, objectFound: objectFound,
-                logger: logger, progress: { task.reportProgress($0) }, transferEnded: { task.reportTransferEnd() },
-                completion: finished)
-            control.attach(session)
-            session.start(reading: reading)
-        }
-        if !accepted {
-            finished(.failure(DownloadError(.cancelled, "the downloader was shut down")))
-        }
-        return control
-    }
-
-    /// Whether `state` is a file Swoop completed whose record names another version than the
-    /// listing the request comes from (another size or ETag).
-    static func isOlderVersion(_ state: PartialState, request: DownloadRequest) -> Bool {
-        guard let listed = request.expectedETag, let listedSize = request.expectedSize,
-            case .complete(let size, let record?) = state
-        else { return false }
-        return listedSize != size || !ETagForm.same(record.etag, listed)
-    }
-
-    /// The result of a download found complete from what its request says alone: a file an
-    /// earlier run completed, whose record has the size and ETag a listing gave
-    /// (``DownloadRequest/expectedSize`` and ``DownloadRequest/expectedETag``, compared in one
-    /// normal form), unless ``Configuration/Files/rechecksCompleteFiles`` or an expected checksum
-    /// asks for more. `nil`: the probe decides, as for any other run.
-    static func completeAsListed(
-        _ state: PartialState, request: DownloadRequest, path: String, files: Configuration.Files
-    ) -> DownloadResult? {
-        guard !files.rechecksCompleteFiles, !files.overwritesExistingFile, request.expectedChecksum == nil,
-            case .complete(let size, let record?) = state, let listedSize = request.expectedSize, listedSize == size,
-            record.size == size, ETagForm.same(record.etag, request.expectedETag)
-        else { return nil }
-        return DownloadResult(
-            path: path, bytes: size, bytesReceived: 0, bytesResumed: size, duration: .zero, connectionsUsed: 0,
-            requests: 0, retries: 0, etag: record.etag, alreadyComplete: true)
     }
 
     /// Pauses every download (each keeps its state and throws ``DownloadError/Kind/interrupted``),

@@ -3,14 +3,20 @@ import SwoopTransfer
 
 /// Routes pause and cancel from any thread to a session on the transfer thread.
 ///
-/// `@unchecked Sendable`: `session` and `pauseRequested` are touched only on the transfer thread
-/// (inside closures run by ``TransferLoop/execute(_:)``); the rest is immutable.
+/// The session arrives after its run is prepared (``Downloader``'s `preparation` queue); a pause
+/// or a cancel that comes before it waits here and reaches the session as it attaches.
+///
+/// `@unchecked Sendable`: `session`, `attached` and the requests are touched only on the transfer
+/// thread (inside closures run by ``TransferLoop/execute(_:)``); the rest is immutable.
 final class DownloadControl: @unchecked Sendable {
     private let loop: TransferLoop
     private let disk: DiskQueue
     private let paths: DownloadPaths
     private var session: DownloadSession?
+    /// A session was attached (it may have ended since).
+    private var attached = false
     private var pauseRequested = false
+    private var cancelRequested = false
 
     init(loop: TransferLoop, disk: DiskQueue, paths: DownloadPaths) {
         self.loop = loop
@@ -20,7 +26,12 @@ final class DownloadControl: @unchecked Sendable {
 
     func attach(_ session: DownloadSession) {
         self.session = session
-        if pauseRequested { loop.afterCallbacks { session.pause() } }
+        attached = true
+        if cancelRequested {
+            loop.afterCallbacks { session.cancel() }
+        } else if pauseRequested {
+            loop.afterCallbacks { session.pause() }
+        }
     }
 
     /// The session reported its end: let it go. (It holds the task's progress handler, and the
@@ -40,6 +51,11 @@ final class DownloadControl: @unchecked Sendable {
     /// stopped one left; `discarded` runs in the latter case once the files are gone.
     func cancel(discarded: @escaping @Sendable () -> Void) {
         let accepted = loop.execute { [self] in
+            guard attached else {
+                // Still being prepared: the session stops as it starts, and deletes its state.
+                cancelRequested = true
+                return
+            }
             if let session, !session.isStopped {
                 // Still running: it deletes its state as it stops.
                 session.cancel()

@@ -46,15 +46,20 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         transferEnded: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
     ) {
-        var logger = logger
-        logger[metadataKey: "url"] = "\(url.redacted)"
         context = SessionContext(
             loop: loop, configuration: configuration, request: request, service: service.map { (url, $0) },
-            paths: paths, sink: sink, objectFound: objectFound, logger: logger)
+            paths: paths, sink: sink, objectFound: objectFound, logger: Self.logger(logger, url: url))
         self.sources = SourceList(first: url, mirrors: mirrors)
         self.progress = ProgressReporter(context, handler: progress)
         self.onTransferEnd = transferEnded
         self.completion = completion
+    }
+
+    /// `logger` with the download's URL (redacted) in its metadata.
+    static func logger(_ logger: Logger, url: RemoteURL) -> Logger {
+        var logger = logger
+        logger[metadataKey: "url"] = "\(url.redacted)"
+        return logger
     }
 
     var isStopped: Bool {
@@ -64,31 +69,24 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     // MARK: Start
 
-    /// Starts the download. `reading`: the disk as the launcher read it, off the transfer thread
-    /// (``PartialState/read(_:url:rules:)``); `nil` reads it here.
-    func start(reading: Result<PartialState, DownloadError>? = nil) {
+    /// Starts the download. `basis`: what the disk holds for a sink that keeps partial state, as
+    /// the launcher found it off the transfer thread, holding the target's lock when it resumes
+    /// (``PartialState/basis(for:url:sink:rules:logger:reading:)``).
+    func start(basis found: Result<LocalState, DownloadError>?) {
         context.loop.assertOnLoopThread()
         keepAlive = self
-        if context.sink.keepsPartialState {
+        if let found {
             do {
-                basis = try inspectLocalState(reading: reading)
+                basis = try found.get()
             } catch {
                 stop(with: .failure(error))
                 return
             }
+            // A map belongs to one source (its validators are that source's): that source goes first.
+            if case .resuming(let map, _) = basis { sources.putFirst(named: map.url) }
         }
         progress.start { [weak self] in self?.tick() }
         probe()
-    }
-
-    /// What the disk holds for this target (see ``PartialState/basis(for:url:sink:rules:logger:reading:)``).
-    /// A map belongs to one source (its validators are that source's): that source goes first.
-    private func inspectLocalState(reading: Result<PartialState, DownloadError>?) throws(DownloadError) -> LocalState {
-        let basis = try PartialState.basis(
-            for: context.paths, url: url, sink: context.sink, rules: PartialState.Rules(context.configuration),
-            logger: logger, reading: reading)
-        if case .resuming(let map, _) = basis { sources.putFirst(named: map.url) }
-        return basis
     }
 
     // MARK: Probe
