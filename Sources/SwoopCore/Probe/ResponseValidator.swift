@@ -22,7 +22,7 @@ package enum ResponseValidator {
         _ head: ResponseHead, requested: RequestedRange, url: RemoteURL
     ) throws(DownloadError) -> ProbeResult {
         switch head.status {
-        case 206, 200 where head.contentRange != nil:
+        case 200 where head.contentRange != nil, 206:
             // A 200 that carries a Content-Range holds what that says, not the whole object
             // (some S3 implementations): read like a 206.
             try checkSingleValued(head, url: url)
