@@ -42,7 +42,7 @@ struct ProbeComponentTests {
 
         func prober(
             _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
-        ) throws(DownloadError) {
+        ) throws(DownloadError) -> Prober.Handover {
             throw DownloadError(.cancelled, "nothing is transferred here")
         }
 

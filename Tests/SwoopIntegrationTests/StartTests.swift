@@ -1,5 +1,5 @@
 import Foundation
-import Swoop
+@testable import Swoop
 import SwoopTestOrigin
 import Synchronization
 import Testing
@@ -10,8 +10,9 @@ import Glibc
 
 /// `Downloader.start` returns at once: the run's preparation (its host's addresses, the first
 /// look at the disk, the target's lock) happens off the caller's thread and off the transfer
-/// thread. A disk that does not answer is modelled by a segment map that is a FIFO: reading it
-/// blocks until the test opens its other end, as a read from a hung network file system does.
+/// thread, and so does the part file's creation. A disk that does not answer is modelled by a
+/// segment map that is a FIFO (reading it blocks until the test opens its other end, as a read
+/// from a hung network file system does), and by a gate where the part file is opened.
 @Suite("Starting a download", .serialized)
 struct StartTests {
     /// A partial download whose segment map is a FIFO with no writer: the first read of it blocks.
@@ -149,6 +150,97 @@ struct StartTests {
                     let result = try await paused.result()
                     #expect(result.bytes == object.size)
                     #expect(try TestData.sha256(of: pausedPath) == object.sha256)
+                }
+            }
+        }
+    }
+
+    /// Holds every part file's opening (on the disk queue) until ``release()``.
+    private final class OpeningGate: Sendable {
+        private let state = Mutex<(released: Bool, entered: [String])>((false, []))
+        private let opened = DispatchSemaphore(value: 0)
+
+        func hold(_ part: String) {
+            let released = state.withLock { state in
+                state.entered.append(part)
+                return state.released
+            }
+            if !released { opened.wait() }
+        }
+
+        var entered: [String] { state.withLock { $0.entered } }
+
+        func release() {
+            let waiting = state.withLock { state in
+                defer { state.released = true }
+                return state.released ? 0 : state.entered.count
+            }
+            for _ in 0..<waiting { opened.signal() }
+        }
+
+        func waitForEntry(within quietBound: Duration) async throws {
+            var deadline = MachineLoad.Deadline(quietBound)
+            while entered.isEmpty {
+                if deadline.exceeded() { throw TestFailure("no part file was opened within \(deadline.bound())") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+    }
+
+    @Test("a part file is created off the transfer thread; a stop while it is waits for it, then deletes it")
+    func partFileOpensOffTheTransferThread() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                let big = TestObject(size: 8 << 20, seed: 92)
+                let small = TestObject(size: 10_000, seed: 93)
+                origin.addObject(big, at: "/big.bin")
+                origin.addObject(small, at: "/small.bin")
+                let gate = OpeningGate()
+                defer { gate.release() }
+                var configuration = quickConfiguration()
+                configuration.tuning.faults.beforePartFileOpens = { gate.hold($0) }
+                try await withDownloader(configuration) { downloader in
+                    let bigPath = scratch.path("big.bin")
+                    let held = try downloader.start(DownloadRequest(url: origin.url("/big.bin")), to: bigPath)
+                    try await gate.waitForEntry(within: .seconds(10))
+                    #expect(gate.entered == [scratch.part("big.bin")])
+
+                    // A small file (held in memory, published by its own queue) needs neither the
+                    // disk queue nor a blocked transfer thread: it finishes meanwhile.
+                    let smallDone = Task {
+                        try await downloader.download(
+                            DownloadRequest(url: origin.url("/small.bin")), to: scratch.path("small.bin"))
+                    }
+                    var deadline = MachineLoad.Deadline(.seconds(10))
+                    while !deadline.exceeded(), !scratch.exists("small.bin") {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    guard scratch.exists("small.bin") else {
+                        gate.release()
+                        _ = try? await smallDone.value
+                        throw TestFailure("the small file waited for another download's part file")
+                    }
+                    let smallResult = try await smallDone.value
+                    #expect(smallResult.bytes == small.size)
+                    #expect(try TestData.sha256(of: scratch.path("small.bin")) == small.sha256)
+                    #expect(held.state == .running)
+
+                    // Cancelled while its part file waits: it ends once the opening is done, and
+                    // what it opened goes.
+                    held.cancel()
+                    gate.release()
+                    await #expect(throws: DownloadError.self) { try await held.result() }
+                    #expect(held.state == .cancelled)
+                    #expect(!scratch.exists("big.bin") && !scratch.exists(part: "big.bin"))
+                    #expect(!Downloader.status(of: bigPath).isInUse)
+
+                    // The same target again: nothing of the cancelled run is in the way.
+                    let result = try await downloader.download(
+                        DownloadRequest(url: origin.url("/big.bin")), to: bigPath)
+                    #expect(result.bytes == big.size && result.bytesResumed == 0)
+                    #expect(try TestData.sha256(of: bigPath) == big.sha256)
                 }
             }
         }

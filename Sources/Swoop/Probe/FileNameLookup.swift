@@ -106,7 +106,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
 
     func prober(
         _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
-    ) throws(DownloadError) {
+    ) throws(DownloadError) -> Prober.Handover {
         // A head-only probe ends with its step instead; nothing is transferred.
         throw DownloadError(.cancelled, "a file name lookup transfers nothing")
     }

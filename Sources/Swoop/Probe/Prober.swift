@@ -6,9 +6,12 @@ import SwoopTransfer
 protocol ProberDelegate: AnyObject {
     /// The probe's response carries the object's first bytes (``ProbeDecision/Step/ranged(_:firstRange:)``
     /// or ``ProbeDecision/Step/stream(_:discardsPartial:)``): start the transfer on `connection`
-    /// now, inside the head callback, so its body is stored. Throwing fails the probe.
+    /// now, inside the head callback, so its body is stored (`.now`), or hold its body back
+    /// (``Connection/holdBody()``) while the sink opens on the disk queue, and take it over then
+    /// with ``Prober/completeHandover()`` (`.whenSinkOpens`). Throwing fails the probe.
     func prober(
-        _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection) throws(DownloadError)
+        _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
+    ) throws(DownloadError) -> Prober.Handover
     /// The probe ended without a transfer: already complete, nothing left to fetch, an empty
     /// object, a restart, or a failure (after the retries it allows). A ``Prober/Purpose/headOnly``
     /// probe always ends here, `ranged` and `stream` included.
@@ -46,6 +49,16 @@ final class Prober: ProbeExchangeDelegate {
     private var withoutPrecondition = false
     /// The connection went on to the transfer; the prober is done.
     private var handedOver = false
+    /// The connection goes on to the transfer once its sink has opened; its body waits.
+    private var handoverPending = false
+
+    /// When the transfer takes the probe's connection over.
+    enum Handover {
+        /// Inside the head's callback.
+        case now
+        /// Once the sink has opened (``completeHandover()``); its body waits meanwhile.
+        case whenSinkOpens
+    }
     /// Starting the transfer failed inside the head's callback: acted on when the exchange ends.
     private var transferRefused: DownloadError?
     /// How far the first request reaches.
@@ -99,6 +112,15 @@ final class Prober: ProbeExchangeDelegate {
         handedOver ? nil : exchange.waiting
     }
 
+    /// The sink has opened: the transfer takes the connection over now. `false` when its
+    /// exchange ended meanwhile (it was cancelled, or failed while its body waited).
+    func completeHandover() -> Bool {
+        guard handoverPending, exchange.isBusy else { return false }
+        handoverPending = false
+        handedOver = true
+        return true
+    }
+
     /// Stops probing: cancels the probe in flight (unless it became the transfer) and any retry.
     func stop() {
         exchange.stop(keepingExchange: handedOver)
@@ -141,8 +163,10 @@ final class Prober: ProbeExchangeDelegate {
             return .deliver
         case (.ranged, .download), (.stream, .download):
             do throws(DownloadError) {
-                try delegate?.prober(self, beginTransfer: step, on: exchange.connection)
-                handedOver = true
+                switch try delegate?.prober(self, beginTransfer: step, on: exchange.connection) {
+                case .whenSinkOpens: handoverPending = true
+                case .now, nil: handedOver = true
+                }
                 return body
             } catch {
                 transferRefused = error
@@ -154,7 +178,8 @@ final class Prober: ProbeExchangeDelegate {
     }
 
     func probeExchange(_ exchange: ProbeExchange, ended step: ProbeDecision.Step?, outcome: Connection.Outcome) {
-        guard !handedOver else { return }
+        // While the sink opens, the session finds out in completeHandover().
+        guard !handedOver, !handoverPending else { return }
         if let error = transferRefused {
             transferRefused = nil
             return failed(error, retryAfter: nil)

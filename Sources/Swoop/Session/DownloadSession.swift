@@ -31,6 +31,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private(set) var restarts = Restarts()
     /// Delete the partial state when stopping (a cancel, or an object that changed).
     private var discardOnStop = false
+    /// Times the probe's connection ended while the sink opened (``sinkOpened``).
+    private var lostHandovers = 0
     let progress: ProgressReporter
     /// Called once when no more bytes will be fetched (the download finalizes or stops).
     private var onTransferEnd: (() -> Void)?
@@ -126,23 +128,89 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     func prober(
         _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
-    ) throws(DownloadError) {
+    ) throws(DownloadError) -> Prober.Handover {
         guard isCurrent(prober) else { throw DownloadError(.cancelled, "the download stopped") }
         let found: RemoteObject
-        let store: DownloadStore
+        let size: Int64?
+        let resuming: Bool
         switch step {
         case .ranged(let object, let first):
             found = versioned(object)
-            store = try TransferSetup.ranged(
-                found, timing: prober.lastTiming, firstRange: first.own, resuming: resumedMap, url: url, context)
+            size = found.size ?? first.own.upperBound
+            resuming = resumedMap != nil
         case .stream(let object, let discardsPartial):
             if discardsPartial {
+                // The sink's open discards what it held (the map first).
                 logger.warning("the server no longer answers range requests; starting over in a single stream")
-                try context.sink.discardPartialState()
                 basis = .fresh
             }
             found = object
-            store = try TransferSetup.stream(object, timing: prober.lastTiming, context)
+            size = object.size
+            resuming = false
+        default:
+            return .now
+        }
+        context.objectFound?(found, prober.lastTiming)
+        if context.sink.opensAtOnce(size: size, resuming: resuming) {
+            try context.sink.open(size: size, resuming: resuming)
+            try startTransfer(step, of: found, from: prober, on: connection)
+            return .now
+        }
+        // Creating, emptying or reserving the part file waits for the disk: never on this
+        // thread. The probe's body waits in libcurl (and TCP holds the server back) meanwhile.
+        connection.holdBody()
+        context.sink.open(size: size, resuming: resuming) { [weak self] error in
+            self?.sinkOpened(error, for: step, of: found, from: prober, on: connection, resuming: resuming)
+        }
+        return .whenSinkOpens
+    }
+
+    /// The sink opened on the disk queue for the transfer `step` begins: it takes the probe's
+    /// connection over, and the body held back goes on to it.
+    private func sinkOpened(
+        _ error: DownloadError?, for step: ProbeDecision.Step, of found: RemoteObject, from prober: Prober,
+        on connection: Connection, resuming: Bool
+    ) {
+        guard isCurrent(prober) else { return }
+        if let error { return stop(with: .failure(error)) }
+        guard prober.completeHandover() else {
+            // Its exchange ended while the body waited: ask again, with what the sink held kept
+            // only if it was resumed.
+            lostHandovers += 1
+            guard lostHandovers < max(1, context.configuration.retry.maxTries) else {
+                let reason =
+                    "the server's connection ended while \(context.paths.part) was created (\(lostHandovers) times)"
+                return stop(with: .failure(DownloadError(.network, reason)))
+            }
+            logger.warning("the server's connection ended while \(context.paths.part) was created; asking again")
+            context.counters.retries += 1
+            stopWork(of: stage)
+            stage = .starting
+            context.sink.close(discarding: !resuming) { [self] in
+                guard case .starting = stage else { return }
+                probe()
+            }
+            return
+        }
+        do throws(DownloadError) {
+            try startTransfer(step, of: found, from: prober, on: connection)
+        } catch {
+            connection.cancel()
+            return stop(with: .failure(error))
+        }
+        connection.releaseBody()
+    }
+
+    /// The sink is open for `found`: plans the transfer, and its run takes `connection` over.
+    private func startTransfer(
+        _ step: ProbeDecision.Step, of found: RemoteObject, from prober: Prober, on connection: Connection
+    ) throws(DownloadError) {
+        let store: DownloadStore
+        switch step {
+        case .ranged(_, let first):
+            store = try TransferSetup.ranged(found, firstRange: first.own, resuming: resumedMap, url: url, context)
+        case .stream:
+            store = TransferSetup.stream(context)
         default:
             return
         }
@@ -175,12 +243,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             if case .completed(let record, _) = basis { size = record.size }
             stop(with: .success(result(size: size, object: nil, store: nil, alreadyComplete: true)))
         case .finishResumed(let found):
-            let verifier = TransferSetup.verifier(for: found, store: nil, resuming: resumedMap, context)
-            finishWithoutTransfer(
-                found, timing: prober.lastTiming, size: found.size ?? 0, resuming: true, verifier: verifier)
+            finishWithoutTransfer(found, size: found.size ?? 0, resuming: true, after: prober)
         case .empty(let found):
-            let verifier = TransferSetup.verifier(for: found, store: nil, resuming: nil, context)
-            finishWithoutTransfer(found, timing: prober.lastTiming, size: 0, resuming: false, verifier: verifier)
+            finishWithoutTransfer(found, size: 0, resuming: false, after: prober)
         case .restart(let reason):
             restartFromScratch(reason)
         case .fail(let error):
@@ -277,16 +342,31 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     // MARK: Finalize
 
-    private func finishWithoutTransfer(
-        _ found: RemoteObject, timing: ResponseTiming?, size: Int64, resuming: Bool, verifier: ObjectVerifier?
-    ) {
+    /// Every byte is already in the sink (a resumed download the probe found complete), or there
+    /// are none (an empty object): open it (on the disk queue if it must wait for the disk), then
+    /// finalize.
+    private func finishWithoutTransfer(_ found: RemoteObject, size: Int64, resuming: Bool, after prober: Prober) {
+        context.objectFound?(found, prober.lastTiming)
+        let finish = { [self] in
+            let verifier = TransferSetup.verifier(
+                for: found, store: nil, resuming: resuming ? resumedMap : nil, context)
+            finalize(SessionStage.Finishing(run: nil, store: nil, object: found, verifier: verifier, size: size))
+        }
+        guard context.sink.opensAtOnce(size: size, resuming: resuming) else {
+            context.sink.open(size: size, resuming: resuming) { [weak self] error in
+                guard let self, isCurrent(prober) else { return }
+                if let error { return stop(with: .failure(error)) }
+                finish()
+            }
+            return
+        }
         do {
-            try context.openSink(for: found, timing: timing, size: size, resuming: resuming)
+            try context.sink.open(size: size, resuming: resuming)
         } catch {
             stop(with: .failure(error))
             return
         }
-        finalize(SessionStage.Finishing(run: nil, store: nil, object: found, verifier: verifier, size: size))
+        finish()
     }
 
     /// Every byte is in the sink: check its digests, then let it deliver the object (make it

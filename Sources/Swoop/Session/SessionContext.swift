@@ -20,14 +20,6 @@ struct SessionContext {
     let counters = DownloadCounters()
     let startedAt = ContinuousClock.now
 
-    /// Opens the sink for `found`, after telling ``objectFound`` (with `timing`, the probe's).
-    func openSink(
-        for found: RemoteObject, timing: ResponseTiming?, size: Int64?, resuming: Bool
-    ) throws(DownloadError) {
-        objectFound?(found, timing)
-        try sink.open(size: size, resuming: resuming)
-    }
-
     /// The request's headers for a download that starts at `url`: with the service only when
     /// `url` is the one it serves (a mirror the session resumed from is reached without it).
     func headers(for url: RemoteURL) -> RequestHeaders {

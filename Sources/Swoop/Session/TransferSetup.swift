@@ -5,15 +5,14 @@ import SwoopTransfer
 /// store its bytes go to (for ranges, the plan of what is missing and the segment map), and the
 /// verifier of the digests it is checked against.
 enum TransferSetup {
-    /// The probe's 206 arrived (after `timing`): opens the sink and plans the missing bytes of
-    /// `found`, resuming `map` if there is one. `url` is the source the map names.
+    /// The probe's 206 arrived and the sink is open: plans the missing bytes of `found`, resuming
+    /// `map` if there is one. `url` is the source the map names.
     static func ranged(
-        _ found: RemoteObject, timing: ResponseTiming?, firstRange: ByteRange, resuming map: SegmentMap?,
-        url: RemoteURL, _ context: SessionContext
+        _ found: RemoteObject, firstRange: ByteRange, resuming map: SegmentMap?, url: RemoteURL,
+        _ context: SessionContext
     ) throws(DownloadError) -> DownloadStore {
         let configuration = context.configuration
         let size = found.size ?? firstRange.upperBound
-        try context.openSink(for: found, timing: timing, size: size, resuming: map != nil)
         let plan = SegmentScheduler(
             objectSize: size, resuming: map, minimumSegmentSize: configuration.tuning.minimumSegmentSize)
         // An object that arrives whole in this first response needs no segment map: a crash
@@ -38,13 +37,10 @@ enum TransferSetup {
         return store
     }
 
-    /// The probe's 200 arrived (after `timing`): the server ignores ranges, so this one response
-    /// is the download.
-    static func stream(
-        _ found: RemoteObject, timing: ResponseTiming?, _ context: SessionContext
-    ) throws(DownloadError) -> DownloadStore {
-        try context.openSink(for: found, timing: timing, size: found.size, resuming: false)
-        return DownloadStore(streamingTo: context.sink, counters: context.counters)
+    /// The probe's 200 arrived and the sink is open: the server ignores ranges, so this one
+    /// response is the download.
+    static func stream(_ context: SessionContext) -> DownloadStore {
+        DownloadStore(streamingTo: context.sink, counters: context.counters)
     }
 
     /// Checks `found` against the expected checksum and the server's digest as it arrives: an

@@ -114,6 +114,8 @@ final class Connection: ExchangeDelegate {
         /// The response's own digest (`Content-Digest`) and the hash of its bytes so far:
         /// checked at its end before its bytes count (see ``DownloadStore/checksEachResponse``).
         var responseCheck: (expected: PublishedDigest, hasher: DigestHasher)?
+        /// The body waits (paused, libcurl keeps it) until ``releaseBody()``.
+        var bodyHeld = false
     }
 
     /// A response head arrived for the current (or last) exchange (see ``FailureScope``).
@@ -254,6 +256,18 @@ final class Connection: ExchangeDelegate {
         if let exchange { loop.resume(exchange) }
     }
 
+    /// Holds the body of the exchange in flight back until ``releaseBody()``: the probe's
+    /// response while its download's part file is created on the disk queue.
+    func holdBody() {
+        current.bodyHeld = true
+    }
+
+    /// Lets a held body go on, to whoever the connection serves now.
+    func releaseBody() {
+        current.bodyHeld = false
+        resumeIfPaused()
+    }
+
     // MARK: Measurements
 
     /// Updates ``recentRate`` from the bytes delivered since the last sample.
@@ -370,6 +384,7 @@ final class Connection: ExchangeDelegate {
             current.errorBody!.append(contentsOf: body.prefix(Self.errorBodyLimit - current.errorBody!.count))
             return current.errorBody!.count < Self.errorBodyLimit ? .take : .stop
         }
+        if current.bodyHeld { return .pause }
         if case .stream = job, let store, !store.hasRoom(for: body.count) {
             return .pause
         }

@@ -27,9 +27,20 @@ package protocol BodySink: AnyObject {
     /// Gives the claim up without having written anything (the target turned out complete).
     func releaseClaim()
 
-    /// Gets ready for an object of `size` bytes (`nil`: unknown). `resuming` keeps the bytes an
-    /// earlier run wrote; otherwise whatever was there is discarded.
+    /// Whether ``open(size:resuming:)`` gets ready at once, without the disk: memory, a pipe, a
+    /// part file this download already claimed and resumes. Otherwise (creating, emptying or
+    /// reserving a file) ``open(size:resuming:then:)`` does it on the ``DiskQueue``.
+    func opensAtOnce(size: Int64?, resuming: Bool) -> Bool
+
+    /// Gets ready for an object of `size` bytes (`nil`: unknown), when ``opensAtOnce(size:resuming:)``.
+    /// `resuming` keeps the bytes an earlier run wrote; otherwise whatever was there is discarded.
     func open(size: Int64?, resuming: Bool) throws(DownloadError)
+
+    /// Gets ready as ``open(size:resuming:)`` does, with the disk work on the ``DiskQueue``, then
+    /// calls `then` on the transfer thread with the failure, if any. Nothing may be written
+    /// before. A ``close(discarding:then:)`` meanwhile waits for the disk work and closes what it
+    /// opened; `then` is not called then.
+    func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void)
 
     /// An in-order sink's window (bytes ahead of its reader it can hold); `nil`: any offset, any
     /// time. The plan then hands out work lowest first and only within it.
@@ -77,6 +88,16 @@ package protocol BodySink: AnyObject {
 }
 
 extension BodySink {
+    // Sinks that open without the disk (the benchmark's discard, a pipe).
+    package func opensAtOnce(size: Int64?, resuming: Bool) -> Bool { true }
+    package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {
+        do throws(DownloadError) {
+            try open(size: size, resuming: resuming)
+            then(nil)
+        } catch {
+            then(error)
+        }
+    }
     // Sinks that take any offset at any time (files, the benchmark's discard).
     package var window: Int64? { nil }
     package func hasRoom(for count: Int, at offset: Int64) -> Bool { true }

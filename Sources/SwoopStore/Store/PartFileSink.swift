@@ -33,6 +33,13 @@ package final class PartFileSink: BodySink {
     private var held: [UInt8]?
     /// The part was made durable ahead of `finish` (``makeDurable(size:record:)``).
     private var durable: DurableStep?
+    /// The part file is being opened on the disk queue (``open(size:resuming:then:)``).
+    private var opening: Opening?
+
+    private struct Opening {
+        /// A close asked for meanwhile: done once the disk work is.
+        var close: (discarding: Bool, then: () -> Void)?
+    }
 
     /// Write-back is started every ``writebackStride`` new bytes, so pages reach the disk during
     /// the download instead of all waiting for the final fsync.
@@ -40,11 +47,18 @@ package final class PartFileSink: BodySink {
     private var bytesSinceWriteback: Int64 = 0
     private var writebackInFlight = false
 
-    package init(paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, overwritesTarget: Bool) {
+    /// A test's stand-in for a slow disk: runs on the disk queue before a part file is opened there.
+    private let beforeOpening: (@Sendable (String) -> Void)?
+
+    package init(
+        paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, overwritesTarget: Bool,
+        beforeOpening: (@Sendable (String) -> Void)? = nil
+    ) {
         self.paths = paths
         self.disk = disk
         self.publisher = publisher
         self.overwritesTarget = overwritesTarget
+        self.beforeOpening = beforeOpening
     }
 
     package var keepsPartialState: Bool { true }
@@ -72,33 +86,88 @@ package final class PartFileSink: BodySink {
         part.close()
     }
 
+    package func opensAtOnce(size: Int64?, resuming: Bool) -> Bool {
+        holdsInMemory(size: size, resuming: resuming) || (resuming && part != nil)
+    }
+
+    /// A new object too small to split: held in memory until it is published.
+    private func holdsInMemory(size: Int64?, resuming: Bool) -> Bool {
+        guard !resuming, part == nil, let size else { return false }
+        return size <= Self.holdLimit
+    }
+
     package func open(size: Int64?, resuming: Bool) throws(DownloadError) {
-        if !resuming, part == nil, let size, size <= Self.holdLimit {
-            held = [UInt8](repeating: 0, count: Int(size))
+        if holdsInMemory(size: size, resuming: resuming) {
+            held = [UInt8](repeating: 0, count: Int(size ?? 0))
             mapMayExist = false
             return
         }
+        guard resuming, part != nil else {
+            throw DownloadError(.localIO, "internal: \(paths.part) must be opened on the disk queue")
+        }
         held = nil
-        let file: PartFile
-        if let part { file = part } else { file = try PartFile.claim(paths) }
-        part = file
-        mapMayExist = resuming
+        mapMayExist = true
         bytesSinceWriteback = 0
-        guard !resuming else { return }
+    }
+
+    package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {
+        if opensAtOnce(size: size, resuming: resuming) {
+            do throws(DownloadError) {
+                try open(size: size, resuming: resuming)
+                then(nil)
+            } catch {
+                then(error)
+            }
+            return
+        }
+        let claimed = part.map(FileHandover.init)
+        part = nil
+        held = nil
+        opening = Opening()
+        let (paths, beforeOpening) = (self.paths, self.beforeOpening)
+        disk.run(
+            { () -> Result<FileHandover, DownloadError> in
+                beforeOpening?(paths.part)
+                return Result { () throws(DownloadError) in
+                    FileHandover(try Self.openOnDisk(claimed?.file, paths: paths, size: size, resuming: resuming))
+                }
+            },
+            then: { [self] opened in
+                let closing = opening?.close
+                opening = nil
+                if case .success(let handover) = opened {
+                    part = handover.file
+                    mapMayExist = resuming
+                    bytesSinceWriteback = 0
+                }
+                // A new download's part holds nothing yet (emptied, maybe reserved): it goes.
+                if let closing { return close(discarding: closing.discarding || !resuming, then: closing.then) }
+                if case .failure(let error) = opened { return then(error) }
+                then(nil)
+            })
+    }
+
+    /// The disk work of opening, on the disk queue: the part file claimed (unless `claimed`), and
+    /// for a new download what it held discarded (the map first) and the object's space reserved.
+    /// On a failure nothing is left behind (the name goes before the lock does).
+    private static func openOnDisk(
+        _ claimed: PartFile?, paths: DownloadPaths, size: Int64?, resuming: Bool
+    ) throws(DownloadError) -> PartFile {
+        let file: PartFile
+        if let claimed { file = claimed } else { file = try PartFile.claim(paths) }
+        guard !resuming else { return file }
         // Whatever a process that held the target before left goes, the map first.
         SegmentMapFile.remove(at: paths.map)
-        try file.truncate()
-        if let size, size > Self.preallocationThreshold {
-            do {
-                try file.preallocate(size)
-            } catch {
-                part = nil
-                removeFile(paths.part)  // nothing was downloaded; leave nothing behind (lock held until the close)
-                paths.removeWorkingDirectoryIfEmpty()
-                file.close()
-                throw error
-            }
+        do throws(DownloadError) {
+            try file.truncate()
+            if let size, size > preallocationThreshold { try file.preallocate(size) }
+        } catch {
+            removeFile(paths.part)  // nothing was downloaded; leave nothing behind (lock held until the close)
+            paths.removeWorkingDirectoryIfEmpty()
+            file.close()
+            throw error
         }
+        return file
     }
 
     @inline(__always)
@@ -222,6 +291,10 @@ package final class PartFileSink: BodySink {
     }
 
     package func close(discarding: Bool, then: @escaping () -> Void) {
+        if opening != nil {
+            opening!.close = (discarding, then)
+            return
+        }
         let descriptor = part?.takeDescriptorForClosing()
         part = nil
         held = nil
@@ -238,6 +311,17 @@ package final class PartFileSink: BodySink {
                 if discarding, descriptor != nil { paths.discardPartialState() }
                 try? descriptor?.close()
             }, then: then)
+    }
+}
+
+/// A part file on its way between the transfer thread and the disk queue.
+///
+/// `@unchecked Sendable`: one side lets go of it as it hands it to the other.
+private struct FileHandover: @unchecked Sendable {
+    let file: PartFile
+
+    init(_ file: PartFile) {
+        self.file = file
     }
 }
 
