@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import SwoopTestSupport
 import Testing
 
 /// Crash-safe resume of the CLI process: kill -9 anywhere, Ctrl-C. (Library-level cases: `LibraryResumeTests`.)
@@ -74,12 +75,20 @@ struct ResumeTests {
                     let process = try ChildProcess(
                         executable: CLI.executable, arguments: arguments, directory: scratch.url.path,
                         stderr: stderrPath)
-                    let progressed = try await eventually(timeout: .seconds(60)) {
-                        !process.isRunning || Downloader.status(of: target).bytesDone > lastDone
+                    // Watched and killed from a thread of its own: on a loaded machine Swift's
+                    // two pool threads can be busy for seconds, and the run would end first.
+                    let (known, pause) = (lastDone, UInt32.random(in: 0...150, using: &generator))
+                    let progressed = try await offThePool {
+                        var deadline = MachineLoad.Deadline(.seconds(60))
+                        while process.isRunning && Downloader.status(of: target).bytesDone <= known {
+                            if deadline.exceeded() { return false }
+                            usleep(10_000)
+                        }
+                        usleep(pause * 1000)
+                        process.signal(SIGKILL)
+                        return true
                     }
                     #expect(progressed, "run \(run) recorded no progress")
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...150, using: &generator)))
-                    process.signal(SIGKILL)
                     status = await process.wait(timeout: .seconds(60))
                 }
                 switch status {
