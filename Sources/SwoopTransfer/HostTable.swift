@@ -38,10 +38,18 @@ package final class HostEntry {
             }
         }
     }
-    fileprivate var watchers: [Watcher] = []
+    /// By identity, with the order they came in (each hears in that order). A list of thousands
+    /// of downloads watches each host thousands of times: a watch and an unwatch are O(1), and
+    /// the watchers that went away without unwatching are dropped once there are as many of
+    /// them as the live ones (a scan of the whole list on every watch, as before, was 7% of a
+    /// 100,000-file list's CPU).
+    private var watchers: [ObjectIdentifier: Watcher] = [:]
+    private var nextOrder = 0
+    private var pruneAbove = 64
 
-    fileprivate struct Watcher {
+    private struct Watcher {
         weak var watcher: (any HostWatcher)?
+        let order: Int
     }
 
     fileprivate init(key: HostKey, table: HostTable) {
@@ -52,13 +60,24 @@ package final class HostEntry {
     /// `watcher` hears (once per change, after the current callbacks) when this host may take
     /// requests it held back; watching twice is watching once. Held weakly.
     package func watch(_ watcher: any HostWatcher) {
-        watchers.removeAll { $0.watcher == nil }
-        guard !watchers.contains(where: { $0.watcher === watcher }) else { return }
-        watchers.append(Watcher(watcher: watcher))
+        let id = ObjectIdentifier(watcher)
+        // An entry whose watcher is gone may carry a new object's identity: it is replaced.
+        if watchers[id]?.watcher != nil { return }
+        watchers[id] = Watcher(watcher: watcher, order: nextOrder)
+        nextOrder += 1
+        if watchers.count > pruneAbove {
+            watchers = watchers.filter { $0.value.watcher != nil }
+            pruneAbove = max(64, 2 * watchers.count)
+        }
     }
 
     package func unwatch(_ watcher: any HostWatcher) {
-        watchers.removeAll { $0.watcher == nil || $0.watcher === watcher }
+        watchers.removeValue(forKey: ObjectIdentifier(watcher))
+    }
+
+    /// The watchers still there, in the order they came in.
+    fileprivate var liveWatchers: [any HostWatcher] {
+        watchers.values.sorted { $0.order < $1.order }.compactMap(\.watcher)
     }
 }
 
@@ -88,7 +107,7 @@ package final class HostTable {
     package var count: Int { entries.count }
 
     fileprivate func changed(_ entry: HostEntry) {
-        let watchers = entry.watchers.compactMap(\.watcher)
+        let watchers = entry.liveWatchers
         guard !watchers.isEmpty else { return }
         afterCallbacks {
             for watcher in watchers { watcher.hostMayTakeRequests() }
@@ -99,7 +118,7 @@ package final class HostTable {
     /// met thousands of hosts).
     private func forgetQuietHosts() {
         entries = entries.filter { _, entry in
-            entry.health != SourceHealth() || entry.watchers.contains { $0.watcher != nil }
+            entry.health != SourceHealth() || !entry.liveWatchers.isEmpty
         }
     }
 }
