@@ -123,7 +123,8 @@ extension Downloader {
             return .complete(result)
         }
         let sink = PartFileSink(
-            paths: paths, disk: disk, publisher: publisher, overwritesTarget: settings.files.overwritesExistingFile,
+            paths: paths, disk: disk, opening: opening, publisher: publisher,
+            overwritesTarget: settings.files.overwritesExistingFile,
             beforeOpening: settings.tuning.faults.beforePartFileOpens)
         let basis = Result { () throws(DownloadError) in
             try PartialState.basis(

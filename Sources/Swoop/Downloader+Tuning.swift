@@ -23,7 +23,7 @@ extension Downloader.Configuration {
         /// After the probe, the transfer sends no request and sets no timer: a download stuck
         /// with nothing in flight, for the watchdog to end.
         var transferSendsNothing = false
-        /// Runs on the disk queue where a part file is about to be created, emptied or reserved:
+        /// Runs on the opening queue where a part file is about to be created, emptied or reserved:
         /// a test holds it there to stand for a disk that does not answer.
         var beforePartFileOpens: (@Sendable (_ part: String) -> Void)?
     }

@@ -27,6 +27,10 @@ public final class Downloader: Sendable {
     let loop: TransferLoop
     /// Blocking file work (fsync, the segment map, rename), off the transfer thread.
     let disk: DiskQueue
+    /// Where part files are created, emptied and reserved: not behind the disk queue's checkpoints
+    /// (a new download would wait for the fsyncs of the others), and concurrent, since each target
+    /// is its own (a hung disk under one holds no other).
+    let opening: DiskQueue
     /// Group commit for files finished without a segment map.
     let publisher: PublishQueue
     let logger: Logger
@@ -65,6 +69,7 @@ public final class Downloader: Sendable {
         self.configuration = configuration
         self.loop = loop
         self.disk = DiskQueue(queue: DispatchQueue(label: "swoop.disk"), loop: loop)
+        self.opening = DiskQueue(queue: DispatchQueue(label: "swoop.open", attributes: .concurrent), loop: loop)
         self.publisher = PublishQueue(disk: DiskQueue(queue: DispatchQueue(label: "swoop.publish"), loop: loop))
         self.logger =
             logger.map(EscapingLogHandler.wrapping)

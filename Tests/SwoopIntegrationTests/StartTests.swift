@@ -155,7 +155,7 @@ struct StartTests {
         }
     }
 
-    /// Holds every part file's opening (on the disk queue) until ``release()``.
+    /// Holds every part file's opening (on the opening queue) until ``release()``.
     private final class OpeningGate: Sendable {
         private let state = Mutex<(released: Bool, entered: [String])>((false, []))
         private let opened = DispatchSemaphore(value: 0)
@@ -208,7 +208,7 @@ struct StartTests {
                     #expect(gate.entered == [scratch.part("big.bin")])
 
                     // A small file (held in memory, published by its own queue) needs neither the
-                    // disk queue nor a blocked transfer thread: it finishes meanwhile.
+                    // opening queue nor a blocked transfer thread: it finishes meanwhile.
                     let smallDone = Task {
                         try await downloader.download(
                             DownloadRequest(url: origin.url("/small.bin")), to: scratch.path("small.bin"))

@@ -16,6 +16,7 @@ import Musl
 package final class PartFileSink: BodySink {
     package let paths: DownloadPaths
     private let disk: DiskQueue
+    private let opening: DiskQueue
     private let publisher: PublishQueue
     private let overwritesTarget: Bool
     private var part: PartFile?
@@ -33,8 +34,8 @@ package final class PartFileSink: BodySink {
     private var held: [UInt8]?
     /// The part was made durable ahead of `finish` (``makeDurable(size:record:)``).
     private var durable: DurableStep?
-    /// The part file is being opened on the disk queue (``open(size:resuming:then:)``).
-    private var opening: Opening?
+    /// The part file is being opened on the opening queue (``open(size:resuming:then:)``).
+    private var openInFlight: Opening?
 
     private struct Opening {
         /// A close asked for meanwhile: done once the disk work is.
@@ -47,15 +48,18 @@ package final class PartFileSink: BodySink {
     private var bytesSinceWriteback: Int64 = 0
     private var writebackInFlight = false
 
-    /// A test's stand-in for a slow disk: runs on the disk queue before a part file is opened there.
+    /// A test's stand-in for a slow disk: runs on the opening queue before a part file is opened there.
     private let beforeOpening: (@Sendable (String) -> Void)?
 
+    /// `opening`: where the part file is opened (``open(size:resuming:then:)``); by default the
+    /// disk queue. Everything else of this sink's runs on `disk`, after the opening has come back.
     package init(
-        paths: DownloadPaths, disk: DiskQueue, publisher: PublishQueue, overwritesTarget: Bool,
-        beforeOpening: (@Sendable (String) -> Void)? = nil
+        paths: DownloadPaths, disk: DiskQueue, opening: DiskQueue? = nil, publisher: PublishQueue,
+        overwritesTarget: Bool, beforeOpening: (@Sendable (String) -> Void)? = nil
     ) {
         self.paths = paths
         self.disk = disk
+        self.opening = opening ?? disk
         self.publisher = publisher
         self.overwritesTarget = overwritesTarget
         self.beforeOpening = beforeOpening
@@ -103,7 +107,7 @@ package final class PartFileSink: BodySink {
             return
         }
         guard resuming, part != nil else {
-            throw DownloadError(.localIO, "internal: \(paths.part) must be opened on the disk queue")
+            throw DownloadError(.localIO, "internal: \(paths.part) must be opened on the opening queue")
         }
         held = nil
         mapMayExist = true
@@ -123,9 +127,9 @@ package final class PartFileSink: BodySink {
         let claimed = part.map(FileHandover.init)
         part = nil
         held = nil
-        opening = Opening()
+        openInFlight = Opening()
         let (paths, beforeOpening) = (self.paths, self.beforeOpening)
-        disk.run(
+        opening.run(
             { () -> Result<FileHandover, DownloadError> in
                 beforeOpening?(paths.part)
                 return Result { () throws(DownloadError) in
@@ -133,8 +137,8 @@ package final class PartFileSink: BodySink {
                 }
             },
             then: { [self] opened in
-                let closing = opening?.close
-                opening = nil
+                let closing = openInFlight?.close
+                openInFlight = nil
                 if case .success(let handover) = opened {
                     part = handover.file
                     mapMayExist = resuming
@@ -147,7 +151,7 @@ package final class PartFileSink: BodySink {
             })
     }
 
-    /// The disk work of opening, on the disk queue: the part file claimed (unless `claimed`), and
+    /// The disk work of opening, on the opening queue: the part file claimed (unless `claimed`), and
     /// for a new download what it held discarded (the map first) and the object's space reserved.
     /// On a failure nothing is left behind (the name goes before the lock does).
     private static func openOnDisk(
@@ -291,8 +295,8 @@ package final class PartFileSink: BodySink {
     }
 
     package func close(discarding: Bool, then: @escaping () -> Void) {
-        if opening != nil {
-            opening!.close = (discarding, then)
+        if openInFlight != nil {
+            openInFlight!.close = (discarding, then)
             return
         }
         let descriptor = part?.takeDescriptorForClosing()
