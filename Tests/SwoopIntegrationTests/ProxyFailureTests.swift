@@ -173,7 +173,10 @@ struct ProxyFailureTests {
                 defer { scratch.cleanup() }
                 var configuration = quickConfiguration(connections: 2)
                 configuration.access.proxy = .url(proxy.httpURL)
-                configuration.retry.maxOutage = .seconds(3)
+                // Long enough, with reports often enough, that the wait is reported while it lasts
+                // even when the test process is short of CPU (with 3 s, a clean-clone run saw none).
+                configuration.retry.maxOutage = .seconds(6)
+                configuration.progressInterval = .milliseconds(100)
                 let causes = Causes()
                 let error = try await #require(throws: DownloadError.self) {
                     try await withDownloader(configuration) { downloader in
