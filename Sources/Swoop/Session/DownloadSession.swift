@@ -343,30 +343,18 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     // MARK: Finalize
 
     /// Every byte is already in the sink (a resumed download the probe found complete), or there
-    /// are none (an empty object): open it (on the disk queue if it must wait for the disk), then
+    /// are none (an empty object): open it (on the opening queue if it must wait for the disk), then
     /// finalize.
     private func finishWithoutTransfer(_ found: RemoteObject, size: Int64, resuming: Bool, after prober: Prober) {
         context.objectFound?(found, prober.lastTiming)
-        let finish = { [self] in
+        // `then` runs at once when the sink needs no disk to open.
+        context.sink.open(size: size, resuming: resuming) { [weak self] error in
+            guard let self, isCurrent(prober) else { return }
+            if let error { return stop(with: .failure(error)) }
             let verifier = TransferSetup.verifier(
                 for: found, store: nil, resuming: resuming ? resumedMap : nil, context)
             finalize(SessionStage.Finishing(run: nil, store: nil, object: found, verifier: verifier, size: size))
         }
-        guard context.sink.opensAtOnce(size: size, resuming: resuming) else {
-            context.sink.open(size: size, resuming: resuming) { [weak self] error in
-                guard let self, isCurrent(prober) else { return }
-                if let error { return stop(with: .failure(error)) }
-                finish()
-            }
-            return
-        }
-        do {
-            try context.sink.open(size: size, resuming: resuming)
-        } catch {
-            stop(with: .failure(error))
-            return
-        }
-        finish()
     }
 
     /// Every byte is in the sink: check its digests, then let it deliver the object (make it

@@ -91,6 +91,11 @@ extension BodySink {
     // Sinks that open without the disk (the benchmark's discard, a pipe).
     package func opensAtOnce(size: Int64?, resuming: Bool) -> Bool { true }
     package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {
+        openAtOnce(size: size, resuming: resuming, then: then)
+    }
+
+    /// ``open(size:resuming:)`` with its outcome handed to `then` at once.
+    package func openAtOnce(size: Int64?, resuming: Bool, then: (DownloadError?) -> Void) {
         do throws(DownloadError) {
             try open(size: size, resuming: resuming)
             then(nil)

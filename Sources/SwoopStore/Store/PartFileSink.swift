@@ -116,13 +116,7 @@ package final class PartFileSink: BodySink {
 
     package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {
         if opensAtOnce(size: size, resuming: resuming) {
-            do throws(DownloadError) {
-                try open(size: size, resuming: resuming)
-                then(nil)
-            } catch {
-                then(error)
-            }
-            return
+            return openAtOnce(size: size, resuming: resuming, then: then)
         }
         let claimed = part.map(FileHandover.init)
         part = nil
