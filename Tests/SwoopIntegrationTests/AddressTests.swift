@@ -137,13 +137,11 @@ struct AddressTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let run = try CLI.start(["get", edges.url("/f.bin"), "-o", "f.bin", "-q"] + edges.resolve, in: scratch.url)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline, run.process.isRunning,
-            Downloader.status(of: scratch.path("f.bin")).bytesDone < 8 << 20
-        {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        edges.servers[1].stop()
+        let target = scratch.path("f.bin")
+        try await waitThenAct(
+            within: .seconds(60),
+            until: { !run.process.isRunning || Downloader.status(of: target).bytesDone >= 8 << 20 },
+            then: { edges.servers[1].stop() })
         let result = try await run.wait(timeout: .seconds(120))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha)
@@ -158,16 +156,16 @@ struct AddressTests {
         defer { scratch.cleanup() }
         let command = ["get", edges.url("/f.bin"), "-o", "f.bin"] + edges.resolve
         let slow = try CLI.start(command + ["-q"], in: scratch.url)
-        let deadline = ContinuousClock.now + .seconds(60)
-        var saved = Downloader.status(of: scratch.path("f.bin"))
-        while ContinuousClock.now < deadline, slow.process.isRunning,
-            !(saved.state == .partial && saved.bytesDone >= 8 << 20)
-        {
-            try await Task.sleep(for: .milliseconds(50))
-            saved = Downloader.status(of: scratch.path("f.bin"))
-        }
-        slow.signal(SIGKILL)
+        let target = scratch.path("f.bin")
+        let seen = try await waitThenAct(
+            within: .seconds(60),
+            until: { () -> DownloadStatus? in
+                let saved = Downloader.status(of: target)
+                return saved.state == .partial && saved.bytesDone >= 8 << 20 || !slow.process.isRunning ? saved : nil
+            },
+            then: { _ in slow.signal(SIGKILL) })
         _ = try await slow.wait(timeout: .seconds(30))
+        let saved = try #require(seen, "the download never got going")
         try #require(saved.bytesDone >= 8 << 20, "no progress before the kill")
         let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url)
         #expect(resumed.status == 0, "\(resumed.stderr)")

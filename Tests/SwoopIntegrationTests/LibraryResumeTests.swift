@@ -13,15 +13,13 @@ struct LibraryResumeTests {
         _ url: String, to path: String, threshold: Int64, configuration: Downloader.Configuration
     ) async throws {
         try await withDownloader(configuration) { downloader in
-            let reached = AsyncStream.makeStream(of: Void.self)
+            // Cancelled from the progress handler, on the transfer thread: a wait on the cooperative
+            // pool could resume after the download had ended, on a loaded machine.
+            let trigger = ProgressTrigger(atBytes: threshold)
             let task = Task {
-                try await downloader.download(DownloadRequest(url: url), to: path) { progress in
-                    if progress.bytesDone >= threshold { reached.continuation.yield() }
-                }
+                try await downloader.download(DownloadRequest(url: url), to: path, progress: trigger.handler)
             }
-            for await _ in reached.stream { break }
-            task.cancel()
-            // (The throttles used with this helper leave many seconds of transfer after the threshold.)
+            trigger.arm { task.cancel() }
             let outcome = await task.result
             guard case .failure(let error as DownloadError) = outcome, error.kind == .interrupted else {
                 throw TestFailure("expected an interrupted download, got \(outcome)")
@@ -282,15 +280,20 @@ struct LibraryResumeTests {
                 origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                 let path = scratch.path("p.bin")
                 try await withDownloader(checkpointing()) { downloader in
-                    let reached = AsyncStream.makeStream(of: Void.self)
-                    let task = try downloader.start(DownloadRequest(url: origin.url("/p.bin")), to: path) { progress in
-                        if progress.bytesDone >= 1 << 20 { reached.continuation.yield() }
+                    // Paused and cancelled from the progress handler, on the transfer thread: a wait on
+                    // the cooperative pool could resume after the download had ended, on a loaded machine.
+                    let pausing = ProgressTrigger(atBytes: 1 << 20)
+                    let acted = AsyncStream.makeStream(of: Void.self)
+                    let task = try downloader.start(
+                        DownloadRequest(url: origin.url("/p.bin")), to: path, progress: pausing.handler)
+                    pausing.arm {
+                        task.pause()
+                        acted.continuation.yield()
                     }
-                    for await _ in reached.stream { break }
-                    task.pause()
+                    for await _ in acted.stream { break }
                     #expect(task.state == .paused)
                     // Give the pause time to land (generously, for loaded machines), then watch the origin.
-                    try await Task.sleep(for: .seconds(1))
+                    try await Task.sleep(for: MachineLoad.bound(.seconds(1)))
                     let paused = Downloader.status(of: path)
                     #expect(paused.state == .partial)
                     let servedWhilePaused = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
@@ -306,14 +309,11 @@ struct LibraryResumeTests {
 
                     // Cancel deletes the partial state.
                     origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-                    let started = AsyncStream.makeStream(of: Void.self)
+                    let cancelling = ProgressTrigger(atBytes: 1)
                     let other = try downloader.start(
-                        DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin")
-                    ) { progress in
-                        if progress.bytesDone > 0 { started.continuation.yield() }
-                    }
-                    for await _ in started.stream { break }
-                    other.cancel()
+                        DownloadRequest(url: origin.url("/p.bin")), to: scratch.path("q.bin"),
+                        progress: cancelling.handler)
+                    cancelling.arm { other.cancel() }
                     await #expect(throws: DownloadError.self) { try await other.result() }
                     #expect(other.state == .cancelled)
                     #expect(!scratch.exists("q.bin") && !scratch.exists(part: "q.bin") && !scratch.exists(map: "q.bin"))

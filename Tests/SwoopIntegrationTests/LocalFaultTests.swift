@@ -14,7 +14,7 @@ let canMount: Bool = {
 }()
 
 /// A small tmpfs, so a disk can fill up.
-final class SmallDisk {
+final class SmallDisk: Sendable {
     let url: URL
 
     init(megabytes: Int) throws {
@@ -88,11 +88,9 @@ struct LocalFaultTests {
                 let process = try CLI.start(
                     [origin.url("/big.iso"), "-d", disk.url.path, "-c", "2", "--checkpoint-interval", "0.1", "-q"],
                     in: disk.url)
-                let deadline = ContinuousClock.now + .seconds(20)
-                while Downloader.status(of: target).bytesDone < 1 << 20, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                try disk.fill()
+                try await waitThenAct(
+                    within: .seconds(20), until: { Downloader.status(of: target).bytesDone >= 1 << 20 },
+                    then: { try disk.fill() })
                 let failed = try await process.wait(timeout: .seconds(30))
                 #expect(failed.status == 3, "stderr: \(failed.stderr)")
                 #expect(failed.stderr.contains("No space left on device"), "stderr: \(failed.stderr)")

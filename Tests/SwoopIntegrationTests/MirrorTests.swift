@@ -147,11 +147,10 @@ struct MirrorTests {
             let process = try CLI.start(
                 ["get", servers[0].url("/k.bin"), servers[1].url("/k.bin"), "-c", "8", "--max-tries", "3"],
                 in: scratch.url)
-            let deadline = ContinuousClock.now + .seconds(30)
-            while Downloader.status(of: scratch.path("k.bin")).bytesDone < 8 << 20, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            servers[1].stop()
+            let target = scratch.path("k.bin")
+            try await waitThenAct(
+                within: .seconds(30), until: { Downloader.status(of: target).bytesDone >= 8 << 20 },
+                then: { servers[1].stop() })
             let run = try await process.wait(timeout: .seconds(120))
             #expect(run.status == 0, "stderr: \(run.stderr)")
             #expect(try TestData.sha256(of: scratch.path("k.bin")) == expected)
@@ -173,15 +172,15 @@ struct MirrorTests {
                     "--max-outage", "5",
                 ],
                 in: scratch.url)
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !process.stderrSoFar.contains("serves other bytes")
-                || Downloader.status(of: scratch.path("o.bin")).bytesDone < 4 << 20,
-                ContinuousClock.now < deadline
-            {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let target = scratch.path("o.bin")
             // The first source goes away for good: after --max-outage, nothing can finish the file.
-            servers[0].stop()
+            try await waitThenAct(
+                within: .seconds(30),
+                until: {
+                    process.stderrSoFar.contains("serves other bytes")
+                        && Downloader.status(of: target).bytesDone >= 4 << 20
+                },
+                then: { servers[0].stop() })
             let run = try await process.wait(timeout: .seconds(120))
             #expect(run.status == 1, "stderr: \(run.stderr)")
             #expect(run.stderr.contains("has not answered for"), "stderr: \(run.stderr)")
@@ -201,11 +200,10 @@ struct MirrorTests {
             defer { scratch.cleanup() }
             let first = try CLI.start(
                 ["get", servers[0].url("/r.bin"), servers[1].url("/r.bin"), "-c", "8"], in: scratch.url)
-            let deadline = ContinuousClock.now + .seconds(30)
-            while Downloader.status(of: scratch.path("r.bin")).bytesDone < 16 << 20, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            first.signal(SIGKILL)
+            let target = scratch.path("r.bin")
+            try await waitThenAct(
+                within: .seconds(30), until: { Downloader.status(of: target).bytesDone >= 16 << 20 },
+                then: { first.signal(SIGKILL) })
             _ = try? await first.wait(timeout: .seconds(20))
             let kept = Downloader.status(of: scratch.path("r.bin")).bytesDone
             #expect(kept >= 8 << 20)

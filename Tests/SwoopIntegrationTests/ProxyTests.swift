@@ -110,11 +110,10 @@ struct ProxyTests {
                 let running = try CLI.start(
                     [url, "-o", "v.bin", "-vvv", "-c", "2", "--proxy", proxyURL], in: scratch.url,
                     environment: Self.cleanEnvironment)
-                let deadline = ContinuousClock.now + .seconds(60)
-                while Downloader.status(of: scratch.path("v.bin")).bytesDone == 0, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(50))
-                }
-                running.signal(SIGINT)
+                let target = scratch.path("v.bin")
+                try await waitThenAct(
+                    within: .seconds(60), until: { Downloader.status(of: target).bytesDone > 0 },
+                    then: { running.signal(SIGINT) })
                 let paused = try await running.wait(timeout: .seconds(30))
                 #expect(paused.status == 130, "stderr: \(paused.stderr)")
                 let wrong = try await CLI.start(

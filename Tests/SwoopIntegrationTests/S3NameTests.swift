@@ -83,15 +83,11 @@ struct S3NameTests {
                     return status.state == .partial && status.bytesDone > 0
                 }.count
             }
-            // Polled on a thread of its own: on the cooperative pool, other tests holding both threads
-            // would hide the moment every file is partial.
-            try await offThePool {
-                let deadline = ContinuousClock.now + .seconds(90)
-                while ContinuousClock.now < deadline, slow.process.isRunning, partial() < paths.count {
-                    usleep(50_000)
-                }
-            }
-            slow.signal(SIGKILL)
+            // Polled and killed on a thread of its own: on the cooperative pool, other tests holding both
+            // threads would hide the moment every file is partial.
+            try await waitThenAct(
+                within: .seconds(90), every: .milliseconds(50),
+                until: { !slow.process.isRunning || partial() == paths.count }, then: { slow.signal(SIGKILL) })
             let killed = try await slow.wait(timeout: .seconds(30))
             #expect(partial() == names.count, "not every file had started before the kill: \(killed.stderr)")
             // The kill left no file at a target: only working files, in .swoop/.

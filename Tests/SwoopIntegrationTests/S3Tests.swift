@@ -240,16 +240,16 @@ struct S3Tests {
         let command = ["get", "s3://\(Self.bucket)/resume/r.bin", "-o", "r.bin"]
         let environment = Self.environment(store, scratch)
         let slow = try CLI.start(command + ["--limit-rate", "4m", "-q"], in: scratch.url, environment: environment)
-        let deadline = ContinuousClock.now + .seconds(60)
-        var saved = Downloader.status(of: scratch.path("r.bin"))
-        while ContinuousClock.now < deadline, slow.process.isRunning,
-            !(saved.state == .partial && saved.bytesDone >= 2 << 20)
-        {
-            try await Task.sleep(for: .milliseconds(50))
-            saved = Downloader.status(of: scratch.path("r.bin"))
-        }
-        slow.signal(SIGKILL)
+        let target = scratch.path("r.bin")
+        let seen = try await waitThenAct(
+            within: .seconds(60),
+            until: { () -> DownloadStatus? in
+                let saved = Downloader.status(of: target)
+                return saved.state == .partial && saved.bytesDone >= 2 << 20 || !slow.process.isRunning ? saved : nil
+            },
+            then: { _ in slow.signal(SIGKILL) })
         let killed = try await slow.wait(timeout: .seconds(30))
+        let saved = try #require(seen, "the download never got going: \(killed.stderr)")
         try #require(saved.bytesDone >= 2 << 20, "no progress before the kill: \(killed.stderr)")
         #expect(saved.url == "s3://\(Self.bucket)/resume/r.bin", "the map records the s3:// name: \(saved)")
         let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url, environment: environment)

@@ -41,11 +41,10 @@ struct SecurityTests {
                     url, "-vvv", "-c", "4", "--header", "Authorization: Bearer HEADERSECRET3", "--header",
                     "X-Token: HEADERSECRET4",
                 ], in: scratch.url)
-            let deadline = ContinuousClock.now + .seconds(30)
-            while Downloader.status(of: scratch.path("s.iso")).bytesDone == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            process.signal(SIGINT)
+            let target = scratch.path("s.iso")
+            try await waitThenAct(
+                within: .seconds(30), until: { Downloader.status(of: target).bytesDone > 0 },
+                then: { process.signal(SIGINT) })
             let paused = try await process.wait(timeout: .seconds(20))
             #expect(paused.status == 130, "stderr: \(paused.stderr)")
             let missing = try await CLI.run(

@@ -28,8 +28,9 @@ struct SmallFileTests {
             let out = scratch.url.appendingPathComponent("out")
             try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
             let arguments = ["get", "-i", list.path, "-d", out.path, "--jobs", "64", "-q"]
-            func completeCount() -> Int {
-                ((try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []).count { expected[$0] != nil }
+            let (names, outPath) = (Set(expected.keys), out.path)
+            @Sendable func completeCount() -> Int {
+                ((try? FileManager.default.contentsOfDirectory(atPath: outPath)) ?? []).count { names.contains($0) }
             }
             var generator = SystemRandomNumberGenerator()
             var kills = 0
@@ -43,11 +44,12 @@ struct SmallFileTests {
                 let killAt =
                     run < 8 ? before + Int.random(in: 1...max(1, (count - before) * 2 / 3), using: &generator) : Int.max
                 let process = try CLI.start(arguments, in: scratch.url)
-                let deadline = ContinuousClock.now + .seconds(120)
-                while completeCount() < killAt, process.process.isRunning, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
+                if killAt != Int.max {
+                    try await waitThenAct(
+                        within: .seconds(120), every: .milliseconds(5),
+                        until: { completeCount() >= killAt || !process.process.isRunning },
+                        then: { if process.process.isRunning { process.signal(SIGKILL) } })
                 }
-                if process.process.isRunning && killAt != Int.max { process.signal(SIGKILL) }
                 let result = try await process.wait(timeout: .seconds(120))
                 if result.status == 0 {
                     finished = true

@@ -222,19 +222,17 @@ struct VerifyTests {
             let running = try CLI.start(
                 [origin.url("/good.bin"), "-c", "4", "--checkpoint-interval", "0.2", "-q"], in: scratch.url)
             // Until the map records some CRC runs (a checkpoint after bytes arrived), at most 60 s.
-            let deadline = ContinuousClock.now + .seconds(60)
-            var runs: CRCRuns?
-            while ContinuousClock.now < deadline {
-                if let data = FileManager.default.contents(atPath: Downloader.workingFiles(of: target).map),
-                    let map = try? SegmentMap.decode(Array(data)),
-                    let recorded = map.crcRuns, recorded.runs.reduce(0, { $0 + $1.range.count }) >= 4 << 20
-                {
-                    runs = recorded
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            running.signal(SIGKILL)
+            let mapPath = Downloader.workingFiles(of: target).map
+            let runs = try await waitThenAct(
+                within: .seconds(60),
+                until: { () -> CRCRuns? in
+                    guard let data = FileManager.default.contents(atPath: mapPath),
+                        let map = try? SegmentMap.decode(Array(data)),
+                        let recorded = map.crcRuns, recorded.runs.reduce(0, { $0 + $1.range.count }) >= 4 << 20
+                    else { return nil }
+                    return recorded
+                },
+                then: { _ in running.signal(SIGKILL) })
             _ = try await running.wait(timeout: .seconds(30))
             origin.updateFaults { $0.throttleBytesPerSecond = nil }
             let recorded = try #require(runs, "the map never recorded CRC runs")
