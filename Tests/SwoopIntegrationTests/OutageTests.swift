@@ -114,11 +114,10 @@ struct OutageTests {
         defer { scratch.cleanup() }
         let target = scratch.path("big.bin")
         let running = try namespace.startCLI([nginx.url] + arguments, in: scratch.url)
-        let started = try await eventually(timeout: .seconds(60)) {
-            Downloader.status(of: target).bytesDone >= killAfter
-        }
+        let started = try await waitThenAct(
+            within: .seconds(60), until: { Downloader.status(of: target).bytesDone >= killAfter },
+            then: { nginx.kill() })
         #expect(started, "the download recorded \(killAfter) bytes before the server was killed")
-        try await offThePool { nginx.kill() }
         let before = try await namespace.activeOpens()
         try await Task.sleep(for: outage)
         let attempts = try await namespace.activeOpens() - before
@@ -181,10 +180,11 @@ struct OutageTests {
             try names.map { nginx.url($0) }.joined(separator: "\n").appending("\n").write(
                 toFile: scratch.path("list"), atomically: true, encoding: .utf8)
             let running = try namespace.startCLI(["-i", "list", "-j", "64", "-q"], in: scratch.url)
-            func finished() -> Int { names.count { FileManager.default.fileExists(atPath: scratch.path($0)) } }
-            let started = try await eventually(timeout: .seconds(60)) { finished() >= 16 }
+            let paths = names.map { scratch.path($0) }
+            @Sendable func finished() -> Int { paths.count { FileManager.default.fileExists(atPath: $0) } }
+            let started = try await waitThenAct(
+                within: .seconds(60), until: { finished() >= 16 }, then: { nginx.kill() })
             #expect(started, "16 files were done before the server was killed")
-            try await offThePool { nginx.kill() }
             let before = try await namespace.activeOpens()
             try await Task.sleep(for: .seconds(20))
             let attempts = try await namespace.activeOpens() - before

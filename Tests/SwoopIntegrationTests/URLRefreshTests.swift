@@ -289,12 +289,14 @@ struct URLRefreshTests {
                 ]
                 let target = scratch.path("k.bin")
                 let killed = try CLI.start(arguments, in: scratch.url, environment: ProxyTests.cleanEnvironment)
-                let refreshed = try await eventually(timeout: .seconds(60)) {
-                    origin.requests.contains { $0.path == "/.sign/k.bin" }
-                        && Downloader.status(of: target).bytesDone >= object.size / 3
-                }
+                let refreshed = try await waitThenAct(
+                    within: .seconds(60),
+                    until: {
+                        origin.requests.contains { $0.path == "/.sign/k.bin" }
+                            && Downloader.status(of: target).bytesDone >= object.size / 3
+                    },
+                    then: { killed.signal(SIGKILL) })
                 #expect(refreshed, "the URL was refreshed and a third recorded before the kill")
-                killed.signal(SIGKILL)
                 _ = try? await killed.wait(timeout: .seconds(30))
                 let held = Downloader.status(of: target).bytesDone
                 let servedBefore = Self.bytesFetched(origin)
