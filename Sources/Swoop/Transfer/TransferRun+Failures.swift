@@ -30,50 +30,46 @@ extension TransferRun {
             source?.health.abandonTrial(by: connection.token)  // an answer, though not a usable one: no outage
             return
         }
+        let finding: FailedRequest.Finding
         if error.kind == .objectChanged {
             source?.health.abandonTrial(by: connection.token)
-            // The first source's change restarts the download; a mirror's only loses the mirror
-            // (while another source is left).
-            guard let source, source !== sources.primary, sources.usable.contains(where: { $0 !== source }) else {
-                delegate?.transfer(self, foundObjectChanged: error.message, versions: store.versionsInDisagreement)
-                return
-            }
-            sources.drop(source, "its object changed (\(error.reason))")
-            plan.release(segment, failed: false)
-            dispatchWork()
-            return
+            finding = .objectChanged(error.reason)
+        } else {
+            finding = .source(
+                source.map {
+                    sources.failed(
+                        $0, error, answered: connection.wasAnswered, retryAfter: retryAfter,
+                        policy: settings.failures, by: connection.token)
+                } ?? .retryRange)
         }
-        let verdict =
-            source.map {
-                sources.failed(
-                    $0, error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: settings.failures,
-                    by: connection.token)
-            } ?? .retryRange
-        switch verdict {
-        case .limited, .rest, .down:
+        let failure = FailedRequest(
+            finding, fromFirstSource: source.map { $0 === sources.primary } ?? true,
+            othersUsable: sources.usable.contains { $0 !== source },
+            failuresWithoutProgress: segment.failuresWithoutProgress, retryAfter: retryAfter)
+        switch settings.failures.action(for: failure) {
+        case .release(let countsAsRetry):
             // Another source takes the range over, or it waits for its source; it is not to blame.
-            if verdict != .limited { counters.retries += 1 }
+            if countsAsRetry { counters.retries += 1 }
             plan.release(segment, failed: false)
+        case .dropSource(let reason):
+            if let source { sources.drop(source, reason) }
+            plan.release(segment, failed: false)
+        case .startOver:
+            delegate?.transfer(self, foundObjectChanged: error.message, versions: store.versionsInDisagreement)
+            return
         case .giveUp(let reason):
-            if let source, sources.usable.contains(where: { $0 !== source }) {
-                sources.drop(source, reason)
-                plan.release(segment, failed: false)
-                break
-            }
             plan.release(segment, failed: false)
             delegate?.transfer(self, didFailWith: givingUp(error, reason: reason))
             return
-        case .retryRange:
-            let delay = settings.failures.backoff(tries: segment.failuresWithoutProgress + 1, retryAfter: retryAfter)
+        case .failAfterTries(let delay):
             plan.release(segment, failed: true, retryAt: .now + delay)
-            if segment.failuresWithoutProgress >= settings.configuration.retry.maxTries {
-                // The segment map keeps everything else; downloading again resumes.
-                var detail =
-                    " (gave up after \(Wording.tries(settings.configuration.retry.maxTries)))"
-                if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
-                delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
-                return
-            }
+            // The segment map keeps everything else; downloading again resumes.
+            var detail = " (gave up after \(Wording.tries(settings.failures.maxTries)))"
+            if let others = sources.whyOthersCannotHelp { detail += "; no other source can take over: " + others }
+            delegate?.transfer(self, didFailWith: error.adding(detail, remedy: .resume))
+            return
+        case .retry(let delay):
+            plan.release(segment, failed: true, retryAt: .now + delay)
             counters.retries += 1
             logger.info(
                 "request failed; retrying",
