@@ -1,10 +1,26 @@
 import SwoopStore
+import SwoopTransfer
 
 // The pure policies take values; these read them from a configuration.
 
 extension TransferPolicy {
     init(_ configuration: Downloader.Configuration) {
         self.init(minimumSegmentSize: configuration.tuning.minimumSegmentSize)
+    }
+}
+
+/// What every exchange of one download reads from its configuration, made once for the download
+/// (not once per probe, mirror check and transfer): the exchange options — timeouts, TLS, the
+/// proxy, with the environment's proxy variables read once — and the failure policy.
+struct ExchangeSettings {
+    let configuration: Downloader.Configuration
+    let options: TransferOptions
+    let failures: FailurePolicy
+
+    init(_ configuration: Downloader.Configuration) {
+        self.configuration = configuration
+        options = TransferOptions(configuration)
+        failures = FailurePolicy(configuration)
     }
 }
 

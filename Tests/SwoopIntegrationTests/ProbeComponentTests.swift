@@ -113,7 +113,7 @@ struct ProbeComponentTests {
                     loop.execute {
                         let prober = Prober(
                             url: url, basis: .fresh, headers: RequestHeaders([], originalURL: url),
-                            configuration: Downloader.Configuration(), loop: loop, counters: DownloadCounters(),
+                            settings: ExchangeSettings(Downloader.Configuration()), loop: loop, counters: DownloadCounters(),
                             logger: Logger(label: "test"), purpose: .headOnly)
                         held.objects.append(prober)
                         prober.delegate = end
@@ -150,7 +150,7 @@ struct ProbeComponentTests {
                         host.health.willSend(by: 99)
                         let prober = Prober(
                             url: url, basis: .fresh, headers: RequestHeaders([], originalURL: url),
-                            configuration: configuration, loop: loop, counters: DownloadCounters(),
+                            settings: ExchangeSettings(configuration), loop: loop, counters: DownloadCounters(),
                             logger: Logger(label: "test"), purpose: .headOnly)
                         held.objects.append(prober)
                         prober.delegate = end

@@ -28,7 +28,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
     private let loop: TransferLoop
     private let url: RemoteURL
     private let headers: RequestHeaders
-    private let configuration: Downloader.Configuration
+    private let settings: ExchangeSettings
     private let logger: Logger
     /// Whoever finishes first (the probe, ``stop(_:)``) decides the outcome; later ones are dropped.
     private let state = Mutex(State.idle)
@@ -40,7 +40,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
     ) {
         self.url = url
         self.headers = headers
-        self.configuration = configuration
+        self.settings = ExchangeSettings(configuration)
         self.loop = loop
         self.logger = logger
     }
@@ -80,7 +80,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
         guard isWaiting else { return }
         let prober = Prober(
             url: url, basis: .fresh, headers: headers,
-            configuration: configuration, loop: loop, counters: DownloadCounters(), logger: logger, purpose: .headOnly)
+            settings: settings, loop: loop, counters: DownloadCounters(), logger: logger, purpose: .headOnly)
         prober.delegate = self
         self.prober = prober
         prober.start()

@@ -34,7 +34,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
 
     init(
         url: RemoteURL, headers: [(name: String, value: String)], size: Int64, range: ByteRange,
-        configuration: Downloader.Configuration, loop: TransferLoop, logger: Logger
+        settings: ExchangeSettings, loop: TransferLoop, logger: Logger
     ) {
         self.url = url
         self.range = range
@@ -42,11 +42,11 @@ final class MirrorCheck: ProbeExchangeDelegate {
         self.logger = logger
         let decision = ProbeDecision(
             url: url, originalURL: url, basis: .fresh, redirects: 0,
-            maxRedirects: configuration.redirect.maxRedirects, resolve: RemoteURL.resolve)
+            maxRedirects: settings.configuration.redirect.maxRedirects, resolve: RemoteURL.resolve)
         // A mirror the user named gets the request's headers; a redirect elsewhere does not.
         exchange = ProbeExchange(
             decision: decision, headers: RequestHeaders(headers, originalURL: url),
-            options: TransferOptions(configuration), policy: FailurePolicy(configuration), connectionID: -1,
+            options: settings.options, policy: settings.failures, connectionID: -1,
             loop: loop)
         exchange.delegate = self
     }

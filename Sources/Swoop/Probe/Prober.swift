@@ -66,14 +66,15 @@ final class Prober: ProbeExchangeDelegate {
 
     init(
         url: RemoteURL, basis: ProbeBasis, headers: RequestHeaders,
-        configuration: Downloader.Configuration, loop: TransferLoop, counters: DownloadCounters, logger: Logger,
+        settings: ExchangeSettings, loop: TransferLoop, counters: DownloadCounters, logger: Logger,
         purpose: Purpose = .download, refresher: URLRefresher? = nil, expectedSize: Int64? = nil
     ) {
+        let configuration = settings.configuration
         self.purpose = purpose
         self.refresher = refresher
         self.counters = counters
         self.logger = logger
-        var options = TransferOptions(configuration)
+        var options = settings.options
         // The first response is at most about a MiB: a smaller receive buffer does it no harm,
         // and with many small files in flight each buffer is memory held per file.
         options.receiveBufferSize = min(options.receiveBufferSize, 64 << 10)
@@ -88,7 +89,7 @@ final class Prober: ProbeExchangeDelegate {
             resolve: RemoteURL.resolve)
         self.probeSize = probeSize
         exchange = ProbeExchange(
-            decision: decision, headers: headers, options: options, policy: FailurePolicy(configuration),
+            decision: decision, headers: headers, options: options, policy: settings.failures,
             connectionID: 0, loop: loop)
         exchange.delegate = self
     }

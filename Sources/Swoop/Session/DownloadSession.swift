@@ -49,7 +49,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
     ) {
         context = SessionContext(
-            loop: loop, configuration: configuration, request: request, service: service.map { (url, $0) },
+            loop: loop, settings: ExchangeSettings(configuration), request: request, service: service.map { (url, $0) },
             paths: paths, sink: sink, objectFound: objectFound, logger: Self.logger(logger, url: url))
         self.sources = SourceList(first: url, mirrors: mirrors)
         self.progress = ProgressReporter(context, handler: progress)
@@ -96,7 +96,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     private func probe() {
         let prober = Prober(
             url: sources.first.current, basis: basis.probeBasis(target: context.paths.target),
-            headers: context.headers(for: url), configuration: context.configuration,
+            headers: context.headers(for: url), settings: context.settings,
             loop: context.loop, counters: context.counters, logger: logger, refresher: refresher,
             expectedSize: context.request.expectedSize)
         prober.delegate = self
@@ -217,7 +217,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         store.onCheckpointFailure = { [weak self] in self?.stop(with: .failure($0)) }
         let verifier = TransferSetup.verifier(for: found, store: store, resuming: resumedMap, context)
         let run = TransferRun(
-            object: found, store: store, headers: prober.headers, configuration: context.configuration,
+            object: found, store: store, headers: prober.headers, settings: context.settings,
             loop: context.loop, counters: context.counters, logger: logger, mirrors: sources.mirrors,
             requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
@@ -290,8 +290,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         guard current(run) != nil else { return }
         let noRanges = "; the server does not support ranges, so the download cannot resume"
         // Bytes an in-order sink handed out cannot be taken back: it cannot start over.
-        let policy = FailurePolicy(context.configuration)
-        guard context.sink.window == nil, let delay = restarts.streamBroke(error, policy: policy, url: url) else {
+        guard context.sink.window == nil,
+            let delay = restarts.streamBroke(error, policy: context.settings.failures, url: url)
+        else {
             let tries = restarts.streamTries > 1 ? " (tried \(restarts.streamTries) times)" : ""
             let remedy: DownloadError.Remedy? = context.sink.window == nil ? .startAgain : nil
             return stop(with: .failure(error.adding(noRanges + tries, remedy: remedy)))

@@ -6,7 +6,9 @@ import SwoopTransfer
 /// where its bytes go, and what it counted.
 struct SessionContext {
     let loop: TransferLoop
-    let configuration: Downloader.Configuration
+    /// The configuration, and what every exchange reads from it, made once.
+    let settings: ExchangeSettings
+    var configuration: Downloader.Configuration { settings.configuration }
     let request: DownloadRequest
     /// The service the request's URL is reached through (an `s3://` object's), with that URL.
     let service: (url: RemoteURL, service: any ObjectService)?

@@ -11,7 +11,7 @@ final class SourceChecks: MirrorCheckDelegate {
     struct Context {
         /// The request's headers (a redirect elsewhere keeps only the safe ones).
         let requestHeaders: [(name: String, value: String)]
-        let configuration: Downloader.Configuration
+        let settings: ExchangeSettings
         let loop: TransferLoop
         let logger: Logger
     }
@@ -57,7 +57,7 @@ final class SourceChecks: MirrorCheckDelegate {
         for url in urls {
             let check = MirrorCheck(
                 url: url, headers: context.requestHeaders, size: size, range: range,
-                configuration: context.configuration, loop: context.loop, logger: logger)
+                settings: context.settings, loop: context.loop, logger: logger)
             check.delegate = self
             mirrors.append(check)
             check.start()
@@ -85,7 +85,7 @@ final class SourceChecks: MirrorCheckDelegate {
             : context.requestHeaders.filter { RequestHeaders.safeAcrossHosts.contains($0.name.lowercased()) }
         let check = MirrorCheck(
             url: url, headers: headers, size: size, range: range,
-            configuration: context.configuration, loop: context.loop, logger: logger)
+            settings: context.settings, loop: context.loop, logger: logger)
         check.delegate = self
         replacements.append((check, done))
         check.start()

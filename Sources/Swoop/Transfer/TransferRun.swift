@@ -57,35 +57,35 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         /// Mirrors to check once the first source's bytes are coming in.
         let mirrors: [RemoteURL]
 
-        init(_ configuration: Downloader.Configuration, mirrors: [RemoteURL]) {
-            self.configuration = configuration
-            options = TransferOptions(configuration)
+        init(_ settings: ExchangeSettings, mirrors: [RemoteURL]) {
+            configuration = settings.configuration
+            options = settings.options
             policy = TransferPolicy(configuration)
-            failures = FailurePolicy(configuration)
+            failures = settings.failures
             self.mirrors = mirrors
         }
     }
 
     init(
-        object: RemoteObject, store: DownloadStore, headers: RequestHeaders, configuration: Downloader.Configuration,
+        object: RemoteObject, store: DownloadStore, headers: RequestHeaders, settings: ExchangeSettings,
         loop: TransferLoop, counters: DownloadCounters, logger: Logger,
         mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [],
         refresher: URLRefresher? = nil
     ) {
         self.loop = loop
-        self.settings = Settings(configuration, mirrors: mirrors)
+        self.settings = Settings(settings, mirrors: mirrors)
         self.object = object
         self.store = store
         self.counters = counters
         self.logger = logger
         self.refresher = refresher
-        self.pool = ConnectionPool(loop: loop, target: configuration.connections.initial)
+        self.pool = ConnectionPool(loop: loop, target: settings.configuration.connections.initial)
         // Mirrors are checked before they contribute, and so is a fresh URL for an expired one.
         let context =
             mirrors.isEmpty && refresher == nil
             ? nil
             : SourceChecks.Context(
-                requestHeaders: requestHeaders, configuration: configuration, loop: loop, logger: logger)
+                requestHeaders: requestHeaders, settings: settings, loop: loop, logger: logger)
         self.sources = SourceSet(
             first: object, headers: headers, store: store, hosts: loop.hosts, logger: logger, checking: context)
         sources.onSourceAdded = { [weak self] in
