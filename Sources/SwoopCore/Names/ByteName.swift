@@ -11,6 +11,12 @@ package struct ByteName: Hashable, Comparable, Sendable, CustomStringConvertible
         bytes = Array(text.utf8)
     }
 
+    /// The bytes in one call (the synthesized hash combines them one at a time: 1% of a
+    /// 20,000-file list's processor time).
+    package func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
     package static func < (lhs: ByteName, rhs: ByteName) -> Bool {
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
     }
