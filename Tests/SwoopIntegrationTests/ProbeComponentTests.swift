@@ -113,8 +113,8 @@ struct ProbeComponentTests {
                     loop.execute {
                         let prober = Prober(
                             url: url, basis: .fresh, headers: RequestHeaders([], originalURL: url),
-                            settings: ExchangeSettings(Downloader.Configuration()), loop: loop, counters: DownloadCounters(),
-                            logger: Logger(label: "test"), purpose: .headOnly)
+                            settings: ExchangeSettings(Downloader.Configuration()), loop: loop,
+                            counters: DownloadCounters(), logger: Logger(label: "test"), purpose: .headOnly)
                         held.objects.append(prober)
                         prober.delegate = end
                         prober.start()
