@@ -157,13 +157,7 @@ struct AddressTests {
         let command = ["get", edges.url("/f.bin"), "-o", "f.bin"] + edges.resolve
         let slow = try CLI.start(command + ["-q"], in: scratch.url)
         let target = scratch.path("f.bin")
-        let seen = try await waitThenAct(
-            within: .seconds(60),
-            until: { () -> DownloadStatus? in
-                let saved = Downloader.status(of: target)
-                return saved.state == .partial && saved.bytesDone >= 8 << 20 || !slow.process.isRunning ? saved : nil
-            },
-            then: { _ in slow.signal(SIGKILL) })
+        let seen = try await killOnceSaved(slow, target: target, atLeast: 8 << 20)
         _ = try await slow.wait(timeout: .seconds(30))
         let saved = try #require(seen, "the download never got going")
         try #require(saved.bytesDone >= 8 << 20, "no progress before the kill")

@@ -241,13 +241,7 @@ struct S3Tests {
         let environment = Self.environment(store, scratch)
         let slow = try CLI.start(command + ["--limit-rate", "4m", "-q"], in: scratch.url, environment: environment)
         let target = scratch.path("r.bin")
-        let seen = try await waitThenAct(
-            within: .seconds(60),
-            until: { () -> DownloadStatus? in
-                let saved = Downloader.status(of: target)
-                return saved.state == .partial && saved.bytesDone >= 2 << 20 || !slow.process.isRunning ? saved : nil
-            },
-            then: { _ in slow.signal(SIGKILL) })
+        let seen = try await killOnceSaved(slow, target: target, atLeast: 2 << 20)
         let killed = try await slow.wait(timeout: .seconds(30))
         let saved = try #require(seen, "the download never got going: \(killed.stderr)")
         try #require(saved.bytesDone >= 2 << 20, "no progress before the kill: \(killed.stderr)")

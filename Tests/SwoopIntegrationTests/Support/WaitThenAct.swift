@@ -44,6 +44,19 @@ func waitThenAct(
     return held != nil
 }
 
+/// Kills `run` once its target's segment map records at least `bytes` (or once it has ended by
+/// itself), from a thread of its own (``waitThenAct(within:every:until:then:)``); returns the
+/// status seen then (`nil`: neither within a minute, stretched by the load).
+func killOnceSaved(_ run: CLI.Running, target: String, atLeast bytes: Int64) async throws -> DownloadStatus? {
+    try await waitThenAct(
+        within: .seconds(60),
+        until: { () -> DownloadStatus? in
+            let saved = Downloader.status(of: target)
+            return saved.state == .partial && saved.bytesDone >= bytes || !run.process.isRunning ? saved : nil
+        },
+        then: { _ in run.signal(SIGKILL) })
+}
+
 /// Runs an action once, when a download's progress reaches a threshold, on the thread that reports
 /// the progress (the transfer thread): no wait on the cooperative pool between the moment and the act.
 ///
@@ -75,9 +88,6 @@ final class ProgressTrigger: Sendable {
     func arm(_ action: @escaping @Sendable () -> Void) {
         fire { $0.action = action }
     }
-
-    /// Whether the threshold was reached.
-    var reached: Bool { state.withLock { $0.reached } }
 
     private func fire(_ change: (inout State) -> Void) {
         let action = state.withLock { state -> (@Sendable () -> Void)? in
