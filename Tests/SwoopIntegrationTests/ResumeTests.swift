@@ -49,7 +49,7 @@ struct ResumeTests {
                         return (Int64(run.lowerBound) * chunk)...(min(Int64(run.upperBound) * chunk, Int64(size)) - 1)
                     }
                     : []
-                try nginx.clearLog()
+                try await nginx.startLog()
                 // Early kills (before the probe answers) as well as late ones. The first runs and
                 // every other one after are killed by a shell at a random moment, so a busy test
                 // process cannot delay it; the others once they have recorded progress, a random

@@ -37,7 +37,7 @@ struct SmallFileTests {
             var finished = false
             var fetchedBefore: Set<String> = []  // files complete at the start of a run
             for run in 0..<20 {
-                try nginx.clearLog()
+                try await nginx.startLog()
                 // The first runs are killed once a random share of the missing files has landed
                 // (wherever in its work that is); the rest are left to finish.
                 let before = completeCount()

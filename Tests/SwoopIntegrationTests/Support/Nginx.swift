@@ -1,4 +1,6 @@
 import Foundation
+import Synchronization
+import SwoopTestOrigin
 import SwoopTestSupport
 
 /// A real nginx on loopback for one test: its own prefix directory, config, document root and a
@@ -24,6 +26,8 @@ final class Nginx: @unchecked Sendable {
     let root: URL
     let port: Int
     private let process: ChildProcess
+    /// The first connection ``log()`` reports (see ``startLog()``); 0: all of them.
+    private let firstLoggedConnection = Mutex(0)
 
     /// The loopback address it listens on (127.0.0.x: several instances are several hosts).
     let host: String
@@ -160,9 +164,10 @@ final class Nginx: @unchecked Sendable {
         try TestData.write(to: root.appendingPathComponent(name), size: size, seed: seed)
     }
 
-    /// The access log so far.
+    /// The access log so far (since ``startLog()``, when it was called).
     func log() throws -> [LogEntry] {
-        try Self.log(at: prefix.appendingPathComponent("access.log"))
+        let first = firstLoggedConnection.withLock { $0 }
+        return try Self.log(at: prefix.appendingPathComponent("access.log")).filter { $0.connection >= first }
     }
 
     /// The `log_format` directive (in an `http` block) of the JSON lines ``LogEntry`` reads, named
@@ -184,6 +189,30 @@ final class Nginx: @unchecked Sendable {
     func clearLog() throws {
         try Data().write(to: prefix.appendingPathComponent("access.log"))
         // nginx keeps appending through its open descriptor; the truncation takes effect at once.
+    }
+
+    /// Starts the log afresh for a new client process: ``log()`` leaves out every connection
+    /// accepted before this call. A killed client's requests are logged only when nginx finds
+    /// their connection closed, which on a busy machine can be well after the kill; a wait cannot
+    /// be sure to outlast that, but a marker can: this sends one request on a new connection, and
+    /// nginx (one worker) numbers connections in the order it accepts them. Not for a client that
+    /// keeps connections open across the call (a library downloader): its later requests would
+    /// be left out.
+    func startLog() async throws {
+        precondition(scheme == "http", "the log marker is a plain HTTP request")
+        try clearLog()
+        let (host, port, logPath) = (host, port, prefix.appendingPathComponent("access.log"))
+        let marker = try await offThePool {
+            try LoopbackHTTP.get("/.log-start", host: host, port: port)
+            // The request is logged before its connection closes; read it back to be sure.
+            var deadline = MachineLoad.Deadline(.seconds(10))
+            while !deadline.exceeded() {
+                if let entry = try Self.log(at: logPath).last(where: { $0.uri == "/.log-start" }) { return entry }
+                usleep(5_000)
+            }
+            throw TestFailure("nginx did not log the marker request")
+        }
+        firstLoggedConnection.withLock { $0 = marker.connection + 1 }
     }
 
     func stop() {
@@ -210,6 +239,21 @@ enum TemporaryDirectory {
     }
 }
 
+/// One plain HTTP/1.0 request over a raw socket, for a marker in a server's log.
+enum LoopbackHTTP {
+    /// Sends `GET path` to `host:port` and reads the answer to its end (the server closes).
+    static func get(_ path: String, host: String, port: Int) throws {
+        guard let fd = FreePort.connectedSocket(host: host, port: port) else {
+            throw TestFailure("could not connect to \(host):\(port)")
+        }
+        defer { close(fd) }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: \(host)\r\n\r\n".utf8)
+        guard write(fd, request, request.count) == request.count else { throw TestFailure("write() failed") }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while read(fd, &buffer, buffer.count) > 0 {}
+    }
+}
+
 /// Loopback ports.
 enum FreePort {
     /// A port nothing listens on right now (bind to port 0, read it back, close).
@@ -232,18 +276,29 @@ enum FreePort {
     }
 
     static func isListening(_ port: Int, host: String = "127.0.0.1") -> Bool {
+        guard let fd = connectedSocket(host: host, port: port) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// A TCP socket connected to `host:port` (the caller closes it), or `nil` if nothing accepts.
+    static func connectedSocket(host: String, port: Int) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard fd >= 0 else { return nil }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr(host)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
+        let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
             }
         }
+        guard connected else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 }
 
