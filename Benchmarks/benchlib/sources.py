@@ -55,6 +55,16 @@ def _hash_cached(path, cache=None, quiet=False):
     return digest
 
 
+def _flush(path):
+    """Writes a new source out to disk before any tool runs: otherwise the write-back of its
+    bytes (gigabytes, for the large ones) lands on the first counted run, and only on that one."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _write_random(path, size):
     """`size` bytes from /dev/urandom, written to path.tmp and renamed."""
     tmp = path + ".tmp"
@@ -66,6 +76,7 @@ def _write_random(path, size):
             left -= len(chunk)
     if os.path.getsize(tmp) != size:
         raise RuntimeError("wrote %d bytes to %s, wanted %d" % (os.path.getsize(tmp), tmp, size))
+    _flush(tmp)
     os.replace(tmp, path)
 
 
@@ -81,6 +92,7 @@ def random_file(size):
             subprocess.run(["head", "-c", str(size), "/dev/urandom"], stdout=out, check=True)
         if os.path.getsize(tmp) != size:
             raise RuntimeError("head -c wrote %d bytes, wanted %d" % (os.path.getsize(tmp), size))
+        _flush(tmp)
         os.replace(tmp, path)
     return name, path, _hash_cached(path)
 
@@ -97,6 +109,7 @@ def payload_file(origin_binary, seed, size):
                         "--output", tmp], check=True, stdin=subprocess.DEVNULL)
         if os.path.getsize(tmp) != size:
             raise RuntimeError("payload wrote %d bytes, wanted %d" % (os.path.getsize(tmp), size))
+        _flush(tmp)
         os.replace(tmp, path)
     return name, path, _hash_cached(path)
 
