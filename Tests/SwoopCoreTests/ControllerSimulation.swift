@@ -9,9 +9,10 @@ struct ServerModel: CustomStringConvertible {
     var roundTrip = 0.0002
     /// The most bytes per second all connections share (a link, or the machine's CPU).
     var link = 1000.0 * MiB
-    /// Every connection beyond the first costs the shared rate this fraction (processor time per
-    /// connection on a machine the server and the client share).
+    /// Every connection beyond the first ``connectionsWithoutOverhead`` costs the shared rate this
+    /// fraction (processor time per connection on a machine the server and the client share).
     var perConnectionOverhead = 0.0
+    var connectionsWithoutOverhead = 1
     /// The most bytes per second one connection gets (a CDN's cap, a window over a long path).
     var perConnectionCap: Double?
     /// The server's own time per request (seconds of one core), spent before the first byte.
@@ -219,7 +220,7 @@ struct ControllerSimulation {
                     firstByte: timeToFirstByte - model.roundTrip, connect: model.roundTrip, maximum: maximum)
                 target = start.count
                 requestCost = start.requestCost
-                controller = ConnectionController(initial: target, maximum: maximum, requestCost: requestCost)
+                controller = ConnectionController(start: start, maximum: maximum)
             }
             // The rest of the object, in one segment per other connection.
             let rest = size - probe.end
@@ -235,6 +236,7 @@ struct ControllerSimulation {
 
         var lastSample = 0.0
         var lastControl = 0.0
+        var observed = false
         var lastNoise = 0.0
         while received < size || active().count > 0 {
             now += dt
@@ -289,7 +291,8 @@ struct ControllerSimulation {
                 return !r.refused && r.firstByteAt.map { now >= $0 } == true
             }
             let link =
-                model.link * noiseFactor / (1 + model.perConnectionOverhead * Double(max(0, flowing.count - 1)))
+                model.link * noiseFactor
+                / (1 + model.perConnectionOverhead * Double(max(0, flowing.count - model.connectionsWithoutOverhead)))
             let share = flowing.isEmpty ? 0 : link / Double(flowing.count)
             let each = min(share, model.perConnectionCap.map { $0 * noiseFactor } ?? share)
             var ended: [Int] = []
@@ -346,7 +349,9 @@ struct ControllerSimulation {
                         at: instant(now), firstByteAt: slots[slot].request?.firstByteAt.map { instant($0) })
                 }
             }
-            if started, var running = controller, now - lastControl >= 0.025 {
+            // The transfer's first observation comes as it starts, the others every 25 ms.
+            if started, var running = controller, now - lastControl >= 0.025 || running.history == [1] && !observed {
+                observed = true
                 lastControl = now
                 let all = active()
                 let transferring = all.filter {

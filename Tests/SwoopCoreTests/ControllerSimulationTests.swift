@@ -33,6 +33,14 @@ struct ControllerSimulationTests {
         Case(
             model: ServerModel(name: "a pool of 4 workers", link: 250 * MiB, perConnectionCap: 70 * MiB, workers: 4),
             size: 256 << 20),
+        // A WSGI server whose 4 workers share one lock (waitress on CPython) on the client's 2 cores:
+        // one or two connections are as fast as it goes, each one more slows every other (as
+        // measured on loopback here: -c 1 and -c 2 0.34 s, -c 4 0.55 s for 256 MiB).
+        Case(
+            model: ServerModel(
+                name: "a lock-bound pool of 4 workers", link: 800 * MiB, perConnectionOverhead: 0.3,
+                connectionsWithoutOverhead: 2, workers: 4),
+            size: 256 << 20),
         // A shared narrow link: more connections add nothing (and cost nothing much).
         Case(
             model: ServerModel(name: "a shared 100 MiB/s link, 20 ms", roundTrip: 0.02, link: 100 * MiB),

@@ -87,13 +87,15 @@ extension TransferRun {
         let start = ConnectionController.start(
             firstByte: firstByte, connect: timing?.connect?.seconds, maximum: maximum)
         pool.target = start.count
-        controller = ConnectionController(initial: start.count, maximum: maximum, requestCost: start.requestCost)
+        controller = ConnectionController(start: start, maximum: maximum)
         counters.settledConnections = start.count
         if start.requestCost > 0 {
             logger.debug(
                 "the server takes long to answer each request: fewer, larger requests",
                 metadata: ["seconds": "\(start.requestCost)", "connections": "\(start.count)"])
         }
+        // The first sample now: a first connection alone is measured from here.
+        adaptConnections(at: .now)
         scheduleControllerTick()
     }
 
@@ -103,7 +105,7 @@ extension TransferRun {
         controllerTimer = loop.schedule(after: .milliseconds(25)) { [weak self] in
             guard let self, !stopped, let controller else { return }
             switch controller.phase {
-            case .measuring, .trying:
+            case .alone, .measuring, .trying:
                 adaptConnections(at: .now)
                 scheduleControllerTick()
             case .holding, .settled:

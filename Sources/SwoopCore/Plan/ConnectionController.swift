@@ -1,6 +1,11 @@
 /// Chooses how many connections an adaptive download uses, by measuring what each step in the
 /// count is worth, in both directions.
 ///
+/// - **Alone first, on a LAN.** Only the first connection runs until its rate is measured (a few
+///   tens of milliseconds): a connection that alone already moves ``fastAlone`` leaves little for
+///   more to add, and on a machine the server shares (or a server whose threads share one lock)
+///   every added connection costs everyone; the count then climbs from 1, trying 2 first. A
+///   slower first connection fans out to the usual start at once.
 /// - **Climbing.** It measures the throughput at the count it starts with, then grows it
 ///   multiplicatively while each step pays: 4x at first, then 4x when the last step's gain was
 ///   nearly proportional, 2x otherwise. When the first bytes already show a per-connection limit (every
@@ -69,8 +74,24 @@ package struct ConnectionController {
         package var description: String { "\(count) at \(Wording.bytes(Int64(rate)))/s" }
     }
 
+    /// Where the controller starts (``start(firstByte:connect:maximum:)``).
+    package struct Start: Equatable {
+        /// Connections to open now.
+        package var count: Int
+        /// See ``ConnectionController/requestCost``.
+        package var requestCost: Double
+        /// When set, the first connection runs alone until its rate is measured (``Phase/alone``);
+        /// then this many open, or 2 when it is fast on its own.
+        package var fanOut: Int?
+        /// The round trip the probe showed (seconds).
+        package var roundTrip = 0.0
+    }
+
     /// Where the controller is, each state with its own data.
     package enum Phase: Equatable {
+        /// The first connection alone, its rate being measured for `window`; then `fanOut`
+        /// connections open, or 2 when it is fast on its own.
+        case alone(fanOut: Int, window: Duration)
         /// Measuring the count it started with.
         case measuring
         /// A step from `from` to the current target is being measured; `best` is the best step seen.
@@ -110,6 +131,12 @@ package struct ConnectionController {
     package static let queueing = 0.7
     /// The first re-probe after settling, then doubling.
     package static let reprobeAfter = Duration.seconds(8)
+    /// One connection alone at this rate (bytes/s) or more is fast on its own: 256 MiB/s, above
+    /// the per-connection caps and windows more connections exist to get around (a CDN's cap,
+    /// a long path's window), and near what a disk or the machine's processors take in.
+    package static let fastAlone = 256.0 * 1_048_576
+    /// How long the first connection runs alone at least (more on a longer round trip).
+    package static let aloneWindow = Duration.milliseconds(20)
 
     package init(initial: Int, maximum: Int, requestCost: Double = 0) {
         self.maximum = max(1, maximum)
@@ -118,28 +145,36 @@ package struct ConnectionController {
         history = [target]
     }
 
+    /// A controller that begins as `start` says: alone first when it names a fan-out.
+    package init(start: Start, maximum: Int) {
+        self.init(initial: start.count, maximum: maximum, requestCost: start.requestCost)
+        if let fanOut = start.fanOut, target == 1, fanOut > 1 {
+            // A few round trips (the probe's: no request has ended yet to measure one), 20 ms at least.
+            let window = max(Self.aloneWindow, .seconds(4 * start.roundTrip))
+            phase = .alone(fanOut: min(fanOut, self.maximum), window: window)
+        }
+    }
+
     /// Whether the controller has stopped for good (too little work left).
     package var isSettled: Bool { phase == .settled }
 
     /// Where to start, from the probe's first response: `firstByte` is the time from sending the
     /// request to its first byte, `connect` the TCP handshake (a round trip; `nil` on a connection
-    /// already open). 8 on a LAN, more on long links, where each connection is slow; 2 when the
-    /// server spent long on the request itself (at least 50 ms, and 4 round trips): its work is
-    /// per request, so each connection and each range costs it, and requests are made large.
-    package static func start(
-        firstByte: Double, connect: Double?, maximum: Int
-    ) -> (count: Int, requestCost: Double) {
+    /// already open). On a LAN the first connection alone, then 8 (or 2, ``Phase/alone``); 32 or 64
+    /// on long links, where each connection is slow; 2 when the server spent long on the request
+    /// itself (at least 50 ms, and 4 round trips): its work is per request, so each connection and
+    /// each range costs it, and requests are made large.
+    package static func start(firstByte: Double, connect: Double?, maximum: Int) -> Start {
+        let maximum = max(1, maximum)
         let roundTrip = connect ?? firstByte
         let serverTime = max(0, firstByte - (connect ?? 0))
-        let expensive = connect != nil && serverTime >= max(0.05, 4 * roundTrip)
-        let count = expensive ? 2 : roundTrip >= 0.06 ? 64 : roundTrip >= 0.02 ? 32 : 8
-        return (min(max(1, maximum), count), expensive ? serverTime : 0)
-    }
-
-    /// Where to start from the probe's time to first byte alone (about two round trips on a new
-    /// connection): 8 on a LAN; more on long links.
-    package static func initialCount(probeTimeToFirstByte seconds: Double, maximum: Int) -> Int {
-        start(firstByte: seconds / 2, connect: nil, maximum: maximum).count
+        if connect != nil && serverTime >= max(0.05, 4 * roundTrip) {
+            return Start(count: min(maximum, 2), requestCost: serverTime, roundTrip: roundTrip)
+        }
+        if roundTrip < 0.02 {
+            return Start(count: 1, requestCost: 0, fanOut: maximum > 1 ? min(maximum, 8) : nil, roundTrip: roundTrip)
+        }
+        return Start(count: min(maximum, roundTrip >= 0.06 ? 64 : 32), requestCost: 0, roundTrip: roundTrip)
     }
 
     /// Discards the measurement under way and starts a new one at `now`, at the same count and
@@ -201,6 +236,7 @@ package struct ConnectionController {
         if case .holding(let best, let reprobeAt, let backoff) = phase {
             return hold(best: best, reprobeAt: reprobeAt, backoff: backoff, observation)
         }
+        if case .alone(let fanOut, let window) = phase { return leaveAlone(fanOut: fanOut, window: window, now) }
         let (warmUp, fullWindow) = timing(roundTrip: observation.roundTrip)
         // The first decision may come early when the first bytes already show a per-connection
         // limit: a strong signal that needs no long window.
@@ -227,6 +263,28 @@ package struct ConnectionController {
             return nil
         }
         return decide(rate: measured.rate, served: measured.transferring, waiting: measured.waiting, at: now)
+    }
+
+    /// Once the first connection has run alone for the window: its rate decides the fan-out. Fast
+    /// on its own, a step to 2 is tried against it (undone if it does not pay); else the usual
+    /// start opens, knowing what one connection gets (for the per-connection limit).
+    private mutating func leaveAlone(fanOut: Int, window: Duration, _ now: ContinuousClock.Instant) -> Int? {
+        guard let changedAt, now - changedAt >= window, let first = samples.first, let last = samples.last,
+            last.time > first.time
+        else { return nil }
+        let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
+        let alone = Step(count: 1, rate: rate)
+        if rate >= Self.fastAlone {
+            soloRate = rate
+            lastReason = "\(alone) alone: fast on its own, trying 2"
+            return step(from: alone, best: alone, to: 2, at: now)
+        }
+        // (Nothing arrived alone, a server slow to answer: the usual start, without a solo rate.)
+        soloRate = rate
+        lastReason = rate > 0 ? "\(alone) alone" : "nothing arrived alone"
+        phase = .measuring
+        firstStepAt = history.count + 2
+        return move(to: fanOut, at: now)
     }
 
     /// The rate and mean number of connections receiving over the window after the warm-up, once
@@ -285,7 +343,7 @@ package struct ConnectionController {
                 }
                 if queued { lastReason += "; the server serves \(servedCount) at once" }
                 // It did not pay. At the first step, fewer may do as well: try them.
-                if history.count == 2 && from.count > 1 && !queued {
+                if history.count == firstStepAt && from.count > 1 && !queued {
                     lastReason += "; trying fewer"
                     return step(from: from, best: from, to: from.count / 2, at: now)
                 }
@@ -301,7 +359,7 @@ package struct ConnectionController {
                 return settle(on: better, at: now)
             }
             return settle(on: from, at: now)
-        case .holding, .settled:
+        case .alone, .holding, .settled:
             return nil
         }
     }
@@ -351,6 +409,9 @@ package struct ConnectionController {
 
     /// The wait before the next re-probe, carried through a re-probe's trial.
     private var reprobeBackoff: Duration?
+    /// The length of ``history`` once the first step up from the measured start is taken (after a
+    /// fan-out from ``Phase/alone``, one more).
+    private var firstStepAt = 2
 
     private mutating func move(to count: Int, at now: ContinuousClock.Instant) -> Int? {
         let next = min(maximum, max(1, count))

@@ -1,0 +1,92 @@
+import Testing
+
+@testable import SwoopCore
+
+/// The controller's start, step by step with virtual time: on a LAN the first connection runs
+/// alone until its rate is measured, and that rate decides how wide the download opens.
+struct ConnectionControllerTests {
+    private static let MiB = 1_048_576.0
+
+    /// A controller as a download over a LAN starts it (a 0.2 ms round trip).
+    private static func onALAN() -> ConnectionController {
+        ConnectionController(
+            start: ConnectionController.start(firstByte: 0.0004, connect: 0.0002, maximum: 64), maximum: 64)
+    }
+
+    /// Feeds `controller` one connection's bytes at `rate` every 5 ms from `start`, until it moves
+    /// the count or `limit` passes; returns the new count and when it came (ms after `start`).
+    private static func run(
+        _ controller: inout ConnectionController, rate: Double, from start: ContinuousClock.Instant,
+        limit: Int = 500
+    ) -> (count: Int, at: Int)? {
+        for milliseconds in stride(from: 0, through: limit, by: 5) {
+            let observation = ConnectionController.Observation(
+                totalBytes: Int64(rate * Double(milliseconds) / 1000), remainingBytes: 1 << 40,
+                now: start + .milliseconds(milliseconds), roundTrip: 0.0002, transferring: 1)
+            if let count = controller.observe(observation) { return (count, milliseconds) }
+        }
+        return nil
+    }
+
+    @Test("on a LAN the probe's connection runs alone first; on long paths the download opens wide at once")
+    func startsAloneOnALAN() {
+        let lan = ConnectionController.start(firstByte: 0.0004, connect: 0.0002, maximum: 64)
+        #expect(lan.count == 1 && lan.fanOut == 8)
+        #expect(ConnectionController(start: lan, maximum: 64).phase == .alone(fanOut: 8, window: .milliseconds(20)))
+        let far = ConnectionController.start(firstByte: 0.09, connect: 0.045, maximum: 64)
+        #expect(far.count == 32 && far.fanOut == nil)
+        #expect(ConnectionController(start: far, maximum: 64).phase == .measuring)
+        let expensive = ConnectionController.start(firstByte: 0.2, connect: 0.0002, maximum: 64)
+        #expect(expensive.count == 2 && expensive.fanOut == nil && expensive.requestCost > 0.19)
+        let one = ConnectionController.start(firstByte: 0.0004, connect: 0.0002, maximum: 1)
+        #expect(one.count == 1 && ConnectionController(start: one, maximum: 1).phase == .measuring)
+    }
+
+    @Test("a connection fast on its own tries 2 after the window, and goes back to 1 when 2 do not pay")
+    func fastAloneTriesTwo() {
+        let start = ContinuousClock.now
+        var controller = Self.onALAN()
+        let first = Self.run(&controller, rate: 800 * Self.MiB, from: start)
+        // Decided once the window (20 ms: the probe's round trip is short) has passed, not before.
+        #expect(first?.count == 2)
+        #expect(first.map { $0.at >= 20 && $0.at <= 25 } == true, "\(String(describing: first))")
+        #expect(controller.phase != .measuring && controller.lastReason.contains("fast on its own"))
+        // Two connections together no faster than one alone: back to one, held.
+        let second = Self.run(&controller, rate: 800 * Self.MiB, from: start + .milliseconds(first!.at))
+        #expect(second?.count == 1)
+        if case .holding(let best, _, _) = controller.phase { #expect(best.count == 1) } else {
+            Issue.record("not holding: \(controller.phase)")
+        }
+    }
+
+    @Test("a connection slow on its own opens the usual 8, knowing one connection's rate")
+    func slowAloneFansOut() {
+        let start = ContinuousClock.now
+        var controller = Self.onALAN()
+        let first = Self.run(&controller, rate: 16 * Self.MiB, from: start)
+        #expect(first?.count == 8)
+        #expect(controller.phase == .measuring)
+        // 8 connections at 8 times one's rate: a limit per connection, so the next step is 8x.
+        var bytes = Int64(16 * Self.MiB * 0.025)
+        var next: Int?
+        for milliseconds in stride(from: 30, through: 400, by: 5) {
+            bytes += Int64(8 * 16 * Self.MiB * 0.005)
+            let observation = ConnectionController.Observation(
+                totalBytes: bytes, remainingBytes: 1 << 40, now: start + .milliseconds(milliseconds),
+                roundTrip: 0.0002, transferring: 8)
+            if let count = controller.observe(observation) {
+                next = count
+                break
+            }
+        }
+        #expect(next == 64, "\(controller.lastReason)")
+    }
+
+    @Test("nothing arriving while alone opens the usual count: no measure is no verdict")
+    func nothingAloneFansOut() {
+        let start = ContinuousClock.now
+        var controller = Self.onALAN()
+        #expect(Self.run(&controller, rate: 0, from: start)?.count == 8)
+        #expect(controller.lastReason == "nothing arrived alone")
+    }
+}
