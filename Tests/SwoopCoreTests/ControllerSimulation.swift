@@ -349,8 +349,10 @@ struct ControllerSimulation {
                         at: instant(now), firstByteAt: slots[slot].request?.firstByteAt.map { instant($0) })
                 }
             }
-            // The transfer's first observation comes as it starts, the others every 25 ms.
-            if started, var running = controller, now - lastControl >= 0.025 || running.history == [1] && !observed {
+            // The transfer's first observation comes as it starts, the others as the controller asks
+            // (every 100 ms while it holds: the transfer's housekeeping).
+            let interval = controller?.observationInterval?.seconds ?? 0.1
+            if started, var running = controller, now - lastControl >= interval - 1e-9 || !observed {
                 observed = true
                 lastControl = now
                 let all = active()

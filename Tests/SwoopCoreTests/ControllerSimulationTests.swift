@@ -24,7 +24,7 @@ struct ControllerSimulationTests {
 
     static let cases: [Case] = [
         // A CDN's per-connection cap on a fast link: the most connections win. The knee is reached
-        // after 0.1 s; the rest of the gap is the end: segments split while the count grows are
+        // within 0.1 s; the rest of the gap is the end: segments split while the count grows are
         // uneven, and a request is cut for an idle connection only when it has over 0.25 s to go.
         Case(model: .capped(16 * MiB), size: 1 << 30, allowed: 1.22),
         // An S3 emulator: every ranged GET costs the server as much as reading the whole object.

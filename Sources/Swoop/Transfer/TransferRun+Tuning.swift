@@ -99,18 +99,18 @@ extension TransferRun {
         scheduleControllerTick()
     }
 
-    /// While the controller climbs or tries a step, it looks every 25 ms rather than with the
-    /// 100 ms housekeeping: a capped link's knee is reached within a few hundred milliseconds.
+    /// While the controller climbs or tries a step, it looks more often than the 100 ms
+    /// housekeeping (``ConnectionController/observationInterval``): a capped link's knee is
+    /// reached within a few hundred milliseconds.
     private func scheduleControllerTick() {
-        controllerTimer = loop.schedule(after: .milliseconds(25)) { [weak self] in
-            guard let self, !stopped, let controller else { return }
-            switch controller.phase {
-            case .alone, .measuring, .trying:
-                adaptConnections(at: .now)
-                scheduleControllerTick()
-            case .holding, .settled:
-                controllerTimer = nil
-            }
+        guard let interval = controller?.observationInterval else {
+            controllerTimer = nil
+            return
+        }
+        controllerTimer = loop.schedule(after: interval) { [weak self] in
+            guard let self, !stopped, controller != nil else { return }
+            adaptConnections(at: .now)
+            scheduleControllerTick()
         }
     }
 

@@ -155,6 +155,19 @@ package struct ConnectionController {
         }
     }
 
+    /// How often the caller observes: every 5 ms while the first decisions are near (the first
+    /// connection alone, and the first measurement once one connection's rate is known, which may
+    /// end early), every 25 ms while a step is measured, not at all while it holds (the caller's
+    /// own 100 ms tick then feeds it).
+    package var observationInterval: Duration? {
+        switch phase {
+        case .alone: .milliseconds(5)
+        case .measuring: .milliseconds(soloRate > 0 ? 5 : 25)
+        case .trying: .milliseconds(25)
+        case .holding, .settled: nil
+        }
+    }
+
     /// Whether the controller has stopped for good (too little work left).
     package var isSettled: Bool { phase == .settled }
 
