@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import Synchronization
 import Testing
 
 /// What is tried again and what ends at once, and what the messages say about it: a single stream
@@ -26,6 +27,37 @@ struct RetryPolicyTests {
             #expect(result.stderr.contains("starting over from the first byte"), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("try 2 of 8"), "stderr: \(result.stderr)")
             #expect(origin.requestCount == 2, "one cut response, one whole one")
+        }
+    }
+
+    @Test("a broken stream's wait for its next try is reported as the download's wait, naming the server")
+    func streamWaitIsReported() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 4 << 20, seed: 73)
+            origin.addObject(object, at: "/plain.bin")
+            origin.updateFaults {
+                $0.rangeSupport = false
+                $0.drops = .init(afterBytes: 1 << 20, firstRequests: 1)
+            }
+            var configuration = quickConfiguration(connections: 1)
+            // A wait of 1-2 s (full jitter), reported every 100 ms.
+            (configuration.retry.baseDelay, configuration.retry.maxDelay) = (.seconds(2), .seconds(2))
+            configuration.progressInterval = .milliseconds(100)
+            let waits = Mutex<[DownloadProgress.Wait]>([])
+            try await withDownloader(configuration) { downloader in
+                _ = try await downloader.download(
+                    DownloadRequest(url: origin.url("/plain.bin")), to: scratch.path("plain.bin")
+                ) { progress in
+                    if let wait = progress.waiting { waits.withLock { $0.append(wait) } }
+                }
+            }
+            #expect(try TestData.sha256(of: scratch.path("plain.bin")) == object.sha256)
+            let seen = waits.withLock { $0 }
+            #expect(!seen.isEmpty, "no progress report showed the wait")
+            #expect(seen.allSatisfy { $0.server.hasPrefix("127.0.0.1:") && !$0.cause.isEmpty }, "\(seen)")
+            #expect(seen.contains { ($0.nextTry ?? .zero) > .zero }, "\(seen)")
         }
     }
 

@@ -88,6 +88,14 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         delegate?.probeExchangeWillSend(self)
     }
 
+    /// Sends the request once `delay` has passed: a download starting over after `error` (a
+    /// single stream that broke off). Meanwhile ``idle`` and ``waiting`` say so, as for a retry.
+    func start(after delay: Duration, failing error: DownloadError) {
+        guard !stopped else { return }
+        retry.failing = (error, .now, .now + delay)
+        retry.timer = loop.schedule(after: delay) { [weak self] in self?.start() }
+    }
+
     /// Waits until `host` may take the request: its next trial is due, or it answered.
     private func wait(for host: HostEntry) {
         heldByHost = true

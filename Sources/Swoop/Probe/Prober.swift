@@ -97,9 +97,10 @@ final class Prober: ProbeExchangeDelegate {
     /// The headers the probe sent, as its redirects left them (the transfer sends the same).
     var headers: RequestHeaders { exchange.headers }
 
-    /// Sends the probe (once a connection permit is free).
-    func start() {
-        exchange.start()
+    /// Sends the probe (once a connection permit is free); after `delay` when the download
+    /// starts over from a failure (``ProbeExchange/start(after:failing:)``).
+    func start(after delay: (Duration, failing: DownloadError)? = nil) {
+        if let (delay, error) = delay { exchange.start(after: delay, failing: error) } else { exchange.start() }
     }
 
     /// What the probe waits for while no request is in flight (`nil`: one is).

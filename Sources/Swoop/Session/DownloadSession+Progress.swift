@@ -46,13 +46,13 @@ extension DownloadSession {
             elapsed: .now - context.startedAt, sources: sourceReports, waiting: waiting)
     }
 
-    /// What the download waits for, if anything: a server being retried, or a broken stream's next try.
+    /// What the download waits for, if anything: a server being retried (a broken stream's next
+    /// try among them: its probe waits for it).
     var waiting: DownloadProgress.Wait? {
         switch stage {
         case .probing(let prober): prober.waiting
         case .transferring(let transfer): transfer.run.waiting
-        case .starting: restarts.streamWait
-        case .finalizing, .stopped: nil
+        case .starting, .finalizing, .stopped: nil
         }
     }
 }

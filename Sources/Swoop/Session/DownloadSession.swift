@@ -93,7 +93,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     // MARK: Probe
 
-    private func probe() {
+    /// Probes the first source: now, or after a delay when a broken stream starts over.
+    private func probe(after delay: (Duration, failing: DownloadError)? = nil) {
         let prober = Prober(
             url: sources.first.current, basis: basis.probeBasis(target: context.paths.target),
             headers: context.headers(for: url), settings: context.settings,
@@ -101,7 +102,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             expectedSize: context.request.expectedSize)
         prober.delegate = self
         stage = .probing(prober)
-        prober.start()
+        prober.start(after: delay)
     }
 
     private func isCurrent(_ prober: Prober) -> Bool {
@@ -291,7 +292,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let noRanges = "; the server does not support ranges, so the download cannot resume"
         // Bytes an in-order sink handed out cannot be taken back: it cannot start over.
         guard context.sink.window == nil,
-            let delay = restarts.streamBroke(error, policy: context.settings.failures, url: url)
+            let delay = restarts.streamBroke(error, policy: context.settings.failures)
         else {
             let tries = restarts.streamTries > 1 ? " (tried \(restarts.streamTries) times)" : ""
             let remedy: DownloadError.Remedy? = context.sink.window == nil ? .startAgain : nil
@@ -300,12 +301,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let next = "\(restarts.streamTries + 1) of \(context.configuration.retry.maxTries)"
         logger.warning("\(error.reason)\(noRanges); starting over from the first byte in \(delay) (try \(next))")
         context.counters.retries += 1
-        startOver { [self] in
-            restarts.streamTimer = context.loop.schedule(after: delay) { [weak self] in
-                guard let self, case .starting = stage else { return }
-                probe()
-            }
-        }
+        startOver { [self] in probe(after: (delay, failing: error)) }
     }
 
     /// Starts over from byte 0, within `maxTries`: the object changed, or the partial state did
@@ -466,7 +462,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
         stage = .stopped
         progress.stop()
-        restarts.streamTimer?.cancel()
         stopWork(of: ending)
         refresher?.stop()
         transferEnded()
