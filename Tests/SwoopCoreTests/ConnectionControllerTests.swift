@@ -57,6 +57,11 @@ struct ConnectionControllerTests {
         if case .holding(let best, _, _) = controller.phase { #expect(best.count == 1) } else {
             Issue.record("not holding: \(controller.phase)")
         }
+        // 8 s on, it probes upwards again, to 4 rather than 2: a step of one connection measures
+        // little beyond noise, and a limit may show only seconds in.
+        let reprobe = Self.run(
+            &controller, rate: 800 * Self.MiB, from: start + .milliseconds(first!.at + second!.at), limit: 9_000)
+        #expect(reprobe.map { $0.count == 4 && $0.at >= 8_000 } == true, "\(String(describing: reprobe))")
     }
 
     @Test("a connection slow on its own opens the usual 8, knowing one connection's rate")

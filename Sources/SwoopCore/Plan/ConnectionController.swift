@@ -414,10 +414,12 @@ package struct ConnectionController {
         guard rate > 0, Double(observation.remainingBytes) > rate * 4 * window.seconds else { return nil }
         let here = Step(count: target, rate: rate)
         lastReason = "re-probing from \(here)"
-        // A re-probe that does not pay settles back here, waiting twice as long for the next.
+        // A re-probe that does not pay settles back here, waiting twice as long for the next. From
+        // one or two it tries 4: a disk's or a server's limit may show only seconds in (once
+        // write-back binds), and a step of one connection measures little beyond noise.
         phase = .trying(from: here, best: here)
         reprobeBackoff = backoff * 2
-        return move(to: target * 2, at: now)
+        return move(to: max(target * 2, 4), at: now)
     }
 
     /// The wait before the next re-probe, carried through a re-probe's trial.
