@@ -138,9 +138,13 @@ final class Nginx: @unchecked Sendable {
             executable: Nginx.executable, arguments: ["-c", configPath.path, "-p", prefix.path],
             stderr: prefix.appendingPathComponent("stderr.log").path)
         self.process = process
-        // Ready when it accepts connections; gone if another process took the port first.
+        // Ready when it accepts connections and has written its pid file, which nginx does only
+        // once its sockets are bound: the port listening alone may be another server's, one that
+        // took the port between FreePort.find and nginx's bind (nginx then retries the bind for
+        // about 2 s before it gives up, and a TLS test would talk to that other server).
         let deadline = Date().addingTimeInterval(10)
-        while !FreePort.isListening(port, host: host) {
+        let pidFile = prefix.appendingPathComponent("nginx.pid").path
+        while !(FileManager.default.fileExists(atPath: pidFile) && FreePort.isListening(port, host: host)) {
             if !process.isRunning || Date() > deadline {
                 process.signal(SIGKILL)
                 let log = (try? String(contentsOf: prefix.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
