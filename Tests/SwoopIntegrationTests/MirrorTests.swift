@@ -238,7 +238,8 @@ struct MirrorTests {
             // that look slow fetch some missing bytes twice, which is not what this test is about.
             if MachineLoad.stretch <= 1.1 {
                 #expect(
-                    fetched <= Int64(size) - kept + (4 << 20), "fetched \(fetched) bytes; \(Int64(size) - kept) were missing")
+                    fetched <= Int64(size) - kept + (4 << 20),
+                    "fetched \(fetched) bytes; \(Int64(size) - kept) were missing")
             }
         }
     }
