@@ -116,7 +116,14 @@ struct AddressTests {
         let size = 32 << 20
         try await Self.withEdges(rates: ["2m", "2m", "2m", "200k"], size: size, seed: 2) { edges, scratch, sha in
             let slow = try await Self.get(edges, scratch, sha: sha).first { $0.address == Self.hosts[3] }
-            #expect((slow?.bytes ?? 0) < Int64(size) / 10, "the slow address delivered \(slow?.bytes ?? -1) bytes")
+            // At their caps the slow address's fair share is 3%; under 10% on a quiet machine. On a
+            // loaded one the fast addresses are held back by the processors, not by their caps, so
+            // they are less than ten times faster (a full CI run saw 10.4%): under 20% there, well
+            // below the 25% of an even split.
+            let share = MachineLoad.stretch <= 1.1 ? 10 : 5
+            #expect(
+                (slow?.bytes ?? 0) < Int64(size) / Int64(share),
+                "the slow address delivered \(slow?.bytes ?? -1) bytes (load \(MachineLoad.stretch))")
         }
     }
 
