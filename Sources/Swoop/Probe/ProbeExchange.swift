@@ -88,11 +88,12 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         delegate?.probeExchangeWillSend(self)
     }
 
-    /// Sends the request once `delay` has passed: a download starting over after `error` (a
-    /// single stream that broke off). Meanwhile ``idle`` and ``waiting`` say so, as for a retry.
+    /// Sends the request once `delay` has passed, after `error`: a failed try of this exchange, or
+    /// a download starting over (a single stream that broke off). Meanwhile ``idle`` and
+    /// ``waiting`` say what it waits for, since when it has been failing and until when.
     func start(after delay: Duration, failing error: DownloadError) {
         guard !stopped else { return }
-        retry.failing = (error, .now, .now + delay)
+        retry.failing = (error, retry.failing?.since ?? .now, .now + delay)
         retry.timer = loop.schedule(after: delay) { [weak self] in self?.start() }
     }
 
@@ -160,8 +161,7 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
             return tries > 1 ? error.adding(" (after \(tries) tries)") : error
         }
-        retry.failing = (error, retry.failing?.since ?? .now, .now + delay)
-        retry.timer = loop.schedule(after: delay) { [weak self] in self?.start() }
+        start(after: delay, failing: error)
         return nil
     }
 
