@@ -287,13 +287,12 @@ package struct ConnectionController {
         else { return nil }
         let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
         let alone = Step(count: 1, rate: rate)
+        soloRate = rate
         if rate >= Self.fastAlone {
-            soloRate = rate
             lastReason = "\(alone) alone: fast on its own, trying 2"
             return step(from: alone, best: alone, to: 2, at: now)
         }
-        // (Nothing arrived alone, a server slow to answer: the usual start, without a solo rate.)
-        soloRate = rate
+        // Nothing arrived alone (a server slow to answer): the usual start, with no solo rate.
         lastReason = rate > 0 ? "\(alone) alone" : "nothing arrived alone"
         phase = .measuring
         firstStepAt = history.count + 2
