@@ -18,6 +18,21 @@ public struct DownloadProgress: Sendable, Equatable {
     /// when it is tried next; `nil` while bytes can arrive.
     public var waiting: Wait?
 
+    /// A snapshot, for a caller that tests its own progress handler.
+    public init(
+        bytesDone: Int64, totalBytes: Int64?, bytesPerSecond: Double, activeConnections: Int, connectionTarget: Int?,
+        elapsed: Duration, sources: [DownloadResult.Source] = [], waiting: Wait? = nil
+    ) {
+        self.bytesDone = bytesDone
+        self.totalBytes = totalBytes
+        self.bytesPerSecond = bytesPerSecond
+        self.activeConnections = activeConnections
+        self.connectionTarget = connectionTarget
+        self.elapsed = elapsed
+        self.sources = sources
+        self.waiting = waiting
+    }
+
     /// A server the download waits for (see ``Downloader/Configuration/RetryPolicy``).
     public struct Wait: Sendable, Equatable {
         /// The server, as `host:port`.

@@ -10,7 +10,8 @@ import Musl
 /// Draws download progress on stderr: one redrawn line on a terminal, a plain line every few
 /// seconds otherwise, nothing when quiet. A download that ends at once (a rerun of a finished
 /// one) leaves no progress behind: the terminal line starts after a moment, the plain lines after
-/// their first interval.
+/// their first interval, and neither starts before there is something to show (see
+/// ``worthStarting(_:)``), however long the probe takes on a busy machine.
 final class ProgressRenderer: Sendable {
     enum Style { case terminal, lines, silent }
 
@@ -41,12 +42,14 @@ final class ProgressRenderer: Sendable {
             return
         case .terminal:
             guard ContinuousClock.now - startedAt >= terminalDelay else { return }
+            guard state.withLock({ $0.drewTerminalLine }) || Self.worthStarting(progress) else { return }
             // Wider than the terminal, the line would wrap, and "\r" with erase-line would clear
             // only its last row: cut it to the width.
             let line = Self.fitted(Self.describe(progress), columns: Self.terminalColumns())
             state.withLock { $0.drewTerminalLine = true }
             writeStderr(line, after: .clearLine)
         case .lines:
+            guard Self.worthStarting(progress) else { return }
             let now = ContinuousClock.now
             let due = state.withLock { state -> Bool in
                 if now - state.lastLineAt < lineInterval { return false }
@@ -55,6 +58,16 @@ final class ProgressRenderer: Sendable {
             }
             if due { writeStderr("progress: " + Self.describe(progress) + "\n") }
         }
+    }
+
+    /// Whether a report is worth a first line: a wait, or a transfer under way. Before the probe
+    /// has decided, a report holds nothing (no byte, no connection); a report already complete
+    /// ends a download that has nothing left to fetch (a rerun of a finished one), and the final
+    /// message says so. A plain line never repeats a complete report: the saved line follows.
+    static func worthStarting(_ progress: DownloadProgress) -> Bool {
+        if progress.waiting != nil { return true }
+        if progress.fractionCompleted == 1 { return false }
+        return progress.bytesDone > 0 || progress.activeConnections > 0
     }
 
     /// The width of the terminal on standard error, or 80 when it does not say.
