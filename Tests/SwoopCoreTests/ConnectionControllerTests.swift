@@ -64,6 +64,27 @@ struct ConnectionControllerTests {
         #expect(reprobe.map { $0.count == 4 && $0.at >= 8_000 } == true, "\(String(describing: reprobe))")
     }
 
+    @Test("a held count whose rate falls well below the one it was chosen at is re-probed at once, with long windows")
+    func fallenRateReprobes() {
+        let start = ContinuousClock.now
+        var controller = Self.onALAN()
+        let first = Self.run(&controller, rate: 800 * Self.MiB, from: start)
+        let held = start + .milliseconds(first!.at)
+        let second = Self.run(&controller, rate: 800 * Self.MiB, from: held)
+        #expect(second?.count == 1)
+        // The page cache has filled: one connection now gets 500 MiB/s, 0.63 of the 800 it was
+        // chosen at. A second of it is enough to re-probe, 8 s early.
+        let fell = start + .milliseconds(first!.at + second!.at)
+        let reprobe = Self.run(&controller, rate: 500 * Self.MiB, from: fell, limit: 3_000)
+        #expect(
+            reprobe.map { $0.count == 4 && $0.at >= 1_000 && $0.at < 1_100 } == true, "\(String(describing: reprobe))")
+        #expect(controller.lastReason.contains("0.63x of 1 at"), "\(controller.lastReason)")
+        // The step is measured over half a second after a tenth of warm-up, not a tenth: 4 at
+        // 700 MiB/s pays (1.4x) and the climb goes on.
+        let climb = Self.run(&controller, rate: 700 * Self.MiB, from: fell + .milliseconds(reprobe!.at), limit: 2_000)
+        #expect(climb.map { $0.count == 8 && $0.at >= 600 } == true, "\(String(describing: climb))")
+    }
+
     @Test("a connection slow on its own opens the usual 8, knowing one connection's rate")
     func slowAloneFansOut() {
         let start = ContinuousClock.now

@@ -17,7 +17,9 @@
 ///   going down while the rate holds within ``tolerance`` of the best seen: a server whose work is
 ///   per request, a worker pool or a single thread is fastest with fewer connections. A step down
 ///   that loses is undone. Then it holds, and probes one step up again only rarely (``reprobeAfter``,
-///   doubling each time it did not pay), so it does not oscillate.
+///   doubling each time it did not pay), so it does not oscillate, or as soon as the rate it holds
+///   falls below ``fallen`` of the rate it chose the count at (a page cache that filled and now
+///   waits for the disk: the first tenth of a second misled).
 /// - **Queues.** When over a window clearly fewer connections receive bytes than are open (the
 ///   others wait for a first byte: a worker pool, a connection limit answered with 503, a server
 ///   busy with each request), the server serves that many at once: the count becomes that number.
@@ -131,6 +133,10 @@ package struct ConnectionController {
     package static let queueing = 0.7
     /// The first re-probe after settling, then doubling.
     package static let reprobeAfter = Duration.seconds(8)
+    /// A held count is re-probed at once when its rate falls below this fraction of the one it
+    /// was chosen at: what was measured no longer holds (a page cache that filled, a path that
+    /// changed).
+    package static let fallen = 0.75
     /// One connection alone at this rate (bytes/s) or more is fast on its own: 256 MiB/s, above
     /// the per-connection caps and windows more connections exist to get around (a CDN's cap,
     /// a long path's window), and near what a disk or the machine's processors take in.
@@ -227,7 +233,10 @@ package struct ConnectionController {
         // round trips to get going; the window holds enough round trips for a steady rate.
         let warmUp = max(0.03, 4 * roundTrip, 1.5 * requestCost)
         let window = max(0.1, 6 * roundTrip)
-        return (.seconds(warmUp), .seconds(window))
+        guard reprobeBackoff != nil else { return (.seconds(warmUp), .seconds(window)) }
+        // A re-probe's steps come seconds into a long download, where a short window measures a
+        // disk's or a server's noise, and new connections may first wait for the server's reads.
+        return (.seconds(max(warmUp, 0.1)), Self.holdSpan(.seconds(window)) / 2)
     }
 
     /// Records what the transfer saw at `observation.now`; returns a new target when the count
@@ -393,33 +402,39 @@ package struct ConnectionController {
         return best.count == target ? nil : move(to: best.count, at: now)
     }
 
-    /// While holding: once the re-probe is due, measures the current count afresh and tries a
-    /// step up from it; a step that does not pay comes back here with the wait doubled.
+    /// While holding: once the re-probe is due, or as soon as the rate has fallen well below the
+    /// one the count was chosen at (``fallen``), measures the current count afresh and tries a step
+    /// up from it; a timed step that does not pay comes back here with the wait doubled.
     private mutating func hold(
         best: Step, reprobeAt: ContinuousClock.Instant, backoff: Duration, _ observation: Observation
     ) -> Int? {
         let now = observation.now
-        guard now >= reprobeAt, target < maximum else {
-            // Keep a short history only: the window before a re-probe.
-            if let first = samples.first, now - first.time > .seconds(4) { samples.removeFirst(samples.count / 2) }
-            return nil
-        }
-        let (_, window) = timing(roundTrip: observation.roundTrip)
-        guard let first = samples.last(where: { now - $0.time >= window }), let last = samples.last,
+        let span = Self.holdSpan(timing(roundTrip: observation.roundTrip).window)
+        // Keep a short history only: a few spans.
+        if let first = samples.first, now - first.time > span * 4 { samples.removeFirst(samples.count / 2) }
+        guard target < maximum, let first = samples.last(where: { now - $0.time >= span }), let last = samples.last,
             last.time > first.time
         else { return nil }
         let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
+        let fell = rate < Self.fallen * best.rate
+        guard now >= reprobeAt || fell else { return nil }
         samples.removeAll(keepingCapacity: true)
-        guard rate > 0, Double(observation.remainingBytes) > rate * 4 * window.seconds else { return nil }
+        guard rate > 0, Double(observation.remainingBytes) > rate * 4 * span.seconds else { return nil }
         let here = Step(count: target, rate: rate)
-        lastReason = "re-probing from \(here)"
-        // A re-probe that does not pay settles back here, waiting twice as long for the next. From
-        // one or two it tries 4: a disk's or a server's limit may show only seconds in (once
-        // write-back binds), and a step of one connection measures little beyond noise.
+        lastReason =
+            fell ? "re-probing from \(here): \(Self.format(rate / best.rate)) of \(best)" : "re-probing from \(here)"
+        // A re-probe that does not pay settles back here; a timed one waits twice as long for the
+        // next (a fall is news, not a failed guess: its wait stays). From one or two it tries 4: a
+        // disk's or a server's limit may show only seconds in (once write-back binds), and a step
+        // of one connection measures little beyond noise.
         phase = .trying(from: here, best: here)
-        reprobeBackoff = backoff * 2
+        reprobeBackoff = fell && now < reprobeAt ? backoff : backoff * 2
         return move(to: max(target * 2, 4), at: now)
     }
+
+    /// How long a held count's rate is measured over: a second at least, since 100 ms of a
+    /// transfer bound by a disk's write-back or a server's reads is noise.
+    private static func holdSpan(_ window: Duration) -> Duration { max(window, .seconds(1)) }
 
     /// The wait before the next re-probe, carried through a re-probe's trial.
     private var reprobeBackoff: Duration?
