@@ -59,10 +59,13 @@ final class ServerProcess: Sendable {
         }
     }
 
-    /// Waits until it accepts connections on `port`.
+    /// Waits until it listens on `port` on a socket of its own. A port found free can be taken by
+    /// another test's server before this one binds it: this one then fails to bind and exits (and
+    /// the caller tries another port), but for a moment "something listens" would be true.
     func waitUntilListening(on port: Int, timeout: Duration = .seconds(30), logs: [URL] = []) async throws {
+        let pid = process.pid
         try await waitUntil("listening on 127.0.0.1:\(port)", timeout: timeout, logs: logs) {
-            FreePort.isListening(port)
+            ProcessTree.listens(on: port, pid: pid)
         }
     }
 
@@ -108,6 +111,41 @@ enum ProcessTree {
             queue += children[next] ?? []
         }
         return found
+    }
+
+    /// Whether `pid` or one of its descendants holds a socket listening on TCP `port` (on any
+    /// address), from the kernel's socket tables and each process's descriptors.
+    static func listens(on port: Int, pid: pid_t) -> Bool {
+        let inodes = listeningSockets(port: port)
+        guard !inodes.isEmpty else { return false }
+        for owner in [pid] + descendants(of: pid) {
+            let directory = "/proc/\(owner)/fd"
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                // A socket's descriptor links to "socket:[INODE]".
+                guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + fd),
+                    link.hasPrefix("socket:[")
+                else { continue }
+                if inodes.contains(link.dropFirst("socket:[".count).dropLast()) { return true }
+            }
+        }
+        return false
+    }
+
+    /// The inodes of the sockets listening on TCP `port`: in `/proc/net/tcp` and `tcp6` the
+    /// second field is the local "ADDRESS:PORT" in hex, the fourth the state (0A: listening),
+    /// the tenth the inode.
+    private static func listeningSockets(port: Int) -> Set<Substring> {
+        let suffix = ":" + String(format: "%04X", port)
+        var inodes: Set<Substring> = []
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[1].hasSuffix(suffix), fields[3] == "0A" else { continue }
+                inodes.insert(fields[9])
+            }
+        }
+        return inodes
     }
 
     /// The parent pid from `/proc/PID/stat` (the field after the parenthesised command name).
