@@ -151,6 +151,7 @@ let package = Package(
                 "Swoop",
                 "SwoopTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),

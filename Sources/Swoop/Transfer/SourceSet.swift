@@ -73,12 +73,13 @@ final class SourceSet {
         return choose(now: now)
     }
 
-    /// A request to `source` failed (`answered`: after its response head): what the failure
-    /// policy makes of it (see ``SourceHealth/failed(_:reason:active:refused:retryAfter:sharesWork:policy:at:)``).
+    /// A request to `source` failed at `now` (`answered`: after its response head): what the
+    /// failure policy makes of it (see
+    /// ``SourceHealth/failed(_:reason:active:refused:retryAfter:sharesWork:policy:at:)``).
     /// Logs when the source goes down.
     func failed(
         _ source: Source, _ error: DownloadError, answered: Bool, retryAfter: Int?, policy: FailurePolicy,
-        by owner: Int
+        by owner: Int, at now: ContinuousClock.Instant
     ) -> SourceHealth.Verdict {
         guard source.dropped == nil else { return .rest }
         source.lastError = error
@@ -87,7 +88,7 @@ final class SourceSet {
         let sharesWork = usable.contains { $0 !== source }
         let verdict = source.health.failed(
             FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: source.active,
-            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: .now, by: owner,
+            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: now, by: owner,
             brokeOff: answered && error.kind == .network)
         switch verdict {
         case .limited:
@@ -107,14 +108,14 @@ final class SourceSet {
         return verdict
     }
 
-    /// A response head from `source` was usable: it answers (an outage ends, a recovery widens).
-    /// Returns whether it may now take more requests than before.
-    func answered(_ source: Source) -> Bool {
+    /// A response head from `source` was usable at `now`: it answers (an outage ends, a recovery
+    /// widens). Returns whether it may now take more requests than before.
+    func answered(_ source: Source, at now: ContinuousClock.Instant) -> Bool {
         let before = source.health.state
         source.health.answered()
         guard before != source.health.state else { return false }
         if case .down(let outage) = before {
-            let seconds = Int((ContinuousClock.now - outage.since).seconds.rounded())
+            let seconds = Int((now - outage.since).seconds.rounded())
             logger.warning("\(source.hostAndPort) answers again after \(seconds) s; resuming")
         }
         return true

@@ -39,7 +39,7 @@ extension TransferRun {
                 source.map {
                     sources.failed(
                         $0, error, answered: connection.wasAnswered, retryAfter: retryAfter,
-                        policy: settings.failures, by: connection.token)
+                        policy: settings.failures, by: connection.token, at: .now)
                 } ?? .retryRange)
         }
         let failure = FailedRequest(

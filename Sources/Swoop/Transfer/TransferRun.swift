@@ -305,7 +305,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     // MARK: ConnectionDelegate
 
     func connectionWasAnswered(_ connection: Connection) {
-        guard !stopped, let source = pool.source(of: connection.id), sources.answered(source) else { return }
+        guard !stopped, let source = pool.source(of: connection.id), sources.answered(source, at: .now) else { return }
         // A recovering source may take more requests now.
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
