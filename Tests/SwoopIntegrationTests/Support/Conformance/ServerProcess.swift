@@ -114,7 +114,8 @@ enum ProcessTree {
     }
 
     /// Whether `pid` or one of its descendants holds a socket listening on TCP `port` (on any
-    /// address), from the kernel's socket tables and each process's descriptors.
+    /// address), from the kernel's socket tables and each process's descriptors. The tables are
+    /// read in pieces, and an entry can be missed while other sockets open and close: poll.
     static func listens(on port: Int, pid: pid_t) -> Bool {
         let inodes = listeningSockets(port: port)
         guard !inodes.isEmpty else { return false }
