@@ -198,27 +198,12 @@ struct OriginDownloadTests {
 /// How many TCP connections to `port` this process has, and those a child process would inherit
 /// (no close-on-exec).
 private func tcpSockets(toPort port: Int) -> (count: Int, inheritable: [String]) {
-    var tcpInodes = Set<Substring>()
-    for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
-        // Read to the end: the kernel hands out a long table a page per read.
-        guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else { continue }
-        try? handle.close()
-        let text = String(decoding: data, as: UTF8.self)
-        for line in text.split(separator: "\n").dropFirst() {
-            // sl local_address rem_address st queues tr retrnsmt uid timeout inode
-            let fields = line.split(separator: " ")
-            guard fields.count > 9,
-                let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }),
-                remotePort == port
-            else { continue }
-            tcpInodes.insert(fields[9])
-        }
-    }
+    let tcpInodes = Set(SocketTable.rows().filter { $0.remotePort == port }.map(\.inode))
     var count = 0
     var found: [String] = []
     for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
-            target.hasPrefix("socket:["), tcpInodes.contains(target.dropFirst(8).dropLast()),
+            let inode = SocketTable.socketInode(target), tcpInodes.contains(inode),
             let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8),
             let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
             let flags = Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)

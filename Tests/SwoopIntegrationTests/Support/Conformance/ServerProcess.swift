@@ -114,39 +114,20 @@ enum ProcessTree {
     }
 
     /// Whether `pid` or one of its descendants holds a socket listening on TCP `port` (on any
-    /// address), from the kernel's socket tables and each process's descriptors. The tables are
-    /// read in pieces, and an entry can be missed while other sockets open and close: poll.
+    /// address), from the kernel's socket table and each process's descriptors.
     static func listens(on port: Int, pid: pid_t) -> Bool {
-        let inodes = listeningSockets(port: port)
+        let inodes = Set(SocketTable.rows().filter { $0.localPort == port && $0.state == "0A" }.map(\.inode))
         guard !inodes.isEmpty else { return false }
         for owner in [pid] + descendants(of: pid) {
             let directory = "/proc/\(owner)/fd"
             for fd in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-                // A socket's descriptor links to "socket:[INODE]".
                 guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + fd),
-                    link.hasPrefix("socket:[")
+                    let inode = SocketTable.socketInode(link)
                 else { continue }
-                if inodes.contains(link.dropFirst("socket:[".count).dropLast()) { return true }
+                if inodes.contains(inode) { return true }
             }
         }
         return false
-    }
-
-    /// The inodes of the sockets listening on TCP `port`: in `/proc/net/tcp` and `tcp6` the
-    /// second field is the local "ADDRESS:PORT" in hex, the fourth the state (0A: listening),
-    /// the tenth the inode.
-    private static func listeningSockets(port: Int) -> Set<Substring> {
-        let suffix = ":" + String(format: "%04X", port)
-        var inodes: Set<Substring> = []
-        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
-            for line in text.split(separator: "\n").dropFirst() {
-                let fields = line.split(separator: " ")
-                guard fields.count > 9, fields[1].hasSuffix(suffix), fields[3] == "0A" else { continue }
-                inodes.insert(fields[9])
-            }
-        }
-        return inodes
     }
 
     /// The parent pid from `/proc/PID/stat` (the field after the parenthesised command name).
