@@ -46,8 +46,8 @@ struct ServerProcessFixtureTests {
                 directory: directory)
             server.stop()
         }
-        // A read of the kernel's table can miss an entry while other sockets come and go (a busy
-        // suite): look again, as the fixture's wait does.
+        // The kernel hands the table out a page per read, and a row can move between two reads
+        // while other sockets open and close (a busy suite): look again, as the fixture's wait does.
         var found = false
         let deadline = ContinuousClock.now + .seconds(10)
         while !found && ContinuousClock.now < deadline {
