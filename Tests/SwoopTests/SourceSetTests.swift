@@ -9,7 +9,8 @@ import Testing
 /// what two downloads from one host share through the downloader's host table.
 @Suite("Source set")
 struct SourceSetTests {
-    /// A thread of its own for the sink: the test runs on its caller's, and closes nothing.
+    /// Runs work at once on the caller's thread: the sink uses its loop only to close, which these
+    /// tests never do.
     private final class Inline: LoopExecutor {
         func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
             work()
