@@ -262,9 +262,16 @@ enum LoopbackHTTP {
 enum FreePort {
     /// A port nothing listens on right now (bind to port 0, read it back, close).
     static func find(host: String = "127.0.0.1") throws -> Int {
+        let socket = try bound(host: host, listening: false)
+        close(socket.fd)
+        return socket.port
+    }
+
+    /// A TCP socket bound to a free port of `host`, listening when `listening` (as another
+    /// program holding the port would), and that port; the caller closes it.
+    static func bound(host: String = "127.0.0.1", listening: Bool) throws -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket() failed") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr(host)
@@ -272,11 +279,14 @@ enum FreePort {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                bind(fd, $0, length) == 0 && (!listening || listen(fd, 4) == 0) && getsockname(fd, $0, &length) == 0
             }
         }
-        guard bound else { throw TestFailure("bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(fd)
+            throw TestFailure(listening ? "bind() or listen() failed" : "bind() failed")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     static func isListening(_ port: Int, host: String = "127.0.0.1") -> Bool {
