@@ -24,10 +24,10 @@
 ///   others wait for a first byte: a worker pool, a connection limit answered with 503, a server
 ///   busy with each request), the server serves that many at once: the count becomes that number.
 ///
-/// Requests are a cost too: ``start(timing:maximum:)`` reads the probe's first response, and when
-/// the server took long to answer on a short path (its work is per request) the download starts
-/// with 2 connections and makes its first requests as large as the plan allows
-/// (``requestCost``, which ``TransferPolicy`` reads for request sizes and cuts).
+/// Requests are a cost too: ``start(firstByte:connect:maximum:)`` (in `+Start`) reads the probe's
+/// first response, and when the server took long to answer on a short path (its work is per
+/// request) the download starts with 2 connections and makes its first requests as large as the
+/// plan allows (``requestCost``, which ``TransferPolicy`` reads for request sizes and cuts).
 ///
 /// While the downloader's byte-rate cap holds bytes back, or a server is down or ramping back
 /// up after an outage, throughput says nothing about the path, so the caller does not feed it: it
@@ -74,19 +74,6 @@ package struct ConnectionController {
         package var rate: Double
 
         package var description: String { "\(count) at \(Wording.bytes(Int64(rate)))/s" }
-    }
-
-    /// Where the controller starts (``start(firstByte:connect:maximum:)``).
-    package struct Start: Equatable {
-        /// Connections to open now.
-        package var count: Int
-        /// See ``ConnectionController/requestCost``.
-        package var requestCost: Double
-        /// When set, the first connection runs alone until its rate is measured (``Phase/alone``);
-        /// then this many open, or 2 when it is fast on its own.
-        package var fanOut: Int?
-        /// The round trip the probe showed (seconds).
-        package var roundTrip = 0.0
     }
 
     /// Where the controller is, each state with its own data.
@@ -176,25 +163,6 @@ package struct ConnectionController {
 
     /// Whether the controller has stopped for good (too little work left).
     package var isSettled: Bool { phase == .settled }
-
-    /// Where to start, from the probe's first response: `firstByte` is the time from sending the
-    /// request to its first byte, `connect` the TCP handshake (a round trip; `nil` on a connection
-    /// already open). On a LAN the first connection alone, then 8 (or 2, ``Phase/alone``); 32 or 64
-    /// on long links, where each connection is slow; 2 when the server spent long on the request
-    /// itself (at least 50 ms, and 4 round trips): its work is per request, so each connection and
-    /// each range costs it, and requests are made large.
-    package static func start(firstByte: Double, connect: Double?, maximum: Int) -> Start {
-        let maximum = max(1, maximum)
-        let roundTrip = connect ?? firstByte
-        let serverTime = max(0, firstByte - (connect ?? 0))
-        if connect != nil && serverTime >= max(0.05, 4 * roundTrip) {
-            return Start(count: min(maximum, 2), requestCost: serverTime, roundTrip: roundTrip)
-        }
-        if roundTrip < 0.02 {
-            return Start(count: 1, requestCost: 0, fanOut: maximum > 1 ? min(maximum, 8) : nil, roundTrip: roundTrip)
-        }
-        return Start(count: min(maximum, roundTrip >= 0.06 ? 64 : 32), requestCost: 0, roundTrip: roundTrip)
-    }
 
     /// Discards the measurement under way and starts a new one at `now`, at the same count and
     /// with the same steps: what was measured is not the path's throughput (the downloader's
