@@ -117,6 +117,10 @@ package struct TransferFailure: Sendable {
     package var message: String
     package var isTLS: Bool
     package var isTimeout: Bool
+    /// The server closed or reset the connection during the TLS handshake, before any certificate
+    /// was judged: a fault of the network or of a loaded server, not of the certificate or of
+    /// the settings, and worth another try (wget and aria2 retry it; curl reports code 35).
+    package var isHandshakeCut = false
     /// Name resolution failed or the server refused the connection: nobody is there.
     package var isUnreachable = false
     /// The proxy failed: it could not be resolved or connected to, its handshake failed, it
@@ -366,6 +370,14 @@ package final class HTTPExchange {
         delegate?.exchange(self, didCompleteWith: outcome)
     }
 
+    /// Whether libcurl's message for a failed TLS handshake says the peer closed or reset the
+    /// connection. libcurl gives the same code (35) for a refused handshake, so its OpenSSL
+    /// messages are the only signal: `SSL_ERROR_SYSCALL` (an end of stream or an `errno`, OpenSSL 1.1
+    /// and 3 without strict EOF), "unexpected eof" (OpenSSL 3 with it), "Connection reset by peer".
+    static func isCutShort(handshake detail: String) -> Bool {
+        ["SSL_ERROR_SYSCALL", "unexpected eof", "Connection reset by peer"].contains { detail.contains($0) }
+    }
+
     private func failure(for code: CURLcode) -> TransferFailure {
         let detail = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         var message = detail.isEmpty ? code.message : detail
@@ -381,6 +393,7 @@ package final class HTTPExchange {
             isTLS: tlsCodes.contains(code), isTimeout: code == CURLE_OPERATION_TIMEDOUT,
             isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST
                 || code == CURLE_COULDNT_RESOLVE_PROXY)
+        failure.isHandshakeCut = code == CURLE_SSL_CONNECT_ERROR && Self.isCutShort(handshake: detail)
         let proxy = request.options.proxyRoute.proxy(for: request.url)
         if let answer = proxyRefusal {
             failure.proxyAnswer = answer

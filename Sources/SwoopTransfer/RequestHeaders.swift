@@ -102,6 +102,11 @@ extension DownloadError {
                 "cannot connect to \(url): \(failure.message); check the host name and port, and that the server is up",
                 curlCode: failure.curlCode)
         }
+        if failure.isHandshakeCut {
+            return DownloadError(
+                .network, "connection closed during the TLS handshake with \(url): \(failure.message)",
+                curlCode: failure.curlCode)
+        }
         if failure.isTLS {
             return DownloadError(
                 .tls, "TLS failure talking to \(url): \(failure.message)", remedy: .checkCertificate,

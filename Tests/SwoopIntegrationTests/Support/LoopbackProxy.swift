@@ -6,43 +6,24 @@ import Foundation
 final class LoopbackProxy: Sendable {
     let httpPort: Int
     let socksPort: Int
-    private let directory: URL
-    private let process: ChildProcess
+    private let script: PythonScript
 
-    private init(httpPort: Int, socksPort: Int, directory: URL, process: ChildProcess) {
+    private init(httpPort: Int, socksPort: Int, script: PythonScript) {
         self.httpPort = httpPort
         self.socksPort = socksPort
-        self.directory = directory
-        self.process = process
+        self.script = script
     }
 
     /// Starts the proxy; with `credentials` ("user:password") it refuses requests without them.
     static func start(credentials: String? = nil) async throws -> LoopbackProxy {
-        let directory = try TemporaryDirectory.make(prefix: "swoop-proxy")
-        let script = directory.appendingPathComponent("proxy.py")
-        try loopbackProxyScript.write(to: script, atomically: true, encoding: .utf8)
-        let ready = directory.appendingPathComponent("ready")
-        let arguments =
-            [script.path, directory.appendingPathComponent("log").path, ready.path] + (credentials.map { [$0] } ?? [])
-        let process = try ChildProcess(
-            executable: "/usr/bin/python3", arguments: arguments,
-            stderr: directory.appendingPathComponent("stderr").path)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline && process.isRunning {
-            if let text = try? String(contentsOf: ready, encoding: .utf8) {
+        let (script, ports) = try await PythonScript.start(
+            loopbackProxyScript, named: "proxy",
+            arguments: { log, ready in [log, ready] + (credentials.map { [$0] } ?? []) },
+            ready: { text -> [Int]? in
                 let ports = text.split(separator: " ").compactMap { Int($0) }
-                if ports.count == 2 {
-                    return LoopbackProxy(
-                        httpPort: ports[0], socksPort: ports[1], directory: directory, process: process)
-                }
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        process.signal(SIGKILL)
-        _ = await process.wait(timeout: .seconds(10))
-        let stderr = (try? String(contentsOf: directory.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
-        try? FileManager.default.removeItem(at: directory)
-        throw TestFailure("the loopback proxy did not start: \(stderr)")
+                return ports.count == 2 ? ports : nil
+            })
+        return LoopbackProxy(httpPort: ports[0], socksPort: ports[1], script: script)
     }
 
     var httpURL: String { "http://127.0.0.1:\(httpPort)" }
@@ -54,44 +35,25 @@ final class LoopbackProxy: Sendable {
     func answerItself(_ status: String, headers: [String] = []) throws {
         let text = ([status] + headers).joined(separator: "\n") + "\n"
         // Written whole before it appears: the proxy may read it at any moment.
-        try text.write(to: directory.appendingPathComponent("answer"), atomically: true, encoding: .utf8)
+        try text.write(to: script.directory.appendingPathComponent("answer"), atomically: true, encoding: .utf8)
     }
 
     /// Relays requests to the server again.
     func relay() {
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent("answer"))
+        try? FileManager.default.removeItem(at: script.directory.appendingPathComponent("answer"))
     }
 
     /// The lines logged so far, e.g. "HTTP GET http://127.0.0.1:4242/a.bin",
     /// "HTTP CONNECT 127.0.0.1:4243", "SOCKS5 CONNECT localhost:4242 (name)",
     /// "HTTP ANSWERED 502 GET http://127.0.0.1:4242/a.bin" (``answerItself(_:headers:)``).
-    var log: [String] {
-        ((try? String(contentsOf: directory.appendingPathComponent("log"), encoding: .utf8)) ?? "").split(
-            separator: "\n"
-        ).map(String.init)
-    }
+    var log: [String] { script.log }
 
-    func stop() async {
-        process.signal(SIGTERM)
-        if await process.wait(timeout: .seconds(10)) == nil {
-            process.signal(SIGKILL)
-            _ = await process.wait(timeout: .seconds(10))
-        }
-        try? FileManager.default.removeItem(at: directory)
-    }
+    func stop() async { await script.stop() }
 }
 
 /// Runs `body` with a loopback proxy, stopping it however `body` ends.
 func withLoopbackProxy<T>(credentials: String? = nil, _ body: (LoopbackProxy) async throws -> T) async throws -> T {
-    let proxy = try await LoopbackProxy.start(credentials: credentials)
-    do {
-        let result = try await body(proxy)
-        await proxy.stop()
-        return result
-    } catch {
-        await proxy.stop()
-        throw error
-    }
+    try await stopping(try await LoopbackProxy.start(credentials: credentials), with: { await $0.stop() }, body)
 }
 
 private let loopbackProxyScript = #"""
@@ -101,7 +63,7 @@ private let loopbackProxyScript = #"""
     status) and the header lines after it, as a proxy does that cannot reach the server, and
     the connections being relayed are dropped.
 
-        python3 loopback_proxy.py LOG READY [USER:PASSWORD]
+        python3 proxy.py LOG READY [USER:PASSWORD]
 
     Writes "HTTP_PORT SOCKS_PORT" to READY once both listen; runs until killed."""
     import base64, os, select, socket, struct, sys, threading, urllib.parse
