@@ -111,14 +111,20 @@ struct URLRefreshTests {
                 #expect(try TestData.sha256(of: scratch.path("m.bin")) == origin.object(at: "/m.bin")?.sha256)
                 print(
                     "one refresh for all: \(Self.refused(origin)) requests refused, \(calls.withLock { $0 }) refresh, "
-                        + "\(Self.bytesFetched(origin)) bytes fetched for \(result.bytes)"
+                        + "\(Self.bytesFetched(origin)) bytes sent, \(result.bytesReceived) received "
+                        + "(\(result.bytesCompared) compared) for \(result.bytes)"
                 )
                 // Every connection was dropped at once, so the host is in doubt: one request finds out
                 // (refused), and the others wait for the refresh it causes, or are refused too when
                 // they went before it ended.
                 #expect(Self.refused(origin) >= 1, "the old URL was refused")
                 #expect(calls.withLock { $0 } == 1)
-                #expect(Double(Self.bytesFetched(origin)) <= 1.05 * Double(result.bytes))
+                // No range starts over: a quarter was done, so a restart would receive 1.25× or more.
+                // Counted as received, not as the origin sent: what the kernel's buffers held when
+                // every connection was dropped is lost to any client, and more of it on a loaded
+                // machine (the origin sent 1.07× in one CI run, 1.007× in others).
+                let received = result.bytesReceived - result.bytesCompared
+                #expect(Double(received) <= 1.05 * Double(result.bytes), "\(received) received for \(result.bytes)")
             }
         }
     }
