@@ -40,7 +40,9 @@ struct CLIFailureTests {
     func connectionRefused() async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        let port = try FreePort.find()
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        let port = closed.port
         let started = ContinuousClock.now
         let result = try await CLI.run(["http://127.0.0.1:\(port)/file.bin"], in: scratch.url)
         #expect(result.status == 1)

@@ -358,7 +358,9 @@ struct FaultTests {
         configuration.timeout.connect = .seconds(2)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        let port = try FreePort.find()
+        let closed = try ClosedPort()
+        defer { closed.release() }
+        let port = closed.port
         let started = ContinuousClock.now
         let error = await #expect(throws: DownloadError.self) {
             try await withDownloader(configuration) {

@@ -226,35 +226,3 @@ private final class Causes: Sendable {
 
     var seen: Set<String> { state.withLock { $0.seen } }
 }
-
-/// A loopback port that nothing listens on, held (bound, not listening) so that nobody else
-/// takes it until ``release()``: a connection to it is refused at once.
-struct ClosedPort {
-    let port: Int
-    private let descriptor: Int32
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            close(fd)
-            throw TestFailure("bind: \(String(cString: strerror(errno)))")
-        }
-        descriptor = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    func release() {
-        close(descriptor)
-    }
-}

@@ -258,6 +258,23 @@ enum LoopbackHTTP {
     }
 }
 
+/// A loopback port that nothing listens on, held (bound, not listening) so that nobody else
+/// takes it until ``release()``: a connection to it is refused at once. (A port that
+/// ``FreePort/find(host:)`` returned can be taken by another test's server at any moment, and a
+/// test that expects a refusal then meets a server.)
+struct ClosedPort {
+    let port: Int
+    private let descriptor: Int32
+
+    init(host: String = "127.0.0.1") throws {
+        (descriptor, port) = try FreePort.bound(host: host, listening: false)
+    }
+
+    func release() {
+        close(descriptor)
+    }
+}
+
 /// Loopback ports.
 enum FreePort {
     /// A port nothing listens on right now (bind to port 0, read it back, close).
