@@ -54,9 +54,9 @@ package struct TransferFailure: Sendable {
     package var message: String
     package var isTLS: Bool
     package var isTimeout: Bool
-    /// The server closed or reset the connection during the TLS handshake, before any certificate
-    /// was judged: a fault of the network or of a loaded server, not of the certificate or of
-    /// the settings, and worth another try (wget and aria2 retry it; curl reports code 35).
+    /// The server closed or reset the connection in the middle of the TLS handshake, without a
+    /// TLS alert: a fault of the network or of a loaded server, not of the certificate or of the
+    /// settings, and worth another try (wget and aria2 retry it; curl reports code 35).
     package var isHandshakeCut = false
     /// Name resolution failed or the server refused the connection: nobody is there.
     package var isUnreachable = false
