@@ -123,7 +123,7 @@ extension Downloader {
             return .complete(result)
         }
         let sink = PartFileSink(
-            paths: paths, disk: disk, opening: opening, publisher: publisher,
+            paths: paths, disk: disk, opening: opening, publisher: publisher, writer: writer,
             overwritesTarget: settings.files.overwritesExistingFile,
             beforeOpening: settings.tuning.faults.beforePartFileOpens)
         let basis = Result { () throws(DownloadError) in

@@ -33,6 +33,8 @@ public final class Downloader: Sendable {
     let opening: DiskQueue
     /// Group commit for files finished without a segment map.
     let publisher: PublishQueue
+    /// Writes every part file's bytes off the transfer thread, through a bounded ring.
+    let writer = WriteBehind()
     let logger: Logger
     /// What a run does before it reaches the transfer thread: its host's addresses, the first look
     /// at the disk and the target's lock (``launch(_:remote:mirrors:paths:configuration:sink:task:run:)``).

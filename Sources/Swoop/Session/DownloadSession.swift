@@ -371,7 +371,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         // The bytes go to disk while the verifier checks what it has not yet: the final flush
         // and the last of the hashing overlap; only the rename waits for the verdict.
         if inMemory == nil { context.sink.makeDurable(size: size, record: record) }
-        verifier.finish(size: size, inMemory: inMemory) { [self] outcome in
+        verifier.finish(size: size, inMemory: inMemory, after: context.sink.pendingWrites) { [self] outcome in
             guard case .finalizing = stage else { return }
             switch outcome {
             case .success(let verified):

@@ -18,8 +18,9 @@ package enum Finalizer {
     package struct Item: Sendable {
         /// Where its bytes are.
         package enum Body: Sendable {
-            /// In the part file, open here.
-            case written(FileDescriptor)
+            /// In the part file, open here; the writes still on their way to it (``WriteBehind``)
+            /// are waited for before anything else is done with it.
+            case written(FileDescriptor, after: WriteFence?)
             /// In memory (a small object): the part file is created when it is published, off
             /// the transfer thread.
             case held([UInt8])
@@ -39,7 +40,11 @@ package enum Finalizer {
         /// allows and nothing is to be replaced, else a new part file.
         fileprivate func open() throws(DownloadError) -> Opened {
             switch body {
-            case .written(let descriptor):
+            case .written(let descriptor, let writes):
+                if let failure = writes?.wait() {
+                    try? descriptor.close()  // the part file stays, as when finalizing fails
+                    throw .localIO("cannot write to", path: paths.part, errno: failure.rawValue)
+                }
                 return Opened(descriptor: descriptor, unnamed: false)
             case .held(let bytes):
                 var opened: Opened
@@ -196,7 +201,7 @@ package enum Finalizer {
         _ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject
     ) throws(DownloadError) {
         let item = Item(
-            body: .written(descriptor), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
+            body: .written(descriptor, after: nil), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
         try prepare(item, descriptor)
         do { try descriptor.sync() } catch {
             throw .localIO("cannot flush", path: paths.part, errno: error.rawValue)

@@ -60,6 +60,10 @@ package protocol BodySink: AnyObject {
     /// `nil` when the sink keeps nothing to read.
     func read(_ range: ByteRange) -> [UInt8]?
 
+    /// A mark after the bytes written so far, for work that reads the file by another descriptor
+    /// (the ``ObjectVerifier``): it waits for them there. `nil`: written at once, or nothing to read.
+    var pendingWrites: WriteFence? { get }
+
     /// Whether ``read(_:)`` gives back every byte written: then each response's overlap with
     /// the bytes of its neighbours is compared (``AgreementLedger``).
     var canReadBack: Bool { get }
@@ -110,6 +114,7 @@ extension BodySink {
     package func verifyInOrder(_ checks: [DigestCheck]) {}
     package func makeDurable(size: Int64, record: CompletedObject) {}
     package var canReadBack: Bool { false }
+    package var pendingWrites: WriteFence? { nil }
 }
 
 /// The sink of throughput measurements (`swoop bench`): counts nothing, keeps nothing.

@@ -104,7 +104,7 @@ package final class DownloadStore {
     /// Hands the verifier every complete stretch not yet handed over (each tick, and at the end).
     package func handOverCompletedStretches() {
         guard let verifier, !completed.isEmpty else { return }
-        verifier.add(completed)
+        verifier.add(completed, after: sink.pendingWrites)
         completed.removeAll(keepingCapacity: true)
         pendingVerification = 0
     }

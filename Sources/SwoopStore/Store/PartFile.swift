@@ -9,7 +9,7 @@ import Musl
 
 /// The part file (`DIR/.swoop/H.part`): the object's bytes, written at their absolute offsets as they arrive.
 ///
-/// Used on the transfer thread only. Writes go straight from curl's buffer to `pwrite`.
+/// Used on the transfer thread only. Its bytes are written by the downloader's ``WriteBehind``.
 package final class PartFile {
     package let path: String
     package let descriptor: FileDescriptor
@@ -47,26 +47,6 @@ package final class PartFile {
     package func preallocate(_ length: Int64) throws(DownloadError) {
         do { try descriptor.preallocate(length: length) } catch {
             throw .localIO("cannot reserve \(Wording.bytes(length)) for", path: path, errno: error.rawValue)
-        }
-    }
-
-    /// Writes all of `bytes` at `offset`, looping over short writes; swift-system's
-    /// `write(toAbsoluteOffset:)` retries on `EINTR`. (Its generic `writeAll` is not specialized
-    /// across modules: on this path, run for every piece of every response, it cost about 25 ms of
-    /// CPU per GiB in generic-metadata lookups.)
-    @inline(__always)
-    package func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
-        var written = 0
-        while written < bytes.count {
-            let count: Int
-            do {
-                count = try descriptor.write(
-                    toAbsoluteOffset: offset + Int64(written), UnsafeRawBufferPointer(rebasing: bytes[written...]))
-            } catch {
-                throw (error as? Errno) ?? .ioError
-            }
-            guard count > 0 else { throw .ioError }
-            written += count
         }
     }
 

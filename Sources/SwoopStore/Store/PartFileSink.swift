@@ -12,14 +12,23 @@ import Musl
 /// never needed a segment map (a small one, or a stream) is published with others in a group
 /// commit (``PublishQueue``).
 ///
-/// Transfer thread only; fsyncs, the map, the rename and closing run on the ``DiskQueue``.
+/// Transfer thread only; the bytes are written by the downloader's ``WriteBehind``; fsyncs, the
+/// map, the rename and closing run on the ``DiskQueue``, each after the writes taken before it.
 package final class PartFileSink: BodySink {
     package let paths: DownloadPaths
     private let disk: DiskQueue
     private let opening: DiskQueue
     private let publisher: PublishQueue
+    private let writer: WriteBehind
     private let overwritesTarget: Bool
-    private var part: PartFile?
+    private var part: PartFile? {
+        didSet {
+            guard part !== oldValue else { return }
+            written = part.map { part in WriteBehind.File(descriptor: part.descriptor, path: part.path) }
+        }
+    }
+    /// The part file as the writer knows it.
+    private var written: WriteBehind.File?
     /// A segment map may exist: this download resumed one or checkpointed.
     private var mapMayExist = false
 
@@ -55,12 +64,13 @@ package final class PartFileSink: BodySink {
     /// disk queue. Everything else of this sink's runs on `disk`, after the opening has come back.
     package init(
         paths: DownloadPaths, disk: DiskQueue, opening: DiskQueue? = nil, publisher: PublishQueue,
-        overwritesTarget: Bool, beforeOpening: (@Sendable (String) -> Void)? = nil
+        writer: WriteBehind, overwritesTarget: Bool, beforeOpening: (@Sendable (String) -> Void)? = nil
     ) {
         self.paths = paths
         self.disk = disk
         self.opening = opening ?? disk
         self.publisher = publisher
+        self.writer = writer
         self.overwritesTarget = overwritesTarget
         self.beforeOpening = beforeOpening
     }
@@ -119,12 +129,15 @@ package final class PartFileSink: BodySink {
             return openAtOnce(size: size, resuming: resuming, then: then)
         }
         let claimed = part.map(FileHandover.init)
+        // Starting over on the same part: what the last attempt still had on its way lands first.
+        let earlierWrites = pendingWrites
         part = nil
         held = nil
         openInFlight = Opening()
         let (paths, beforeOpening) = (self.paths, self.beforeOpening)
         opening.run(
             { () -> Result<FileHandover, DownloadError> in
+                earlierWrites?.wait()
                 beforeOpening?(paths.part)
                 return Result { () throws(DownloadError) in
                     FileHandover(try Self.openOnDisk(claimed?.file, paths: paths, size: size, resuming: resuming))
@@ -180,9 +193,9 @@ package final class PartFileSink: BodySink {
             }
             return
         }
-        guard let part else { throw DownloadError(.localIO, "cannot write to \(paths.part): it is closed") }
+        guard let written else { throw DownloadError(.localIO, "cannot write to \(paths.part): it is closed") }
         do {
-            try part.write(bytes, at: offset)
+            try writer.write(bytes, at: offset, to: written)
         } catch {
             throw .localIO("cannot write to", path: paths.part, errno: error.rawValue)
         }
@@ -197,8 +210,19 @@ package final class PartFileSink: BodySink {
             guard range.upperBound <= Int64(held.count) else { return nil }
             return Array(held[Int(range.lowerBound)..<Int(range.upperBound)])
         }
-        // From the page cache: the bytes were written moments ago.
-        return part?.openDescriptor?.readAll(range)
+        // From the page cache (the bytes were written moments ago), or the writer's ring.
+        guard part?.openDescriptor != nil, let written else { return nil }
+        return writer.read(range, from: written)
+    }
+
+    package var pendingWrites: WriteFence? {
+        guard part?.openDescriptor != nil, let written else { return nil }
+        return writer.fence(for: written)
+    }
+
+    /// The failure of a write the writer did after this sink had handed the bytes over.
+    private static func writeFailure(_ errno: Errno?, paths: DownloadPaths) -> DownloadError? {
+        errno.map { errno in .localIO("cannot write to", path: paths.part, errno: errno.rawValue) }
     }
 
     /// Hands the part file's dirty pages to the disk (`sync_file_range`), on the disk queue.
@@ -217,9 +241,11 @@ package final class PartFileSink: BodySink {
             return
         }
         let paths = self.paths
+        let writes = pendingWrites
         mapMayExist = true
         disk.run(
             { () -> DownloadError? in
+                if let failure = Self.writeFailure(writes?.wait(), paths: paths) { return failure }
                 do throws(Errno) {
                     try descriptor.syncData()
                 } catch {
@@ -241,7 +267,12 @@ package final class PartFileSink: BodySink {
         let step = DurableStep()
         durable = step
         let paths = self.paths
+        let writes = pendingWrites
         disk.run {
+            if let failure = Self.writeFailure(writes?.wait(), paths: paths) {
+                step.failure = failure
+                return
+            }
             do throws(DownloadError) {
                 try Finalizer.makeDurable(descriptor, paths: paths, size: size, record: record)
             } catch {
@@ -255,8 +286,8 @@ package final class PartFileSink: BodySink {
         if let held {
             body = .held(Array(held.prefix(Int(size))))
             self.held = nil
-        } else if let descriptor = part?.takeDescriptorForClosing() {
-            body = .written(descriptor)
+        } else if let writes = pendingWrites, let descriptor = part?.takeDescriptorForClosing() {
+            body = .written(descriptor, after: writes)
         } else {
             then(DownloadError(.localIO, "cannot finish \(paths.part): it is not open"))
             return
@@ -276,7 +307,7 @@ package final class PartFileSink: BodySink {
                 // The durable step ran before this on the same serial queue.
                 if let failure = step?.failure {
                     // As when finalizing fails: the part file stays, its descriptor is closed.
-                    if case .written(let descriptor) = item.body { try? descriptor.close() }
+                    if case .written(let descriptor, _) = item.body { try? descriptor.close() }
                     return failure
                 }
                 do throws(DownloadError) {
@@ -293,6 +324,7 @@ package final class PartFileSink: BodySink {
             openInFlight!.close = (discarding, then)
             return
         }
+        let writes = pendingWrites
         let descriptor = part?.takeDescriptorForClosing()
         part = nil
         held = nil
@@ -306,6 +338,7 @@ package final class PartFileSink: BodySink {
             {
                 // Only what this download holds: the files are deleted under its lock, then it goes.
                 // (Without a descriptor it never claimed the target: what is there is not its own.)
+                writes?.wait()
                 if discarding, descriptor != nil { paths.discardPartialState() }
                 try? descriptor?.close()
             }, then: then)

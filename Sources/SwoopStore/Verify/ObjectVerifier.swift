@@ -124,10 +124,11 @@ package final class ObjectVerifier: @unchecked Sendable {
     package var crcRuns: CRCRuns? { snapshot.withLock { $0 } }
 
     /// Stretches of the object that are complete (transfer thread). They are read and hashed
-    /// on the verifier's queue.
-    package func add(_ ranges: [ByteRange]) {
+    /// on the verifier's queue, once the writes before `writes` are in the file.
+    package func add(_ ranges: [ByteRange], after writes: WriteFence? = nil) {
         guard !ranges.isEmpty else { return }
         work.run { [self] in
+            writes?.wait()
             for range in ranges { absorb(range) }
             advancePrefix(to: nil)
             let runs = crc
@@ -143,9 +144,11 @@ package final class ObjectVerifier: @unchecked Sendable {
 
     /// Checks the rest (everything no stretch covered, as after a resume), compares, and calls
     /// `then` on the transfer thread with the digests verified or the mismatch. `inMemory`: the
-    /// object's bytes, for one small enough to be held (nothing is read from disk then).
+    /// object's bytes, for one small enough to be held (nothing is read from disk then). `writes`: as
+    /// in ``add(_:after:)``.
     package func finish(
-        size: Int64, inMemory: [UInt8]?, then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void
+        size: Int64, inMemory: [UInt8]?, after writes: WriteFence?,
+        then: @escaping (Result<[VerifiedDigest], DownloadError>) -> Void
     ) {
         if let inMemory {
             then(
@@ -160,6 +163,9 @@ package final class ObjectVerifier: @unchecked Sendable {
         work.run(
             { [self] () -> Result<[VerifiedDigest], DownloadError> in
                 defer { closeDescriptor() }
+                if let failure = writes?.wait() {
+                    return .failure(.localIO("cannot write to", path: path, errno: failure.rawValue))
+                }
                 absorb(ByteRange(0, size))
                 advancePrefix(to: size)
                 if let failure { return .failure(failure) }
