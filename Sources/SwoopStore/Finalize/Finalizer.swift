@@ -201,7 +201,8 @@ package enum Finalizer {
         _ descriptor: FileDescriptor, paths: DownloadPaths, size: Int64, record: CompletedObject
     ) throws(DownloadError) {
         let item = Item(
-            body: .written(descriptor, after: nil), paths: paths, size: size, record: record, overwrite: false, removesMap: false)
+            body: .written(descriptor, after: nil), paths: paths, size: size, record: record, overwrite: false,
+            removesMap: false)
         try prepare(item, descriptor)
         do { try descriptor.sync() } catch {
             throw .localIO("cannot flush", path: paths.part, errno: error.rawValue)
