@@ -41,9 +41,9 @@ package enum Finalizer {
         fileprivate func open() throws(DownloadError) -> Opened {
             switch body {
             case .written(let descriptor, let writes):
-                if let failure = writes?.wait() {
+                if let failure = writes?.waitForWrites() {
                     try? descriptor.close()  // the part file stays, as when finalizing fails
-                    throw .localIO("cannot write to", path: paths.part, errno: failure.rawValue)
+                    throw failure
                 }
                 return Opened(descriptor: descriptor, unnamed: false)
             case .held(let bytes):

@@ -197,7 +197,7 @@ package final class PartFileSink: BodySink {
         do {
             try writer.write(bytes, at: offset, to: written)
         } catch {
-            throw .localIO("cannot write to", path: paths.part, errno: error.rawValue)
+            throw written.writeFailure(error)
         }
         bytesSinceWriteback += Int64(bytes.count)
         if bytesSinceWriteback >= Self.writebackStride { startWriteback() }
@@ -220,11 +220,6 @@ package final class PartFileSink: BodySink {
         return writer.fence(for: written)
     }
 
-    /// The failure of a write the writer did after this sink had handed the bytes over.
-    private static func writeFailure(_ errno: Errno?, paths: DownloadPaths) -> DownloadError? {
-        errno.map { errno in .localIO("cannot write to", path: paths.part, errno: errno.rawValue) }
-    }
-
     /// Hands the part file's dirty pages to the disk (`sync_file_range`), on the disk queue.
     private func startWriteback() {
         guard !writebackInFlight, let descriptor = part?.openDescriptor else { return }
@@ -245,7 +240,7 @@ package final class PartFileSink: BodySink {
         mapMayExist = true
         disk.run(
             { () -> DownloadError? in
-                if let failure = Self.writeFailure(writes?.wait(), paths: paths) { return failure }
+                if let failure = writes?.waitForWrites() { return failure }
                 do throws(Errno) {
                     try descriptor.syncData()
                 } catch {
@@ -269,7 +264,7 @@ package final class PartFileSink: BodySink {
         let paths = self.paths
         let writes = pendingWrites
         disk.run {
-            if let failure = Self.writeFailure(writes?.wait(), paths: paths) {
+            if let failure = writes?.waitForWrites() {
                 step.failure = failure
                 return
             }

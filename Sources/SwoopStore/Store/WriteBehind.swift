@@ -17,7 +17,7 @@ import Musl
 ///
 /// - Order: pieces are written in the order they were taken, so two writes to the same bytes
 ///   end as they would have written directly (the later wins).
-/// - Reading back (``read(_:from:into:)``) sees every byte taken, written or still in the ring.
+/// - Reading back (``read(_:from:)``) sees every byte taken, written or still in the ring.
 /// - Durability: whoever fsyncs or closes a file, or reads it by another descriptor, first waits
 ///   for what was taken before (``fence(for:)``, ``WriteFence/wait()``).
 /// - Memory: the ring holds at most ``capacity`` bytes; when it is full the transfer thread
@@ -38,6 +38,11 @@ package final class WriteBehind: @unchecked Sendable {
         package init(descriptor: FileDescriptor, path: String) {
             self.descriptor = descriptor
             self.path = path
+        }
+
+        /// A failed write of this file, as the download reports it.
+        package func writeFailure(_ errno: Errno) -> DownloadError {
+            .localIO("cannot write to", path: path, errno: errno.rawValue)
         }
     }
 
@@ -182,9 +187,9 @@ package final class WriteBehind: @unchecked Sendable {
 
     /// Writes pieces, oldest first, until none is left.
     private func drain() {
-        while let piece = next() {
+        while let (piece, fileFailed) = next() {
             var failure: Errno?
-            if !hasFailed(piece.file) {
+            if !fileFailed {
                 let bytes = UnsafeRawBufferPointer(rebasing: ring[piece.start..<(piece.start + piece.count)])
                 do {
                     try piece.file.descriptor.writeFully(bytes, at: piece.offset)
@@ -207,20 +212,18 @@ package final class WriteBehind: @unchecked Sendable {
         }
     }
 
-    /// The oldest piece, marked as being written; `nil` (and the queue idle) when there is none.
-    private func next() -> Piece? {
+    /// The oldest piece, marked as being written, and whether a write of its file failed already;
+    /// `nil` (and the queue idle) when there is none.
+    private func next() -> (Piece, fileFailed: Bool)? {
         lock.withLock {
             guard firstPiece < pieces.count else {
                 draining = false
                 return nil
             }
             writing = true
-            return pieces[firstPiece]
+            let piece = pieces[firstPiece]
+            return (piece, piece.file.failure != nil)
         }
-    }
-
-    private func hasFailed(_ file: File) -> Bool {
-        lock.withLock { file.failure != nil }
     }
 
     /// Blocks until every piece up to `sequence` is written; the file's failure, if any.
@@ -237,7 +240,7 @@ package final class WriteBehind: @unchecked Sendable {
 /// close, or read the file by another descriptor.
 package struct WriteFence: Sendable {
     fileprivate let behind: WriteBehind
-    package let file: WriteBehind.File
+    fileprivate let file: WriteBehind.File
     fileprivate let sequence: UInt64
 
     /// Blocks until the pieces before the fence are written; the file's write failure, if any.
@@ -245,5 +248,10 @@ package struct WriteFence: Sendable {
     @discardableResult
     package func wait() -> Errno? {
         behind.wait(for: sequence, file: file)
+    }
+
+    /// ``wait()``, with the failure as the download reports it (``WriteBehind/File/writeFailure(_:)``).
+    package func waitForWrites() -> DownloadError? {
+        wait().map(file.writeFailure)
     }
 }

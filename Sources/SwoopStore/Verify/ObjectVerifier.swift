@@ -163,9 +163,7 @@ package final class ObjectVerifier: @unchecked Sendable {
         work.run(
             { [self] () -> Result<[VerifiedDigest], DownloadError> in
                 defer { closeDescriptor() }
-                if let failure = writes?.wait() {
-                    return .failure(.localIO("cannot write to", path: path, errno: failure.rawValue))
-                }
+                if let failure = writes?.waitForWrites() { return .failure(failure) }
                 absorb(ByteRange(0, size))
                 advancePrefix(to: size)
                 if let failure { return .failure(failure) }
