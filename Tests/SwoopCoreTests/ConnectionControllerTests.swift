@@ -34,7 +34,7 @@ struct ConnectionControllerTests {
         #expect(lan.count == 1 && lan.fanOut == 8)
         #expect(ConnectionController(start: lan, maximum: 64).phase == .alone(fanOut: 8, window: .milliseconds(20)))
         let far = ConnectionController.start(firstByte: 0.09, connect: 0.045, maximum: 64)
-        #expect(far.count == 32 && far.fanOut == nil)
+        #expect(far.count == 64 && far.fanOut == nil)
         #expect(ConnectionController(start: far, maximum: 64).phase == .measuring)
         let expensive = ConnectionController.start(firstByte: 0.2, connect: 0.0002, maximum: 64)
         #expect(expensive.count == 2 && expensive.fanOut == nil && expensive.requestCost > 0.19)

@@ -15,6 +15,9 @@ struct ServerModel: CustomStringConvertible {
     var connectionsWithoutOverhead = 1
     /// The most bytes per second one connection gets (a CDN's cap, a window over a long path).
     var perConnectionCap: Double?
+    /// A new connection's cap for its first `seconds` of bytes, above ``perConnectionCap``: TCP's slow
+    /// start on a lossy path grows its window until the first losses, then falls to what the loss allows.
+    var slowStart: (rate: Double, seconds: Double)?
     /// The server's own time per request (seconds of one core), spent before the first byte.
     var requestWork = 0.0
     /// Cores the server spends `requestWork` on; requests working at once share them.
@@ -79,6 +82,8 @@ struct ControllerSimulation {
         var request: Request?
         var idleUntil = 0.0
         var opened = false
+        /// When this connection's first bytes flowed (``ServerModel/slowStart``).
+        var flowingSince: Double?
     }
 
     let model: ServerModel
@@ -124,6 +129,7 @@ struct ControllerSimulation {
             slots[slot].request = Request(
                 segment: segment, end: end, sentAt: now, arrivesAt: now + handshake + model.roundTrip / 2,
                 work: model.requestWork)
+            if fresh || model.closesConnections { slots[slot].flowingSince = nil }
             slots[slot].opened = true
             requests += 1
         }
@@ -294,7 +300,13 @@ struct ControllerSimulation {
                 model.link * noiseFactor
                 / (1 + model.perConnectionOverhead * Double(max(0, flowing.count - model.connectionsWithoutOverhead)))
             let share = flowing.isEmpty ? 0 : link / Double(flowing.count)
-            let each = min(share, model.perConnectionCap.map { $0 * noiseFactor } ?? share)
+            func each(_ slot: Int) -> Double {
+                var cap = model.perConnectionCap
+                if let burst = model.slowStart, now - (slots[slot].flowingSince ?? now) < burst.seconds {
+                    cap = burst.rate
+                }
+                return min(share, cap.map { $0 * noiseFactor } ?? share)
+            }
             var ended: [Int] = []
             for slot in inFlight {
                 guard let request = slots[slot].request else { continue }
@@ -305,8 +317,9 @@ struct ControllerSimulation {
                     continue
                 }
                 guard flowing.contains(slot) else { continue }
+                if slots[slot].flowingSince == nil { slots[slot].flowingSince = now }
                 let segment = request.segment
-                let bytes = min(Int64((each * dt).rounded()), request.end - segment.position)
+                let bytes = min(Int64((each(slot) * dt).rounded()), request.end - segment.position)
                 if bytes > 0 {
                     segment.position += bytes
                     received += bytes
