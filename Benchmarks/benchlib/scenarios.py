@@ -909,9 +909,29 @@ def ab_scenario(sc):
     return sc
 
 
+def _balanced_row(n, i):
+    """Row i of a balanced Latin square over n items (Williams' design): over n rounds (2n when n is
+    odd, the second n mirrored) every item runs in every position, and right after every other item
+    equally often. A plain rotation keeps the cyclic order, so one tool always ran right after the
+    same one: on this machine the run after curl's was 1.5-1.9x slower than the same run after
+    another Swoop run's, whatever it was (memory the kernel had handed back to the host while curl
+    ran, faulted in again), and in S1 that was always the adaptive default."""
+    base, low, high = [0], 1, n - 1
+    while len(base) < n:
+        if len(base) % 2 == 1:
+            base.append(low)
+            low += 1
+        else:
+            base.append(high)
+            high -= 1
+    row = [(b + i) % n for b in base]
+    return row[::-1] if n % 2 == 1 and (i // n) % 2 == 1 else row
+
+
 def _round_order(alternating, i):
-    """The variants of counted round i (0-based): round-robin, each round starting one variant later,
-    so no tool always runs right after the same one (and inherits its deleted output's disk work).
+    """The variants of counted round i (0-based): a balanced order (``_balanced_row``), so every tool
+    runs right after every other equally often (and inherits its deleted output's disk work, and
+    the machine's state after it, as often as the others do).
     In an A/B run the unit is a variant's pair (before, after): the pairs rotate, and the two sides
     of each pair take turns going first (before first in odd rounds, after first in even ones)."""
     if not alternating:
@@ -927,8 +947,7 @@ def _round_order(alternating, i):
         for pair in pairs[shift:] + pairs[:shift]:
             order += pair if i % 2 == 0 else pair[::-1]
         return order
-    shift = i % len(alternating)
-    return alternating[shift:] + alternating[:shift]
+    return [alternating[k] for k in _balanced_row(len(alternating), i)]
 
 
 # --- Running ---------------------------------------------------------------------------------
