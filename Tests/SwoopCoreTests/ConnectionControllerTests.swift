@@ -42,7 +42,7 @@ struct ConnectionControllerTests {
         #expect(one.count == 1 && ConnectionController(start: one, maximum: 1).phase == .measuring)
     }
 
-    @Test("a connection fast on its own tries 2 after the window, and goes back to 1 when 2 lose")
+    @Test("a connection fast on its own tries 2 after the window, and goes back to 1 when 2 do not pay")
     func fastAloneTriesTwo() {
         let start = ContinuousClock.now
         var controller = Self.onALAN()
@@ -51,8 +51,8 @@ struct ConnectionControllerTests {
         #expect(first?.count == 2)
         #expect(first.map { $0.at >= 20 && $0.at <= 25 } == true, "\(String(describing: first))")
         #expect(controller.phase != .measuring && controller.lastReason.contains("fast on its own"))
-        // Two connections together slower than one alone (0.75x): back to one, held.
-        let second = Self.run(&controller, rate: 600 * Self.MiB, from: start + .milliseconds(first!.at))
+        // Two connections together no faster than one alone: back to one, held.
+        let second = Self.run(&controller, rate: 800 * Self.MiB, from: start + .milliseconds(first!.at))
         #expect(second?.count == 1)
         if case .holding(let best, _, _) = controller.phase { #expect(best.count == 1) } else {
             Issue.record("not holding: \(controller.phase)")
@@ -64,27 +64,13 @@ struct ConnectionControllerTests {
         #expect(reprobe.map { $0.count == 4 && $0.at >= 8_000 } == true, "\(String(describing: reprobe))")
     }
 
-    @Test("2 that do as well as one fast connection alone are kept, not climbed from")
-    func twoThatDoNotLoseAreKept() {
-        let start = ContinuousClock.now
-        var controller = Self.onALAN()
-        let first = Self.run(&controller, rate: 800 * Self.MiB, from: start)
-        #expect(first?.count == 2)
-        // 2 at 0.97x of one alone: within the tolerance, so 2 it is (no move: nil), held.
-        #expect(Self.run(&controller, rate: 780 * Self.MiB, from: start + .milliseconds(first!.at)) == nil)
-        if case .holding(let best, _, _) = controller.phase { #expect(best.count == 2) } else {
-            Issue.record("not holding: \(controller.phase)")
-        }
-        #expect(controller.target == 2 && controller.lastReason.contains("hide each other's stalls"))
-    }
-
     @Test("a held count whose rate falls well below the one it was chosen at is re-probed at once, with long windows")
     func fallenRateReprobes() {
         let start = ContinuousClock.now
         var controller = Self.onALAN()
         let first = Self.run(&controller, rate: 800 * Self.MiB, from: start)
         let held = start + .milliseconds(first!.at)
-        let second = Self.run(&controller, rate: 600 * Self.MiB, from: held)
+        let second = Self.run(&controller, rate: 800 * Self.MiB, from: held)
         #expect(second?.count == 1)
         // The page cache has filled: one connection now gets 500 MiB/s, 0.63 of the 800 it was
         // chosen at. A second of it is enough to re-probe, 8 s early.

@@ -4,8 +4,7 @@
 /// - **Alone first, on a LAN.** Only the first connection runs until its rate is measured (a few
 ///   tens of milliseconds): a connection that alone already moves ``fastAlone`` leaves little for
 ///   more to add, and on a machine the server shares (or a server whose threads share one lock)
-///   every added connection costs everyone; the count then climbs from 1, trying 2 first, and keeps
-///   2 unless they lose to one (one connection's stalls stop everything; two hide each other's). A
+///   every added connection costs everyone; the count then climbs from 1, trying 2 first. A
 ///   slower first connection fans out to the usual start at once.
 /// - **Climbing.** It measures the throughput at the count it starts with, then grows it
 ///   multiplicatively while each step pays: 4x at first, then 4x when the last step's gain was
@@ -332,13 +331,6 @@ package struct ConnectionController {
                     return step(from: here, best: here, to: target * factor, at: now)
                 }
                 if queued { lastReason += "; the server serves \(servedCount) at once" }
-                if !queued && from.count == 1 && target == 2 && gain >= Self.tolerance {
-                    // A second connection that does not lose is kept (held, not climbed from): with one,
-                    // any stall of its own (the server reading that part of the file from its disk, the
-                    // write queue catching up) stops the whole download, and two hide each other's.
-                    lastReason += "; two hide each other's stalls"
-                    return settle(on: here, at: now)
-                }
                 // It did not pay. At the first step, fewer may do as well: try them.
                 if history.count == firstStepAt && from.count > 1 && !queued {
                     lastReason += "; trying fewer"
