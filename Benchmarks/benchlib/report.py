@@ -112,6 +112,8 @@ def _f(value, digits=2):
 
 def scenario_markdown(sr, sums, targets):
     lines = ["### %s — %s" % (sr["name"], sr["title"]), "", sr["description"], ""]
+    if sr.get("runs_floor"):
+        lines += ["%d counted runs per tool at least: %s" % (sr["runs_floor"], sr.get("runs_floor_why", "")), ""]
     if sr.get("run"):
         r = sr["run"]
         lines += ["From a separate run merged into this report (`--merge`): %s, Swoop %s, %s warm-up run per tool, "
@@ -214,8 +216,9 @@ def markdown(doc):
            "Machine: %s. Swoop %s. Peers: %s. Origin: %s." % (
                m["machine"], m["swoop_version"], ", ".join(m["peer_versions"]), m["nginx_version"]),
            "",
-           "Each scenario: %s warm-up run per tool (not counted), then %d counted run%s per tool, tools alternating "
-           "round-robin, each round starting one tool later. Medians of the successful counted runs. "
+           "Each scenario: %s warm-up run per tool (not counted), then %d counted run%s per tool (more where a "
+           "scenario names a floor, said under its heading), tools alternating in a balanced order (each runs "
+           "right after every other equally often). Medians of the successful counted runs. "
            "MiB/s = object size / median wall time. CPU = "
            "user + sys of the tool's process and peak RSS = its ru_maxrss, from wait4 (via the tiny rusage-exec "
            "launcher, so the harness's own memory is not counted). \"+fsync s\" is the time the harness "
