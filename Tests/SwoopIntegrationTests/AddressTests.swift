@@ -24,10 +24,11 @@ struct AddressTests {
 
         /// The same file on every edge (or, for edges in `other`, a file of the same size with
         /// other bytes); the SHA-256 of the first kind.
-        func add(_ file: String, size: Int, seed: UInt64, other: Set<Int> = []) throws -> String {
+        func add(_ file: String, size: Int, seed: UInt64, other: Set<Int> = []) async throws -> String {
             var sha = ""
             for (index, server) in servers.enumerated() {
-                let written = try server.addFile(file, size: size, seed: other.contains(index) ? seed + 1000 : seed)
+                let written = try await server.addFile(
+                    file, size: size, seed: other.contains(index) ? seed + 1000 : seed)
                 if !other.contains(index) { sha = written }
             }
             return sha
@@ -80,7 +81,7 @@ struct AddressTests {
     ) async throws {
         let edges = try await start(rates: rates)
         defer { edges.stop() }
-        let sha = try edges.add("f.bin", size: size, seed: seed, other: other)
+        let sha = try await edges.add("f.bin", size: size, seed: seed, other: other)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await body(edges, scratch, sha)
@@ -95,7 +96,7 @@ struct AddressTests {
             ["get", url ?? edges.url("/f.bin"), "-o", "f.bin", "--json", "-q"] + (arguments ?? edges.resolve),
             in: scratch.url)
         #expect(result.status == 0, "\(result.stderr)", sourceLocation: sourceLocation)
-        #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha, sourceLocation: sourceLocation)
+        #expect(try await TestData.sha256(of: scratch.path("f.bin")) == sha, sourceLocation: sourceLocation)
         return try summary(result.stdout).sources ?? []
     }
 
@@ -140,7 +141,7 @@ struct AddressTests {
     func addressDies() async throws {
         let edges = try await Self.start(rates: ["1m", "1m", "1m", "1m"])
         defer { edges.stop() }
-        let sha = try edges.add("f.bin", size: 48 << 20, seed: 4)
+        let sha = try await edges.add("f.bin", size: 48 << 20, seed: 4)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let run = try CLI.start(["get", edges.url("/f.bin"), "-o", "f.bin", "-q"] + edges.resolve, in: scratch.url)
@@ -151,14 +152,14 @@ struct AddressTests {
             then: { edges.servers[1].stop() })
         let result = try await run.wait(timeout: .seconds(120))
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha)
+        #expect(try await TestData.sha256(of: scratch.path("f.bin")) == sha)
     }
 
     @Test("kill -9 of a spread download, then the same command resumes to the identical file")
     func killAndResume() async throws {
         let edges = try await Self.start(rates: ["1m", "1m", "1m", "1m"])
         defer { edges.stop() }
-        let sha = try edges.add("f.bin", size: 48 << 20, seed: 5)
+        let sha = try await edges.add("f.bin", size: 48 << 20, seed: 5)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let command = ["get", edges.url("/f.bin"), "-o", "f.bin"] + edges.resolve
@@ -170,7 +171,7 @@ struct AddressTests {
         try #require(saved.bytesDone >= 8 << 20, "no progress before the kill")
         let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url)
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        #expect(try TestData.sha256(of: scratch.path("f.bin")) == sha)
+        #expect(try await TestData.sha256(of: scratch.path("f.bin")) == sha)
         #expect((try Self.summary(resumed.stdout).resumedBytes ?? 0) >= saved.bytesDone, "\(resumed.stdout)")
     }
 
@@ -195,7 +196,7 @@ struct AddressTests {
         defer { edges.stop() }
         var expected: [String: String] = [:]
         for index in 0..<3 {
-            expected["f\(index).bin"] = try edges.add("f\(index).bin", size: 12 << 20, seed: UInt64(10 + index))
+            expected["f\(index).bin"] = try await edges.add("f\(index).bin", size: 12 << 20, seed: UInt64(10 + index))
         }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
@@ -204,7 +205,7 @@ struct AddressTests {
         let result = try await CLI.run(["get", "-i", "list.txt", "-d", "out", "-q"] + edges.resolve, in: scratch.url)
         #expect(result.status == 0, "\(result.stderr)")
         for (name, sha) in expected {
-            #expect(try TestData.sha256(of: scratch.path("out/" + name)) == sha, "\(name)")
+            #expect(try await TestData.sha256(of: scratch.path("out/" + name)) == sha, "\(name)")
         }
         for (host, server) in zip(Self.hosts, edges.servers) {
             #expect(try server.log().contains { $0.status == 206 }, "\(host) served nothing")
@@ -265,7 +266,7 @@ struct AddressTests {
                 try await downloader.download(
                     DownloadRequest(url: "http://\(Self.name):\(port)/o.bin"), to: scratch.path("o.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
             let used = result.sources.filter { $0.bytes > 0 }.compactMap(\.address)
             #expect(Set(used) == ["::1", "127.0.0.2"], "\(result.sources)")
             for origin in origins {

@@ -71,7 +71,7 @@ struct BenchCommandTests {
         try await exclusively {
             let nginx = try await Nginx.start(limitRate: "4m")
             defer { nginx.stop() }
-            _ = try nginx.addFile("o.bin", size: 32 << 20, seed: 62)
+            _ = try await nginx.addFile("o.bin", size: 32 << 20, seed: 62)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             // 8 connections at 4 MiB/s fetch the 32 MiB in about a second of the 3 s window.
@@ -142,7 +142,7 @@ struct BenchCommandTests {
     func timingOverTLS() async throws {
         let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
-        _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 63)
+        _ = try await nginx.addFile("t.bin", size: 4 << 20, seed: 63)
         var configuration = Downloader.Configuration()
         configuration.tls.certificateAuthorities = .custom(file: nginx.certificate)
         let timing = try await withDownloader(configuration) { downloader in
@@ -158,12 +158,11 @@ struct BenchCommandTests {
         #expect(measured.firstByte > .zero && measured.firstByte < MachineLoad.bound(.seconds(5)))
     }
 
-
     @Test("bench reaches a server as get does: a private CA through --cacert, a header; the TLS handshake in --json")
     func accessOptions() async throws {
         let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
-        _ = try nginx.addFile("t.bin", size: 4 << 20, seed: 64)
+        _ = try await nginx.addFile("t.bin", size: 4 << 20, seed: 64)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let arguments = ["bench", nginx.url("/t.bin"), "-c", "1", "--duration", "0.5", "--json"]

@@ -26,7 +26,7 @@ struct BulkTests {
                         ? Int.random(in: (1 << 20)...(3 << 20), using: &random)
                         : Int.random(in: 1...(300 << 10), using: &random)
                 let name = "f\(index).bin"
-                expected[name] = try nginx.addFile(name, size: size, seed: UInt64(index + 1))
+                expected[name] = try await nginx.addFile(name, size: size, seed: UInt64(index + 1))
                 lines.append(nginx.url("/\(name)"))
             }
             lines.append(nginx.url("/f7.bin"))  // the duplicate line
@@ -43,7 +43,7 @@ struct BulkTests {
                 "the missing object is reported: \(first.stderr.suffix(800))")
             #expect(first.stderr.contains("299 done, 1 failed"), "\(first.stderr.suffix(500))")
             for (name, sha) in expected {
-                #expect(try TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
+                #expect(try await TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
             }
             #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("missing.bin").path))
             let log = try nginx.log()
@@ -94,7 +94,7 @@ struct BulkTests {
             #expect(a == b, "both callers get the same result")
             #expect(firstSeen.bytes == object.size, "the first caller saw the download to its end")
             #expect(secondSeen.bytes == object.size, "the caller who joined saw the download to its end")
-            #expect(try TestData.sha256(of: path) == object.sha256)
+            #expect(try await TestData.sha256(of: path) == object.sha256)
             let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
             #expect(served < object.size + (4 << 20), "one transfer: \(served) bytes served for \(object.size)")
         }
@@ -143,13 +143,14 @@ struct BulkTests {
             origin.addObject(TestObject(size: 500, seed: 82), at: "/plain.bin")
             origin.addObject(TestObject(size: 500, seed: 83), at: "/escape.bin")
             let wrong = String(repeating: "0", count: 64)
+            let goodSHA256 = try await good.sha256
             let list = """
                 # comments and blank lines are skipped
 
                 \(origin.url("/good.bin"))\thttp://mirror.invalid/good.bin
                   out=sub/dir/renamed.bin
                   header=X-Trace: abc
-                  checksum=sha-256=\(good.sha256)
+                  checksum=sha-256=\(goodSHA256)
                 \(origin.url("/bad.bin"))
                   checksum=sha-256=\(wrong)
                 \(origin.url("/plain.bin"))
@@ -166,7 +167,8 @@ struct BulkTests {
             try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
             let result = try await CLI.run(["get", "-i", listURL.path, "-d", out.path], in: scratch.url)
             #expect(result.status != 0)
-            #expect(try TestData.sha256(of: out.appendingPathComponent("sub/dir/renamed.bin").path) == good.sha256)
+            #expect(
+                try await TestData.sha256(of: out.appendingPathComponent("sub/dir/renamed.bin").path) == good.sha256)
             #expect(origin.requests.first { $0.path == "/good.bin" }?.header("x-trace") == "abc")
             #expect(result.stderr.contains("checksum mismatch"), "stderr: \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("bad.bin").path))
@@ -208,8 +210,8 @@ struct BulkTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 5 << 20, seed: 91)
             origin.addObject(object, at: "/c.bin")
-            let ok = try await CLI.run(
-                [origin.url("/c.bin"), "--checksum", "sha256=\(object.sha256)", "-q"], in: scratch.url)
+            let digest = try await object.sha256
+            let ok = try await CLI.run([origin.url("/c.bin"), "--checksum", "sha256=\(digest)", "-q"], in: scratch.url)
             #expect(ok.status == 0, "stderr: \(ok.stderr)")
             let wrong = try await CLI.run(
                 [origin.url("/c.bin"), "-o", "d.bin", "--checksum", "sha256=\(String(repeating: "ab", count: 32))"],

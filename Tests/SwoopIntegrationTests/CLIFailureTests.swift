@@ -107,7 +107,7 @@ struct CLIFailureTests {
 
             let forced = try await CLI.run([origin.url("/data.bin"), "--force", "-q"], in: scratch.url)
             #expect(forced.status == 0, "stderr: \(forced.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("data.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("data.bin")) == object.sha256)
         }
     }
 

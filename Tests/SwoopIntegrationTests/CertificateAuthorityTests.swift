@@ -31,10 +31,10 @@ struct CertificateAuthorityTests {
         }
 
         /// Whether the last run left the file, byte for byte; removes it for the next run.
-        func downloadedIntact() throws -> Bool {
+        func downloadedIntact() async throws -> Bool {
             defer { try? FileManager.default.removeItem(atPath: scratch.path("t.bin")) }
             guard scratch.exists("t.bin") else { return false }
-            return try TestData.sha256(of: scratch.path("t.bin")) == expected
+            return try await TestData.sha256(of: scratch.path("t.bin")) == expected
         }
     }
 
@@ -43,7 +43,7 @@ struct CertificateAuthorityTests {
         defer { nginx.stop() }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        let expected = try nginx.addFile("t.bin", size: 3 << 20, seed: 29)
+        let expected = try await nginx.addFile("t.bin", size: 3 << 20, seed: 29)
         let fixture = Fixture(nginx: nginx, scratch: scratch, expected: expected)
         try FileManager.default.createDirectory(atPath: fixture.hashedDirectory, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: fixture.certificate, toPath: scratch.path("ca/server.pem"))
@@ -74,11 +74,11 @@ struct CertificateAuthorityTests {
         try await Self.withFixture { fixture in
             let file = try await fixture.swoop(["--cacert", fixture.certificate, "-c", "4"])
             #expect(file.status == 0, "stderr: \(file.stderr)")
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
 
             let directory = try await fixture.swoop(["--capath", fixture.hashedDirectory, "-c", "4"])
             #expect(directory.status == 0, "stderr: \(directory.stderr)")
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
         }
     }
 
@@ -87,7 +87,7 @@ struct CertificateAuthorityTests {
         try await Self.withFixture { fixture in
             let file = try await fixture.swoop([], environment: ["SSL_CERT_FILE": fixture.certificate])
             #expect(file.status == 0, "SSL_CERT_FILE; stderr: \(file.stderr)")
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
 
             // CURL_CA_BUNDLE wins: a bad SSL_CERT_FILE or SSL_CERT_DIR beside it is not read.
             let bundle = try await fixture.swoop(
@@ -97,7 +97,7 @@ struct CertificateAuthorityTests {
                     "SSL_CERT_DIR": "/nonexistent",
                 ])
             #expect(bundle.status == 0, "CURL_CA_BUNDLE; stderr: \(bundle.stderr)")
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
 
             // SSL_CERT_DIR is read along with SSL_CERT_FILE (here the system's bundle).
             let directory = try await fixture.swoop(
@@ -106,7 +106,7 @@ struct CertificateAuthorityTests {
                     "SSL_CERT_DIR": fixture.hashedDirectory, "SSL_CERT_FILE": Self.systemBundle,
                 ])
             #expect(directory.status == 0, "SSL_CERT_DIR; stderr: \(directory.stderr)")
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
         }
     }
 
@@ -116,7 +116,7 @@ struct CertificateAuthorityTests {
             let wrong = ["CURL_CA_BUNDLE": "/nonexistent.pem", "SSL_CERT_FILE": Self.systemBundle]
             let flag = try await fixture.swoop(["--cacert", fixture.certificate], environment: wrong)
             #expect(flag.status == 0, "stderr: \(flag.stderr)")
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
 
             // As in curl: with CURL_CA_BUNDLE set, SSL_CERT_FILE is not read, and the message
             // says which bundle was trusted and where it came from.
@@ -170,7 +170,7 @@ struct CertificateAuthorityTests {
                     environment: environment
                 ).wait(timeout: .seconds(60))
                 #expect(plain.status == 0, "a plain http download does not read it: \(plain.stderr)")
-                #expect(try TestData.sha256(of: fixture.scratch.path("plain.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: fixture.scratch.path("plain.bin")) == object.sha256)
             }
         }
     }
@@ -184,7 +184,7 @@ struct CertificateAuthorityTests {
             try await withDownloader(configuration) { downloader in
                 _ = try await downloader.download(DownloadRequest(url: fixture.url), to: fixture.scratch.path("t.bin"))
             }
-            #expect(try fixture.downloadedIntact())
+            #expect(try await fixture.downloadedIntact())
 
             configuration.tls.certificateAuthorities = .systemDefault
             let untrusted = await #expect(throws: DownloadError.self) {

@@ -26,7 +26,7 @@ struct ConformanceTests {
                 let url = try await server.publish(object.file, at: variant.path("identical-\(object.size)"))
                 let arguments = [url, "-o", file, "-q"] + lab.trustArguments(for: variant)
                 let result = try await CLI.run(arguments, in: scratch.url)
-                self.expectSaved(result, file, object, in: scratch, "\(variant), \(object.size) B")
+                await self.expectSaved(result, file, object, in: scratch, "\(variant), \(object.size) B")
             } catch {
                 Issue.record(error, "\(variant), \(object.size) B")
             }
@@ -49,7 +49,7 @@ struct ConformanceTests {
                 let url = try await server.publish(object.file, at: variant.path(name))
                 let arguments = [url, "-o", file, "--json", "-q"] + lab.trustArguments(for: variant)
                 let first = try await CLI.run(arguments, in: scratch.url)
-                self.expectSaved(first, file, object, in: scratch, "\(variant), \(object.size) B, first run")
+                await self.expectSaved(first, file, object, in: scratch, "\(variant), \(object.size) B, first run")
                 if first.status == 0 { await commands.add(object, arguments) }
             } catch {
                 Issue.record(error, "\(variant), \(object.size) B")
@@ -69,7 +69,7 @@ struct ConformanceTests {
                     let label = "\(variant), \(object.size) B, the same command again"
                     do {
                         let again = try await CLI.run(arguments, in: scratch.url)
-                        self.expectSaved(again, file, object, in: scratch, label)
+                        await self.expectSaved(again, file, object, in: scratch, label)
                         let summary = try? JSONDecoder().decode(RunSummary.self, from: Data(again.stdout.utf8))
                         #expect(summary?.alreadyComplete == true, "\(label): \(again.stdout)")
                         await reruns.add(object)
@@ -122,7 +122,7 @@ struct ConformanceTests {
         let before = try server.served(variant.path("resume"))?.count ?? 0
 
         let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url)
-        expectSaved(resumed, file, object, in: scratch, "\(variant), resumed")
+        await expectSaved(resumed, file, object, in: scratch, "\(variant), resumed")
         guard variant.acceptsRanges, resumed.status == 0 else { return }  // without ranges it starts over
         let summary = try? JSONDecoder().decode(RunSummary.self, from: Data(resumed.stdout.utf8))
         #expect((summary?.resumedBytes ?? 0) >= saved.bytesDone, "\(variant): \(resumed.stdout)")
@@ -162,9 +162,9 @@ struct ConformanceTests {
         // after the replacement see the new object and the download starts over on it; but when
         // every byte was asked for before it (a slow probe on a loaded machine makes the first
         // requests take whole segments), the old object, complete, is right too: one version.
-        let held = try? TestData.sha256(of: scratch.path(file))
+        let held = try? await TestData.sha256(of: scratch.path(file))
         let expected = variant.acceptsRanges && held != original.sha256 ? lab.pool.replacement : original
-        expectSaved(result, file, expected, in: scratch, "\(variant), replaced mid-download")
+        await expectSaved(result, file, expected, in: scratch, "\(variant), replaced mid-download")
     }
 
     // MARK: Helpers
@@ -202,12 +202,12 @@ struct ConformanceTests {
     private func expectSaved(
         _ result: CLI.Result, _ file: String, _ object: ObjectPool.Object, in scratch: Scratch,
         _ label: String, sourceLocation: SourceLocation = #_sourceLocation
-    ) {
+    ) async {
         #expect(
             result.status == 0, "\(label): exit \(result.status); stderr: \(result.stderr)",
             sourceLocation: sourceLocation)
         guard result.status == 0 else { return }
-        let sha256 = try? TestData.sha256(of: scratch.path(file))
+        let sha256 = try? await TestData.sha256(of: scratch.path(file))
         #expect(sha256 == object.sha256, "\(label): the file is not the object's bytes", sourceLocation: sourceLocation)
         for working in [scratch.part(file), scratch.map(file)] {
             #expect(

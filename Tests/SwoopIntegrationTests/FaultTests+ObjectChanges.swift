@@ -22,7 +22,7 @@ extension FaultTests {
                 }
                 let changed = try #require(origin.object(at: "/object.iso"))
                 #expect(changed.seed == 9)
-                #expect(try TestData.sha256(of: target) == changed.sha256, "the file is entirely the new version")
+                #expect(try await TestData.sha256(of: target) == changed.sha256, "the file is entirely the new version")
                 #expect(origin.requests.contains { $0.status == 412 })
                 #expect(result.bytes == changed.size)
             }

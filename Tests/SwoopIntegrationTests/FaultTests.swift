@@ -52,7 +52,9 @@ struct FaultTests {
             #expect(run.elapsed < allowed, "took \(run.elapsed), allowed \(allowed)", sourceLocation: sourceLocation)
             switch result {
             case .success:
-                #expect(try TestData.sha256(of: target) == object.sha256, "wrong bytes", sourceLocation: sourceLocation)
+                #expect(
+                    try await TestData.sha256(of: target) == object.sha256, "wrong bytes",
+                    sourceLocation: sourceLocation)
             case .failure:
                 #expect(
                     !FileManager.default.fileExists(atPath: target), "a failed download left a file at the target",
@@ -247,7 +249,7 @@ struct FaultTests {
                     try await $0.download(
                         DownloadRequest(url: origin.url("/object.iso")), to: scratch.path("object.iso"))
                 }
-                #expect(try TestData.sha256(of: scratch.path("object.iso")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("object.iso")) == object.sha256)
                 #expect(origin.requests.prefix(2).allSatisfy { $0.faultApplied?.contains("busyHTML") == true })
             }
         }
@@ -329,7 +331,7 @@ struct FaultTests {
                     try await $0.download(
                         DownloadRequest(url: first.url("/away"), headers: secret), to: scratch.path("a.iso"))
                 }
-                #expect(try TestData.sha256(of: scratch.path("a.iso")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("a.iso")) == object.sha256)
                 #expect(!second.requests.isEmpty)
                 for request in second.requests {
                     #expect(

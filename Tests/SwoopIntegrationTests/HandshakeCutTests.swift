@@ -15,7 +15,7 @@ struct HandshakeCutTests {
         defer { nginx.stop() }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
-        let expected = try nginx.addFile("t.bin", size: 8 << 20, seed: 41)
+        let expected = try await nginx.addFile("t.bin", size: 8 << 20, seed: 41)
         try await withHandshakeCutter(target: nginx.port, cutting: cutting) { cutter in
             try await body(cutter, scratch, nginx, expected)
         }
@@ -28,7 +28,7 @@ struct HandshakeCutTests {
                 [cutter.url("/t.bin"), "-f", "-c", "8", "--cacert", nginx.certificate], in: scratch.url
             ).wait(timeout: .seconds(120))
             #expect(result.status == 0, "stderr: \(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("t.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("t.bin")) == expected)
             #expect(cutter.cuts == 4, "log: \(cutter.log)")
         }
     }

@@ -53,7 +53,7 @@ struct LibraryResumeTests {
                 _ = try await withDownloader(checkpointing()) {
                     try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
                 }
-                #expect(try TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
                 let first = try #require(origin.requests.first)
                 #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
                 #expect(first.status == 412)
@@ -137,7 +137,7 @@ struct LibraryResumeTests {
                 let result = try await CLI.run([origin.url("/d.bin"), "-o", "d.bin", "-c", "4"], in: scratch.url)
                 #expect(result.status == 0, "stderr: \(result.stderr)")
                 #expect(result.stderr.contains("starting over"), "a warning says why: \(result.stderr)")
-                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(try await TestData.sha256(of: path) == object.sha256)
                 let first = try #require(origin.requests.first)
                 #expect(first.header("range") == "bytes=0-1048575")
                 #expect(first.header("if-match") == nil, "a fresh start, not a resume")
@@ -169,7 +169,7 @@ struct LibraryResumeTests {
                     try await $0.download(
                         DownloadRequest(url: origin.url("/mirror/o.bin") + "?X-Signature=new"), to: path)
                 }
-                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(try await TestData.sha256(of: path) == object.sha256)
                 #expect(result.bytesResumed == saved.bytesDone)
                 #expect(origin.requests.allSatisfy { $0.path == "/mirror/o.bin" })
                 #expect(origin.requests.first?.header("if-match") == object.etagValue)
@@ -207,7 +207,7 @@ struct LibraryResumeTests {
                 let result = try await withDownloader(checkpointing()) {
                     try await $0.download(DownloadRequest(url: origin.url("/mirror/s.bin") + "?sig=2"), to: path)
                 }
-                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(try await TestData.sha256(of: path) == object.sha256)
                 #expect(
                     (result.bytesResumed > 0) == predicted.canResume,
                     "status said \(predicted.state); the run resumed \(result.bytesResumed) bytes")
@@ -235,13 +235,13 @@ struct LibraryResumeTests {
             #expect(origin.requests.first?.status == 206)
             #expect(origin.requests.first?.header("range") == "bytes=\(middle - 512)-\(middle + 511)")
             #expect(origin.requests.first?.bodyBytesSent == 1024)
-            #expect(try TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
             // If the object changed since, the finished file is left alone and the user told.
             origin.changeObject(at: "/done.bin")
             let changed = try await CLI.run([origin.url("/done.bin")], in: scratch.url)
             #expect(changed.status == 5)
             #expect(changed.stderr.contains("changed"), "stderr: \(changed.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
         }
     }
 
@@ -262,7 +262,7 @@ struct LibraryResumeTests {
                 let result = try await CLI.run(
                     [origin.url("/n.bin"), "-o", "n.bin", "--no-resume", "-q"], in: scratch.url)
                 #expect(result.status == 0)
-                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(try await TestData.sha256(of: path) == object.sha256)
                 #expect(origin.requests.first?.header("if-match") == nil)
                 #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } >= object.size)
             }
@@ -305,7 +305,7 @@ struct LibraryResumeTests {
                     task.resume()
                     let result = try await task.result()
                     #expect(result.bytesResumed > 0)
-                    #expect(try TestData.sha256(of: path) == object.sha256)
+                    #expect(try await TestData.sha256(of: path) == object.sha256)
 
                     // Cancel deletes the partial state.
                     origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }

@@ -36,7 +36,7 @@ struct LibrarySurfaceIntegrationTests {
                 for await _ in task.progressUpdates { late += 1 }
                 #expect(late == 0, "a finished download's sequence ends at once")
             }
-            #expect(try TestData.sha256(of: scratch.path("p.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("p.bin")) == object.sha256)
         }
     }
 

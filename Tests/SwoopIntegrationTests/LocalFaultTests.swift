@@ -57,7 +57,7 @@ struct LocalFaultTests {
             origin.addObject(object, at: "/big.iso")
             let disk = try SmallDisk(megabytes: 8)
             // 4 MiB of junk leaves too little for 6 MiB.
-            try TestData.write(to: disk.url.appendingPathComponent("junk"), size: 4 << 20, seed: 1)
+            try await TestData.write(to: disk.url.appendingPathComponent("junk"), size: 4 << 20, seed: 1)
             let full = try await CLI.run([origin.url("/big.iso"), "-d", disk.url.path, "-q"], in: disk.url)
             #expect(full.status == 3, "stderr: \(full.stderr)")
             #expect(full.stderr.contains("No space left on device"), "stderr: \(full.stderr)")
@@ -69,7 +69,7 @@ struct LocalFaultTests {
             try disk.freeSpace()
             let ok = try await CLI.run([origin.url("/big.iso"), "-d", disk.url.path, "-q"], in: disk.url)
             #expect(ok.status == 0, "stderr: \(ok.stderr)")
-            #expect(try TestData.sha256(of: disk.url.appendingPathComponent("big.iso").path) == object.sha256)
+            #expect(try await TestData.sha256(of: disk.url.appendingPathComponent("big.iso").path) == object.sha256)
         }
     }
 
@@ -104,7 +104,7 @@ struct LocalFaultTests {
                 origin.resetLog()
                 let resumed = try await CLI.run([origin.url("/big.iso"), "-d", disk.url.path, "-q"], in: disk.url)
                 #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-                #expect(try TestData.sha256(of: target) == object.sha256)
+                #expect(try await TestData.sha256(of: target) == object.sha256)
                 #expect(origin.requests.first?.header("if-match") != nil, "it resumed rather than started over")
                 #expect(origin.requests.reduce(0) { $0 + $1.bodyBytesSent } <= object.size - kept.bytesDone + (1 << 20))
             }
@@ -172,7 +172,7 @@ struct LocalFaultTests {
             defer { scratch.cleanup() }
             let result = try await CLI.run([origin.url("/m.iso"), "-o", "no/such/dir/m.iso", "-q"], in: scratch.url)
             #expect(result.status == 0, "stderr: \(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("no/such/dir/m.iso")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("no/such/dir/m.iso")) == object.sha256)
         }
     }
 }

@@ -80,7 +80,7 @@ struct LyingServerTests {
             let (run, progressed) = try await (killed ? way : .adaptive).run(
                 command + ["-q"], target: target, in: scratch.url)
             if killed { #expect(progressed || scratch.exists("lying.bin"), "\(server): no progress before the kill") }
-            try expectOneVersion(run, target: target, object: object, server: server)
+            try await expectOneVersion(run, target: target, object: object, server: server)
             if server == .refusesRangesOfSmallObjects {
                 // Asked again without Range at once: a 416 and a 200, not a second of retries.
                 #expect(origin.requests.count == 2, "\(origin.requests.map { "\($0.status)" })")
@@ -90,8 +90,9 @@ struct LyingServerTests {
             let again = try await CLI.run(command + ["--json"], in: scratch.url)
             let bodies = origin.requests.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
             let current = try #require(origin.object(at: path))
-            let held = try TestData.sha256(of: target)
-            if server == .poolDifferentBytes || held != current.sha256 {
+            let held = try await TestData.sha256(of: target)
+            let currentSHA256 = try await current.sha256
+            if server == .poolDifferentBytes || held != currentSHA256 {
                 // Another version is being served now (the other node's, or the file replaced after
                 // this one finished): the finished file is left alone, and the user told.
                 #expect(again.status == 0 || again.status == 5, "\(again.stderr)")
@@ -100,23 +101,28 @@ struct LyingServerTests {
                 #expect(again.stdout.contains("\"alreadyComplete\":true"), "\(again.stdout)")
             }
             #expect(bodies <= 2 * 4096, "\(server): a rerun fetched \(bodies) body bytes")
-            try expectOneVersion(run, target: target, object: object, server: server)
+            try await expectOneVersion(run, target: target, object: object, server: server)
         }
     }
 
     /// Exit 0 and one version byte for byte, or a failure with no target; never a mix.
-    private func expectOneVersion(_ run: CLI.Result, target: String, object: TestObject, server: Server) throws {
+    private func expectOneVersion(
+        _ run: CLI.Result, target: String, object: TestObject, server: Server
+    ) async throws {
         guard FileManager.default.fileExists(atPath: target) else {
             #expect(run.status != 0, "\(server): exit 0 without a file")
             #expect(server == .poolDifferentBytes, "\(server): failed: \(run.stderr)")
             return
         }
-        let sha256 = try TestData.sha256(of: target)
-        let versions = server.versions(of: object).map { TestObject(size: object.size, seed: $0).sha256 }
+        let sha256 = try await TestData.sha256(of: target)
+        var versions: [String] = []
+        for seed in server.versions(of: object) {
+            versions.append(try await TestObject(size: object.size, seed: seed).sha256)
+        }
         #expect(versions.contains(sha256), "\(server): the target mixes versions (exit \(run.status)): \(run.stderr)")
         if server == .poolSameBytes || server == .partialUnder200 || server == .refusesRangesOfSmallObjects {
             #expect(run.status == 0, "\(server): \(run.stderr)")
-            #expect(sha256 == object.sha256)
+            #expect(try await sha256 == object.sha256)
         }
     }
 }

@@ -27,10 +27,10 @@ struct MirrorTests {
 
     /// The same bytes on every mirror, each copy with another modification time (so another ETag).
     @discardableResult
-    private func add(_ name: String, size: Int, seed: UInt64, to servers: [Nginx]) throws -> String {
+    private func add(_ name: String, size: Int, seed: UInt64, to servers: [Nginx]) async throws -> String {
         var sum = ""
         for (index, server) in servers.enumerated() {
-            sum = try server.addFile(name, size: size, seed: seed)
+            sum = try await server.addFile(name, size: size, seed: seed)
             try FileManager.default.setAttributes(
                 [.modificationDate: Date(timeIntervalSince1970: 1_700_000_000 + Double(index) * 1000)],
                 ofItemAtPath: server.root.appendingPathComponent(name).path)
@@ -47,13 +47,13 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
-            let expected = try add("m.bin", size: 32 << 20, seed: 1, to: servers)
+            let expected = try await add("m.bin", size: 32 << 20, seed: 1, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let run = try await CLI.run(
                 ["get", servers[0].url("/m.bin"), servers[1].url("/m.bin"), "-c", "8", "--json", "-q"], in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("m.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("m.bin")) == expected)
             let sources = try json(run.stdout)["sources"] as? [[String: Any]] ?? []
             #expect(sources.count == 2, "\(run.stdout)")
             for source in sources {
@@ -77,7 +77,7 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
-            let expected = try add("l.bin", size: 24 << 20, seed: 2, to: servers)
+            let expected = try await add("l.bin", size: 24 << 20, seed: 2, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             var configuration = Downloader.Configuration()
@@ -86,7 +86,7 @@ struct MirrorTests {
                 try await downloader.download(
                     DownloadRequest(urls: servers.map { $0.url("/l.bin") }), to: scratch.path("l.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("l.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("l.bin")) == expected)
             #expect(result.sources.count == 2)
             #expect(result.sources.allSatisfy { $0.droppedBecause == nil && $0.bytes > 0 }, "\(result.sources)")
             #expect(result.sources.reduce(0) { $0 + $1.bytes } >= 24 << 20)
@@ -98,14 +98,14 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
-            let expected = try servers[0].addFile("d.bin", size: 16 << 20, seed: 3)
-            try servers[1].addFile("d.bin", size: 16 << 20, seed: 4)
+            let expected = try await servers[0].addFile("d.bin", size: 16 << 20, seed: 3)
+            try await servers[1].addFile("d.bin", size: 16 << 20, seed: 4)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let run = try await CLI.run(
                 ["get", servers[0].url("/d.bin"), servers[1].url("/d.bin"), "-c", "8", "--json"], in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("d.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("d.bin")) == expected)
             #expect(run.stderr.contains("serves other bytes"), "stderr: \(run.stderr)")
             // Only the check's request reached it, and its bytes went nowhere.
             let asked = try servers[1].log().filter { $0.status == 206 }
@@ -123,15 +123,15 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(3)
             defer { servers.forEach { $0.stop() } }
-            let expected = try servers[0].addFile("s.bin", size: 16 << 20, seed: 5)
-            try servers[1].addFile("s.bin", size: (16 << 20) + 1, seed: 5)
+            let expected = try await servers[0].addFile("s.bin", size: 16 << 20, seed: 5)
+            try await servers[1].addFile("s.bin", size: (16 << 20) + 1, seed: 5)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let run = try await CLI.run(
                 ["get", servers[0].url("/s.bin"), servers[1].url("/s.bin"), servers[2].url("/s.bin"), "-c", "8"],
                 in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("s.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("s.bin")) == expected)
             #expect(run.stderr.contains("reports \((16 << 20) + 1) bytes, not \(16 << 20)"), "stderr: \(run.stderr)")
             #expect(run.stderr.contains("404"), "stderr: \(run.stderr)")
         }
@@ -142,7 +142,7 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
-            let expected = try add("k.bin", size: 48 << 20, seed: 6, to: servers)
+            let expected = try await add("k.bin", size: 48 << 20, seed: 6, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let process = try CLI.start(
@@ -154,7 +154,7 @@ struct MirrorTests {
                 then: { servers[1].stop() })
             let run = try await process.wait(timeout: .seconds(120))
             #expect(run.status == 0, "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("k.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("k.bin")) == expected)
         }
     }
 
@@ -163,8 +163,8 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
-            try servers[0].addFile("o.bin", size: 48 << 20, seed: 7)
-            try servers[1].addFile("o.bin", size: 48 << 20, seed: 8)
+            try await servers[0].addFile("o.bin", size: 48 << 20, seed: 7)
+            try await servers[1].addFile("o.bin", size: 48 << 20, seed: 8)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let process = try CLI.start(
@@ -196,7 +196,7 @@ struct MirrorTests {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
             let size = 48 << 20
-            let expected = try add("r.bin", size: size, seed: 9, to: servers)
+            let expected = try await add("r.bin", size: size, seed: 9, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let first = try CLI.start(
@@ -217,7 +217,7 @@ struct MirrorTests {
             let second = try await CLI.run(
                 ["get", servers[1].url("/r.bin"), servers[0].url("/r.bin"), "-c", "8", "-q"], in: scratch.url)
             #expect(second.status == 0, "stderr: \(second.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("r.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("r.bin")) == expected)
             let entries = try servers.flatMap { try $0.log() }
             // The bytes kept are not fetched again: only the probe's and the mirror check's (1 MiB
             // each) and each request's overlap with its neighbours (a few KiB at either end).
@@ -249,14 +249,14 @@ struct MirrorTests {
         try await exclusively {
             let servers = try await mirrors(2)
             defer { servers.forEach { $0.stop() } }
-            let expected = try add("t.bin", size: 16 << 20, seed: 10, to: servers)
+            let expected = try await add("t.bin", size: 16 << 20, seed: 10, to: servers)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             try "\(servers[0].url("/t.bin"))\t\(servers[1].url("/t.bin"))\n".write(
                 toFile: scratch.path("list.txt"), atomically: true, encoding: .utf8)
             let run = try await CLI.run(["get", "-i", "list.txt", "-c", "8", "-q"], in: scratch.url)
             #expect(run.status == 0, "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("t.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("t.bin")) == expected)
             #expect(try servers[1].log().contains { $0.status == 206 && !$0.ifMatch.isEmpty }, "the mirror contributed")
         }
     }

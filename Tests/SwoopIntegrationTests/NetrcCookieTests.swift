@@ -27,7 +27,7 @@ struct NetrcCookieTests {
             let direct = try await CLI.run(
                 [origin.url("/n.bin"), "-q", "-c", "2", "--netrc-file", netrc], in: scratch.url)
             #expect(direct.status == 0, "stderr: \(direct.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("n.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("n.bin")) == object.sha256)
             #expect(
                 !origin.requests.isEmpty
                     && origin.requests.allSatisfy { $0.header("authorization") == Self.basic("alice:NETRCSECRET1") })
@@ -36,7 +36,7 @@ struct NetrcCookieTests {
             let redirected = try await CLI.run(
                 [origin.url("/go.bin"), "-q", "-c", "2", "--netrc-file", netrc], in: scratch.url)
             #expect(redirected.status == 0, "stderr: \(redirected.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("go.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("go.bin")) == object.sha256)
             #expect(
                 origin.requests.first?.header("authorization") == Self.basic("alice:NETRCSECRET1"),
                 "the origin got its login")
@@ -71,7 +71,7 @@ struct NetrcCookieTests {
             let result = try await CLI.run(
                 [origin.url("/go.bin"), "-q", "-c", "2", "-b", file, "--cookie-jar", jar], in: scratch.url)
             #expect(result.status == 0, "stderr: \(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("go.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("go.bin")) == object.sha256)
             #expect(origin.requests.first?.header("cookie") == "session=COOKIESECRET3")
             #expect(
                 !other.requests.isEmpty && other.requests.allSatisfy { $0.header("cookie") == nil },

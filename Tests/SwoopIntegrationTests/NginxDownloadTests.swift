@@ -13,7 +13,7 @@ struct NginxDownloadTests {
         try await exclusively {
             let nginx = try await Nginx.start()
             defer { nginx.stop() }
-            let expected = try nginx.addFile("object.bin", size: size, seed: UInt64(size))
+            let expected = try await nginx.addFile("object.bin", size: size, seed: UInt64(size))
             let directory = try TemporaryDirectory.make(prefix: "swoop-get")
             defer { try? FileManager.default.removeItem(at: directory) }
             let target = directory.appendingPathComponent("object.bin").path
@@ -31,7 +31,7 @@ struct NginxDownloadTests {
             await downloader.shutdown()
 
             #expect(result.bytes == Int64(size))
-            #expect(try TestData.sha256(of: target) == expected)
+            #expect(try await TestData.sha256(of: target) == expected)
             #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).part))
             #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).map))
             #expect(result.connectionsUsed <= connections)
@@ -65,7 +65,7 @@ struct NginxDownloadTests {
     func connectionReuse() async throws {
         let nginx = try await Nginx.start()
         defer { nginx.stop() }
-        let expected = try nginx.addFile("object.bin", size: 24 << 20)
+        let expected = try await nginx.addFile("object.bin", size: 24 << 20)
         let directory = try TemporaryDirectory.make(prefix: "swoop-get")
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = Downloader.Configuration()
@@ -75,7 +75,7 @@ struct NginxDownloadTests {
         let target = directory.appendingPathComponent("object.bin").path
         _ = try await downloader.download(DownloadRequest(url: nginx.url("/object.bin")), to: target)
         await downloader.shutdown()
-        #expect(try TestData.sha256(of: target) == expected)
+        #expect(try await TestData.sha256(of: target) == expected)
         let log = try nginx.log()
         // The probe's connection went on to serve a segment request.
         #expect(

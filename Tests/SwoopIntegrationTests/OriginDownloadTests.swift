@@ -18,7 +18,7 @@ struct OriginDownloadTests {
                 try await $0.download(DownloadRequest(url: origin.url("/norange.bin")), to: scratch.path("norange.bin"))
             }
             #expect(result.bytes == object.size)
-            #expect(try TestData.sha256(of: scratch.path("norange.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("norange.bin")) == object.sha256)
             let log = origin.requests
             #expect(log.count == 1, "one stream, no segment requests: \(log.map(\.status))")
             #expect(log.first?.status == 200)
@@ -55,7 +55,7 @@ struct OriginDownloadTests {
             _ = try await withDownloader(quickConfiguration(connections: 4)) {
                 try await $0.download(DownloadRequest(url: origin.url("/weak.bin")), to: scratch.path("weak.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("weak.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("weak.bin")) == object.sha256)
             let segments = origin.requests.dropFirst()
             #expect(!segments.isEmpty)
             for request in segments {
@@ -76,7 +76,7 @@ struct OriginDownloadTests {
             _ = try await withDownloader(quickConfiguration(connections: 4)) {
                 try await $0.download(DownloadRequest(url: origin.url("/strong.bin")), to: scratch.path("strong.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("strong.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("strong.bin")) == object.sha256)
             let log = origin.requests
             #expect(log.first?.header("if-match") == nil)
             #expect(log.first?.header("range") == "bytes=0-1048575")
@@ -143,7 +143,7 @@ struct OriginDownloadTests {
             _ = try await withDownloader(quickConfiguration(connections: 4)) {
                 try await $0.download(DownloadRequest(url: origin.url("/slivers.bin")), to: scratch.path("slivers.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("slivers.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("slivers.bin")) == object.sha256)
             let starts = Set((0..<3).map { (1 << 20) + $0 * segment })
             // Each request also asks for a window of the bytes before it (its lead), to compare.
             let window = Int64(4096)
@@ -186,7 +186,7 @@ struct OriginDownloadTests {
             _ = try await withDownloader(quickConfiguration(connections: 4)) {
                 try await $0.download(DownloadRequest(url: origin.url("/start")), to: scratch.path("real.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("real.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("real.bin")) == object.sha256)
             let paths = origin.requests.map(\.path)
             #expect(paths.filter { $0 == "/start" }.count == 1)
             #expect(paths.filter { $0 == "/hop" }.count == 1)
@@ -196,20 +196,47 @@ struct OriginDownloadTests {
 }
 
 /// How many TCP connections to `port` this process has, and those a child process would inherit
-/// (no close-on-exec).
+/// (no close-on-exec). Each socket descriptor is asked for its peer (`getpeername`) and its flags
+/// (`fcntl`) rather than looked up in the system's socket table: reading /proc/net/tcp beside the
+/// thousands of sockets of a full suite, on a cooperative thread, is what this test must not do.
 private func tcpSockets(toPort port: Int) -> (count: Int, inheritable: [String]) {
-    let tcpInodes = Set(SocketTable.rows().filter { $0.remotePort == port }.map(\.inode))
     var count = 0
     var found: [String] = []
-    for fd in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
-            let inode = SocketTable.socketInode(target), tcpInodes.contains(inode),
-            let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8),
-            let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
-            let flags = Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
-        else { continue }
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+        guard let fd = Int32(name), peerPort(of: fd) == port else { continue }
+        var type: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_STREAM.rawValue) else {
+            continue
+        }
+        let flags = fcntl(fd, F_GETFD)
+        guard flags >= 0 else { continue }
         count += 1
-        if flags & Int(O_CLOEXEC) == 0 { found.append("fd \(fd) \(target)") }
+        if flags & FD_CLOEXEC == 0 { found.append("fd \(fd)") }
     }
     return (count, found)
+}
+
+/// The remote port of socket `fd`, if it is a connected IPv4 or IPv6 socket.
+private func peerPort(of fd: Int32) -> Int? {
+    var address = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let connected = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
+    }
+    guard connected else { return nil }
+    return withUnsafePointer(to: &address) { pointer -> Int? in
+        switch Int32(pointer.pointee.ss_family) {
+        case AF_INET:
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                Int(UInt16(bigEndian: $0.pointee.sin_port))
+            }
+        case AF_INET6:
+            return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                Int(UInt16(bigEndian: $0.pointee.sin6_port))
+            }
+        default:
+            return nil
+        }
+    }
 }

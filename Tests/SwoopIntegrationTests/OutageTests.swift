@@ -54,8 +54,8 @@ struct OutageTests {
 
         func url(_ name: String) -> String { "http://127.0.0.1:\(port)/\(name)" }
 
-        func addFile(_ name: String = "big.bin", size: Int, seed: UInt64) throws -> String {
-            try TestData.write(to: prefix.appendingPathComponent("www/\(name)"), size: size, seed: seed)
+        func addFile(_ name: String = "big.bin", size: Int, seed: UInt64) async throws -> String {
+            try await TestData.write(to: prefix.appendingPathComponent("www/\(name)"), size: size, seed: seed)
         }
 
         /// Starts nginx and waits until it accepts connections (a probe from inside the namespace).
@@ -109,7 +109,7 @@ struct OutageTests {
         defer { namespace.remove() }
         let nginx = try await offThePool { try NamespacedNginx(in: namespace, limitRate: limitRate) }
         defer { nginx.stop() }
-        let expected = try nginx.addFile(size: 48 << 20, seed: 61)
+        let expected = try await nginx.addFile(size: 48 << 20, seed: 61)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let target = scratch.path("big.bin")
@@ -124,7 +124,7 @@ struct OutageTests {
         #expect(running.process.isRunning, "swoop waited out the outage: \(running.stderrSoFar.suffix(600))")
         try await offThePool { try nginx.start() }
         let result = try await running.wait(timeout: .seconds(120))
-        let actual = FileManager.default.fileExists(atPath: target) ? try TestData.sha256(of: target) : "missing"
+        let actual = FileManager.default.fileExists(atPath: target) ? try await TestData.sha256(of: target) : "missing"
         #expect(actual == expected, "the file is byte-identical")
         return (result, attempts)
     }
@@ -173,7 +173,7 @@ struct OutageTests {
             let names = (0..<304).map { String(format: "f%03d.bin", $0) }
             var expected: [String: String] = [:]
             for (index, name) in names.enumerated() {
-                expected[name] = try nginx.addFile(name, size: 256 << 10, seed: 700 + UInt64(index))
+                expected[name] = try await nginx.addFile(name, size: 256 << 10, seed: 700 + UInt64(index))
             }
             let scratch = try Scratch()
             defer { scratch.cleanup() }
@@ -201,8 +201,9 @@ struct OutageTests {
             // Until it is down, one new request at a time finds out (a host in doubt): without
             // that, the probes of downloads started as the host died went out together (35).
             #expect(attempts <= 20, "\(attempts) connection attempts in 20 s")
-            let wrong = names.filter { name in
-                (try? TestData.sha256(of: scratch.path(name))) != expected[name]
+            var wrong: [String] = []
+            for name in names where (try? await TestData.sha256(of: scratch.path(name))) != expected[name] {
+                wrong.append(name)
             }
             #expect(wrong.isEmpty, "\(wrong.count) files differ or are missing: \(wrong.prefix(5))")
         }

@@ -99,7 +99,7 @@ struct ProxyFailureTests {
     func tunnelRefusedWithProxyStatus() async throws {
         let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
-        _ = try nginx.addFile("c.iso", size: 1 << 20, seed: 97)
+        _ = try await nginx.addFile("c.iso", size: 1 << 20, seed: 97)
         try await withLoopbackProxy { proxy in
             try proxy.answerItself(
                 "503 Service Unavailable",

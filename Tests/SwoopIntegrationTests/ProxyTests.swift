@@ -26,7 +26,7 @@ struct ProxyTests {
                     environment: Self.cleanEnvironment
                 ).wait(timeout: .seconds(120))
                 #expect(through.status == 0, "stderr: \(through.stderr)")
-                #expect(try TestData.sha256(of: scratch.path("p.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("p.bin")) == object.sha256)
                 let proxied = proxy.log.filter { $0 == "HTTP GET \(origin.url("/p.bin"))" }
                 #expect(
                     proxied.count == origin.requests.count && proxied.count >= 4,
@@ -40,7 +40,7 @@ struct ProxyTests {
                     ], in: scratch.url, environment: Self.cleanEnvironment
                 ).wait(timeout: .seconds(120))
                 #expect(direct.status == 0, "stderr: \(direct.stderr)")
-                #expect(try TestData.sha256(of: scratch.path("direct.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("direct.bin")) == object.sha256)
                 #expect(proxy.log.count == before, "--noproxy went around the proxy: \(proxy.log.dropFirst(before))")
             }
         }
@@ -60,7 +60,7 @@ struct ProxyTests {
                     [origin.url("/e.bin"), "-q"], in: scratch.url, environment: environment
                 ).wait(timeout: .seconds(120))
                 #expect(through.status == 0, "stderr: \(through.stderr)")
-                #expect(try TestData.sha256(of: scratch.path("e.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("e.bin")) == object.sha256)
                 #expect(proxy.log.contains("HTTP GET \(origin.url("/e.bin"))"), "log: \(proxy.log)")
 
                 let before = proxy.log.count
@@ -69,7 +69,7 @@ struct ProxyTests {
                     [origin.url("/e.bin"), "-q", "-o", "bypass.bin"], in: scratch.url, environment: environment
                 ).wait(timeout: .seconds(120))
                 #expect(bypassed.status == 0, "stderr: \(bypassed.stderr)")
-                #expect(try TestData.sha256(of: scratch.path("bypass.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("bypass.bin")) == object.sha256)
                 #expect(proxy.log.count == before, "no_proxy went around the proxy: \(proxy.log.dropFirst(before))")
 
                 // --proxy '' turns the environment's proxy off.
@@ -99,7 +99,7 @@ struct ProxyTests {
                     try await $0.download(DownloadRequest(url: url), to: scratch.path("s.bin"))
                 }
                 #expect(result.bytes == object.size)
-                #expect(try TestData.sha256(of: scratch.path("s.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("s.bin")) == object.sha256)
                 #expect(
                     proxy.log.contains("SOCKS5 CONNECT localhost:\(origin.port) (name)"),
                     "the name went to the proxy: \(proxy.log)")
@@ -146,7 +146,7 @@ struct ProxyTests {
     func tunnelAndProxyAuthentication() async throws {
         let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
-        let expected = try nginx.addFile("t.iso", size: 2 << 20, seed: 93)
+        let expected = try await nginx.addFile("t.iso", size: 2 << 20, seed: 93)
         try await withLoopbackProxy(credentials: "bob:TUNNELSECRET9") { proxy in
             let scratch = try Scratch()
             defer { scratch.cleanup() }
@@ -156,7 +156,7 @@ struct ProxyTests {
                 environment: Self.cleanEnvironment
             ).wait(timeout: .seconds(120))
             #expect(tunnel.status == 0, "stderr: \(tunnel.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("t.iso")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("t.iso")) == expected)
             #expect(proxy.log.contains("HTTP CONNECT 127.0.0.1:\(nginx.port)"), "log: \(proxy.log)")
 
             let refused = try await CLI.start(

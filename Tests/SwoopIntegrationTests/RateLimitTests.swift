@@ -20,7 +20,7 @@ struct RateLimitTests {
         try await exclusively {
             let nginx = try await Nginx.start()
             defer { nginx.stop() }
-            let expected = try nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 64)
+            let expected = try await nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 64)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             // On a tmpfs where the test may mount one: the final fsync of 64 MiB on a disk busy
@@ -33,7 +33,7 @@ struct RateLimitTests {
                 ["get", nginx.url("/object.bin"), "-c", "8", "--limit-rate", "16M", "--json", "-q"], in: directory)
             let elapsed = Self.seconds(since: started)
             #expect(result.status == 0, "\(result.stderr.suffix(500))")
-            #expect(try TestData.sha256(of: directory.appendingPathComponent("object.bin").path) == expected)
+            #expect(try await TestData.sha256(of: directory.appendingPathComponent("object.bin").path) == expected)
             let summary = try #require(
                 try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
             // The download's own clock (from its start to the file in place): process start-up of
@@ -59,7 +59,7 @@ struct RateLimitTests {
         try await exclusively {
             let nginx = try await Nginx.start()
             defer { nginx.stop() }
-            let expected = try nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 65)
+            let expected = try await nginx.addFile("object.bin", size: 64 * Self.MiB, seed: 65)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
 
@@ -85,7 +85,7 @@ struct RateLimitTests {
             await downloader.shutdown()
             let result = try outcome.get()
 
-            #expect(try TestData.sha256(of: scratch.path("object.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("object.bin")) == expected)
             // 4 s at the cap: never faster; slower on a loaded machine, never three times as slow
             // on a quiet one.
             let stretch = MachineLoad.stretch
@@ -125,7 +125,7 @@ struct RateLimitTests {
             defer { nginx.stop() }
             var expected: [String: String] = [:]
             for index in 0..<4 {
-                expected["f\(index).bin"] = try nginx.addFile(
+                expected["f\(index).bin"] = try await nginx.addFile(
                     "f\(index).bin", size: 16 * Self.MiB, seed: UInt64(100 + index))
             }
             let scratch = try Scratch()
@@ -144,7 +144,7 @@ struct RateLimitTests {
             let elapsed = Self.seconds(since: started)
             #expect(result.status == 0, "\(result.stderr.suffix(500))")
             for (name, sha) in expected {
-                #expect(try TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
+                #expect(try await TestData.sha256(of: out.appendingPathComponent(name).path) == sha, "\(name)")
             }
             #expect(elapsed >= 7.2 && elapsed <= 24 * MachineLoad.stretch, "took \(elapsed) s")
             print("rate limit: CLI -i, 4 x 16 MiB at 8M: \(Self.format(elapsed)) s")
@@ -160,7 +160,7 @@ struct RateLimitTests {
         try await exclusively {
             let nginx = try await Nginx.start()
             defer { nginx.stop() }
-            let expected = try nginx.addFile("object.bin", size: 6 * Self.MiB, seed: 66)
+            let expected = try await nginx.addFile("object.bin", size: 6 * Self.MiB, seed: 66)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
 
@@ -182,7 +182,7 @@ struct RateLimitTests {
             await downloader.shutdown()
             let result = try outcome.get()
             #expect(result.retries == 0)
-            #expect(try TestData.sha256(of: scratch.path("object.bin")) == expected)
+            #expect(try await TestData.sha256(of: scratch.path("object.bin")) == expected)
         }
     }
 

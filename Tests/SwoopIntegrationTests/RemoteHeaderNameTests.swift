@@ -56,7 +56,7 @@ struct RemoteHeaderNameTests {
                 let result = try await downloader.download(request, to: scratch.path(name))
                 #expect(result.path.hasSuffix("/report.pdf"))
             }
-            #expect(try TestData.sha256(of: scratch.path("report.pdf")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("report.pdf")) == object.sha256)
             #expect(origin.connectionsAccepted == 1, "the lookup's connection is reused")
         }
     }
@@ -147,7 +147,7 @@ struct RemoteHeaderNameTests {
                 result.stdout.contains("\"path\":\"in\\/deeper\\/") || result.stdout.contains("\"path\":\"in/deeper/"),
                 "\(result.stdout)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [expected])
-            #expect(try TestData.sha256(of: directory.appendingPathComponent(expected).path) == object.sha256)
+            #expect(try await TestData.sha256(of: directory.appendingPathComponent(expected).path) == object.sha256)
             // Nothing anywhere else.
             #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.url.path) == ["in"])
             #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path("in")) == ["deeper"])
@@ -168,7 +168,7 @@ struct RemoteHeaderNameTests {
             #expect(try String(contentsOf: scratch.url.appendingPathComponent("report.pdf"), encoding: .utf8) == "mine")
             let forced = try await CLI.run(["-J", origin.url("/download?id=7"), "-q", "--force"], in: scratch.url)
             #expect(forced.status == 0, "stderr: \(forced.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("report.pdf")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("report.pdf")) == object.sha256)
             let again = try await CLI.run(["-J", origin.url("/download?id=7")], in: scratch.url)
             #expect(again.status == 0, "stderr: \(again.stderr)")
             #expect(again.stderr.contains("already complete"), "\(again.stderr)")

@@ -23,7 +23,7 @@ struct ResumeTests {
             let perConnection = 4 << 20  // nginx limit_rate 4m: 4 connections move 16 MiB/s, 6 s of transfer in all
             let nginx = try await Nginx.start(limitRate: "4m")
             defer { nginx.stop() }
-            let expected = try nginx.addFile("k.bin", size: size, seed: 42)
+            let expected = try await nginx.addFile("k.bin", size: size, seed: 42)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let target = scratch.path("k.bin")
@@ -131,7 +131,7 @@ struct ResumeTests {
             )
             #expect(finished, "the download never completed")
             #expect(kills >= 20, "only \(kills) kills happened")
-            #expect(try TestData.sha256(of: target) == expected)
+            #expect(try await TestData.sha256(of: target) == expected)
             #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).part))
             #expect(!FileManager.default.fileExists(atPath: Downloader.workingFiles(of: target).map))
             // Each kill may lose what arrived since the last checkpoint, plus the partial chunk
@@ -175,7 +175,7 @@ struct ResumeTests {
             // More connections for the rest: a resume is keyed on the target.
             let resumed = try await CLI.run([origin.url("/c.bin"), "-c", "16", "-q"], in: scratch.url)
             #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
-            #expect(try TestData.sha256(of: target) == object.sha256)
+            #expect(try await TestData.sha256(of: target) == object.sha256)
             let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
             #expect(served <= Int64(64 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
         }

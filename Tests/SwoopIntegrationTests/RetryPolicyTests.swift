@@ -22,7 +22,7 @@ struct RetryPolicyTests {
             }
             let result = try await CLI.run([origin.url("/plain.bin")], in: scratch.url)
             #expect(result.status == 0, "stderr: \(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("plain.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("plain.bin")) == object.sha256)
             #expect(result.stderr.contains("does not support ranges"), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("starting over from the first byte"), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("try 2 of 8"), "stderr: \(result.stderr)")
@@ -53,7 +53,7 @@ struct RetryPolicyTests {
                     if let wait = progress.waiting { waits.withLock { $0.append(wait) } }
                 }
             }
-            #expect(try TestData.sha256(of: scratch.path("plain.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("plain.bin")) == object.sha256)
             let seen = waits.withLock { $0 }
             #expect(!seen.isEmpty, "no progress report showed the wait")
             #expect(seen.allSatisfy { $0.server.hasPrefix("127.0.0.1:") && !$0.cause.isEmpty }, "\(seen)")

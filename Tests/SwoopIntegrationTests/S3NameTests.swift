@@ -53,7 +53,7 @@ struct S3NameTests {
                 "\(listed.map { String(decoding: $0, as: UTF8.self) })")
             for (name, object) in zip(names, objects) {
                 let bytes = try ByteNames.read(scratch.path("out") + "/" + name)
-                #expect(TestData.sha256(bytes) == object.sha256, "\(Array(name.unicodeScalars))")
+                #expect(try await TestData.sha256(bytes) == object.sha256, "\(Array(name.unicodeScalars))")
             }
             let summary = try JSONDecoder().decode(PrefixSummary.self, from: Data(result.stdout.utf8))
             #expect(summary.files == 5 && summary.succeeded == 5 && summary.skipped.isEmpty, "\(result.stdout)")
@@ -95,7 +95,7 @@ struct S3NameTests {
             let resumed = try await CLI.run(command + ["--json"], in: scratch.url, environment: Self.environment)
             #expect(resumed.status == 0, "\(resumed.stderr)")
             for (name, object) in zip(names, objects) {
-                #expect(try TestData.sha256(of: scratch.path("out/" + name)) == object.sha256, "\(name)")
+                #expect(try await TestData.sha256(of: scratch.path("out/" + name)) == object.sha256, "\(name)")
             }
             let summary = try JSONDecoder().decode(PrefixSummary.self, from: Data(resumed.stdout.utf8))
             #expect(summary.succeeded == 5, "\(resumed.stdout)")
@@ -117,7 +117,7 @@ struct S3NameTests {
             let result = try await CLI.run(
                 Self.prefixCommand(origin, "d/", ["--json", "-q"]), in: scratch.url, environment: Self.environment)
             #expect(result.status == 6, "\(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("out/ok.bin")) == ok.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("out/ok.bin")) == ok.sha256)
             let summary = try JSONDecoder().decode(PrefixSummary.self, from: Data(result.stdout.utf8))
             #expect(Set(summary.skipped.map(\.key)) == ["d/.swoop", "d/sub/.swoop/0123.part"], "\(result.stdout)")
             #expect(summary.skipped.allSatisfy { $0.reason.contains("working directory") }, "\(result.stdout)")
@@ -239,7 +239,7 @@ struct S3NameTests {
             #expect(changed.status == 0, "\(changed.stderr)")
             #expect(
                 Set(Self.objectRequests(origin).map(\.path)) == [path], "\(Self.objectRequests(origin).map(\.path))")
-            #expect(try TestData.sha256(of: scratch.path("out/7.bin")) == origin.object(at: path)!.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("out/7.bin")) == origin.object(at: path)!.sha256)
 
             origin.resetLog()
             let rechecked = try await CLI.run(command + ["--recheck"], in: scratch.url, environment: Self.environment)
@@ -266,7 +266,7 @@ struct S3NameTests {
             #expect(result.status == 0, "\(result.stderr)")
             let current = try #require(origin.object(at: path))
             #expect(current.seed == 61, "the origin replaced the object")
-            #expect(try TestData.sha256(of: scratch.path("replaced.bin")) == current.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("replaced.bin")) == current.sha256)
             #expect(origin.requests.contains { $0.status == 412 }, "the store answered 412 to If-Match")
             #expect(result.stderr.contains("changed"), "the message says the object changed: \(result.stderr)")
         }

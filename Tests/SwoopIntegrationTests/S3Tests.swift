@@ -28,13 +28,13 @@ struct S3Tests {
         defer { scratch.cleanup() }
         for size in [0, 1, 1_234_567, 256 << 20] {
             let source = scratch.url.appendingPathComponent("source-\(size)")
-            _ = try TestData.write(to: source, size: size, seed: UInt64(size) + 7)
+            _ = try await TestData.write(to: source, size: size, seed: UInt64(size) + 7)
             try await store.put(source, key: "sizes/object-\(size).bin", bucket: Self.bucket)
             let result = try await CLI.run(
                 ["get", "s3://\(Self.bucket)/sizes/object-\(size).bin", "-o", "got-\(size)", "-q"], in: scratch.url,
                 environment: Self.environment(store, scratch))
             #expect(result.status == 0, "\(size) B: \(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("got-\(size)")) == TestData.sha256(of: source.path))
+            #expect(try await TestData.sha256(of: scratch.path("got-\(size)")) == TestData.sha256(of: source.path))
             #expect(!scratch.exists(part: "got-\(size)") && !scratch.exists(map: "got-\(size)"))
         }
     }
@@ -45,7 +45,7 @@ struct S3Tests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let source = scratch.url.appendingPathComponent("source")
-        _ = try TestData.write(to: source, size: 4 << 20, seed: 71)
+        _ = try await TestData.write(to: source, size: 4 << 20, seed: 71)
         try await store.put(source, key: "bench/object.bin", bucket: Self.bucket)
         var environment = Self.environment(store, scratch)
         environment["AWS_ENDPOINT_URL"] = nil
@@ -69,7 +69,7 @@ struct S3Tests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let source = scratch.url.appendingPathComponent("source")
-        _ = try TestData.write(to: source, size: 3_000_001, seed: 41)
+        _ = try await TestData.write(to: source, size: 3_000_001, seed: 41)
         try await store.put(source, key: "profile/p.bin", bucket: Self.bucket)
         let credentials = """
             [default]
@@ -96,7 +96,7 @@ struct S3Tests {
             ["get", "s3://\(Self.bucket)/profile/p.bin", "-o", "p.bin", "-q"], in: scratch.url,
             environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try TestData.sha256(of: scratch.path("p.bin")) == TestData.sha256(of: source.path))
+        #expect(try await TestData.sha256(of: scratch.path("p.bin")) == TestData.sha256(of: source.path))
         // --profile wins over credentials in the environment.
         var mixed = environment
         mixed["AWS_PROFILE"] = nil
@@ -121,7 +121,7 @@ struct S3Tests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let source = scratch.url.appendingPathComponent("source")
-        _ = try TestData.write(to: source, size: 1000, seed: 5)
+        _ = try await TestData.write(to: source, size: 1000, seed: 5)
         try await store.put(source, key: "errors/present.bin", bucket: Self.bucket)
         var environment = Self.environment(store, scratch)
         var url = "s3://\(Self.bucket)/errors/present.bin"
@@ -235,7 +235,7 @@ struct S3Tests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let source = scratch.url.appendingPathComponent("source")
-        _ = try TestData.write(to: source, size: 64 << 20, seed: 64)
+        _ = try await TestData.write(to: source, size: 64 << 20, seed: 64)
         try await store.put(source, key: "resume/r.bin", bucket: Self.bucket)
         let command = ["get", "s3://\(Self.bucket)/resume/r.bin", "-o", "r.bin"]
         let environment = Self.environment(store, scratch)
@@ -248,7 +248,7 @@ struct S3Tests {
         #expect(saved.url == "s3://\(Self.bucket)/resume/r.bin", "the map records the s3:// name: \(saved)")
         let resumed = try await CLI.run(command + ["--json", "-q"], in: scratch.url, environment: environment)
         #expect(resumed.status == 0, "\(resumed.stderr)")
-        #expect(try TestData.sha256(of: scratch.path("r.bin")) == TestData.sha256(of: source.path))
+        #expect(try await TestData.sha256(of: scratch.path("r.bin")) == TestData.sha256(of: source.path))
         let summary = try JSONDecoder().decode(OneRun.self, from: Data(resumed.stdout.utf8))
         #expect((summary.resumedBytes ?? 0) >= saved.bytesDone, "\(resumed.stdout)")
     }
@@ -298,7 +298,7 @@ struct S3Tests {
             }
             let result = try await run.wait(timeout: .seconds(120))
             #expect(result.status == 0, "\(result.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("t.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("t.bin")) == object.sha256)
             let expired = origin.requests.filter { $0.faultApplied == "expiredToken" }.count
             #expect(expired >= 1, "no request met the expired token")
         }

@@ -9,7 +9,7 @@ struct SecurityTests {
     func tlsVerification() async throws {
         let nginx = try await Nginx.start(tls: true)
         defer { nginx.stop() }
-        let expected = try nginx.addFile("t.iso", size: 2 << 20, seed: 50)
+        let expected = try await nginx.addFile("t.iso", size: 2 << 20, seed: 50)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         #expect(nginx.url("/t.iso").hasPrefix("https://"))
@@ -22,7 +22,7 @@ struct SecurityTests {
         let insecure = try await CLI.run([nginx.url("/t.iso"), "--insecure", "-q"], in: scratch.url)
         #expect(insecure.status == 0, "stderr: \(insecure.stderr)")
         #expect(insecure.stderr.contains("warning: --insecure"))
-        #expect(try TestData.sha256(of: scratch.path("t.iso")) == expected)
+        #expect(try await TestData.sha256(of: scratch.path("t.iso")) == expected)
     }
 
     @Test("credentials, header values and query strings never reach logs, messages or the segment map")
@@ -32,7 +32,7 @@ struct SecurityTests {
             // second, so even a starved test process interrupts it mid-download.
             let nginx = try await Nginx.start(limitRate: "512k")
             defer { nginx.stop() }
-            _ = try nginx.addFile("s.iso", size: 64 << 20, seed: 51)
+            _ = try await nginx.addFile("s.iso", size: 64 << 20, seed: 51)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let url = "http://user:PASSWORD1@127.0.0.1:\(nginx.port)/s.iso?X-Amz-Signature=QUERYSECRET2"

@@ -49,12 +49,12 @@ struct SlurmTests {
                 ("small-\($0.offset).bin", $0.element)
             }
             specs.append(("missing.bin", 5000))
-            let objects = try ShardedList.serve(specs, on: nginx, missing: ["missing.bin"])
+            let objects = try await ShardedList.serve(specs, on: nginx, missing: ["missing.bin"])
             let set = try ShardedList(slurm: slurm, nginx: nginx, objects: objects, sizes: true)
 
             let first = try await set.submit(array: "0-3", wait: true)
             #expect(first.status == 1, "sbatch --wait reports the failed task: \(first.status)")
-            #expect(try set.wrongFiles() == [])
+            #expect(try await set.wrongFiles() == [])
             let summaries = try set.summaries(job: first.job)
             #expect(summaries.values.map(\.files).reduce(0, +) == specs.count, "the shards cover the list")
             #expect(summaries.values.map(\.succeeded).reduce(0, +) == specs.count - 1)
@@ -69,7 +69,7 @@ struct SlurmTests {
             #expect(leftovers == [])
 
             // The object appears; the same array again fetches it and only confirms the others.
-            try nginx.addFile("missing.bin", size: 5000, seed: 99)
+            try await nginx.addFile("missing.bin", size: 5000, seed: 99)
             try nginx.clearLog()
             let second = try await set.submit(array: "0-3", wait: true)
             #expect(second.status == 0, "\((0..<4).map { set.stderr(job: second.job, task: $0) })")
@@ -100,8 +100,8 @@ struct SlurmTests {
             specs += Self.sizes(100, from: 2 * Self.KiB, to: 60 * Self.KiB, seed: 3).enumerated().map {
                 ("small-\($0.offset).bin", $0.element)
             }
-            let set = try ShardedList(
-                slurm: slurm, nginx: nginx, objects: try ShardedList.serve(specs, on: nginx), sizes: true,
+            let set = try await ShardedList(
+                slurm: slurm, nginx: nginx, objects: ShardedList.serve(specs, on: nginx), sizes: true,
                 arguments: ["--connections", "2"])
             var sizes = ShardAssignment.Sizes()
             for object in set.objects { sizes.add(key: nginx.url(object.path), size: Int64(object.size)) }
@@ -170,7 +170,7 @@ struct SlurmTests {
             // Resubmitted, the two tasks skip finished files and resume partial ones.
             let rerun = try await set.submit(array: "\(killed),\(cancelled)", wait: true)
             #expect(rerun.status == 0, "\([killed, cancelled].map { set.stderr(job: rerun.job, task: $0) })")
-            #expect(try set.wrongFiles() == [])
+            #expect(try await set.wrongFiles() == [])
             let after = ShardedList.served(try nginx.log())
             // The probe's first range and the overlap of each request with its neighbours.
             let slack = 1.0 * Double(Self.MiB)
@@ -209,14 +209,14 @@ struct SlurmTests {
             specs += Self.sizes(200, from: 8 * Self.KiB, to: 120 * Self.KiB, seed: 4).enumerated().map {
                 ("small-\($0.offset).bin", $0.element)
             }
-            let objects = try ShardedList.serve(specs, on: nginx)
+            let objects = try await ShardedList.serve(specs, on: nginx)
             var ratios: [Bool: Double] = [:]
             for bySize in [false, true] {
                 let set = try ShardedList(
                     slurm: slurm, nginx: nginx, objects: objects, sizes: bySize, arguments: ["--limit-rate", "16m"])
                 let run = try await set.submit(array: "0-3", wait: true)
                 #expect(run.status == 0, "\((0..<4).map { set.stderr(job: run.job, task: $0) })")
-                #expect(try set.wrongFiles() == [])
+                #expect(try await set.wrongFiles() == [])
                 let summaries = try set.summaries(job: run.job)
                 let seconds = (0..<4).map { summaries[$0]!.seconds }
                 let bytes = (0..<4).map { summaries[$0]!.bytes }

@@ -20,7 +20,7 @@ struct SmallFileTests {
             var lines: [String] = []
             for index in 0..<count {
                 let name = "s\(index).bin"
-                expected[name] = try nginx.addFile(name, size: 4096 + index % 7, seed: UInt64(index + 100))
+                expected[name] = try await nginx.addFile(name, size: 4096 + index % 7, seed: UInt64(index + 100))
                 lines.append(nginx.url("/\(name)"))
             }
             let list = scratch.url.appendingPathComponent("list.txt")
@@ -64,7 +64,7 @@ struct SmallFileTests {
                     #expect(!name.hasSuffix(".swoop"), "run \(run): a small file got a segment map: \(name)")
                     guard let sha = expected[name] else { continue }
                     #expect(
-                        try TestData.sha256(of: out.appendingPathComponent(name).path) == sha,
+                        try await TestData.sha256(of: out.appendingPathComponent(name).path) == sha,
                         "run \(run): \(name) is partial or wrong")
                     complete.insert(name)
                 }
@@ -104,7 +104,7 @@ struct SmallFileTests {
             var lines: [String] = []
             for index in 0..<120 {
                 let name = "d\(index).bin"
-                expected[name] = try nginx.addFile(name, size: 48 << 10, seed: UInt64(index + 7000))
+                expected[name] = try await nginx.addFile(name, size: 48 << 10, seed: UInt64(index + 7000))
                 lines.append(nginx.url("/\(name)"))
             }
             let list = scratch.url.appendingPathComponent("list.txt")
@@ -124,7 +124,8 @@ struct SmallFileTests {
             #expect(present.filter { expected[$0] != nil }.count == succeeded, "\(present.count) entries")
             for name in present where expected[name] != nil {
                 #expect(
-                    try TestData.sha256(of: disk.url.appendingPathComponent(name).path) == expected[name], "\(name)")
+                    try await TestData.sha256(of: disk.url.appendingPathComponent(name).path) == expected[name],
+                    "\(name)")
             }
             #expect(
                 present.allSatisfy { !$0.hasSuffix(".part") && !$0.hasSuffix(".swoop") },

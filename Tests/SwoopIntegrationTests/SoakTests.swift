@@ -30,7 +30,7 @@ struct SoakTests {
                     try await $0.download(DownloadRequest(url: origin.url("/soak.bin")), to: scratch.path("soak.bin"))
                 }
                 let elapsed = ContinuousClock.now - started
-                #expect(try TestData.sha256(of: scratch.path("soak.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("soak.bin")) == object.sha256)
                 let dropped = origin.requests.filter { $0.faultApplied?.contains("drop") == true }.count
                 let failed = origin.requests.filter { $0.status == 503 }.count
                 print(

@@ -107,7 +107,7 @@ struct StartTests {
                     let result = try await task.result()
                     #expect(result.bytes == object.size && result.bytesResumed == 0)
                 }
-                #expect(try TestData.sha256(of: path) == object.sha256)
+                #expect(try await TestData.sha256(of: path) == object.sha256)
             }
         }
     }
@@ -149,7 +149,7 @@ struct StartTests {
                     #expect(paused.state == .running)
                     let result = try await paused.result()
                     #expect(result.bytes == object.size)
-                    #expect(try TestData.sha256(of: pausedPath) == object.sha256)
+                    #expect(try await TestData.sha256(of: pausedPath) == object.sha256)
                 }
             }
         }
@@ -224,7 +224,7 @@ struct StartTests {
                     }
                     let smallResult = try await smallDone.value
                     #expect(smallResult.bytes == small.size)
-                    #expect(try TestData.sha256(of: scratch.path("small.bin")) == small.sha256)
+                    #expect(try await TestData.sha256(of: scratch.path("small.bin")) == small.sha256)
                     #expect(held.state == .running)
 
                     // Cancelled while its part file waits: it ends once the opening is done, and
@@ -240,7 +240,7 @@ struct StartTests {
                     let result = try await downloader.download(
                         DownloadRequest(url: origin.url("/big.bin")), to: bigPath)
                     #expect(result.bytes == big.size && result.bytesResumed == 0)
-                    #expect(try TestData.sha256(of: bigPath) == big.sha256)
+                    #expect(try await TestData.sha256(of: bigPath) == big.sha256)
                 }
             }
         }

@@ -22,7 +22,8 @@ struct StreamTests {
             throw TestFailure("swoop \(arguments) did not exit within \(timeout)")
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: out)[.size] as? Int) ?? 0
-        return (status, try TestData.sha256(of: out), size, (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        let digest = try await TestData.sha256(of: out)
+        return (status, digest, size, (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
     /// Runs `swoop arguments` with standard output into the FIFO `fifo` and reads it `piece` bytes
@@ -60,7 +61,7 @@ struct StreamTests {
     func pipeEqualsObject(size: Int) async throws {
         let nginx = try await Nginx.start(limitRate: "8m")
         defer { nginx.stop() }
-        let expected = try nginx.addFile("o.bin", size: size, seed: UInt64(size))
+        let expected = try await nginx.addFile("o.bin", size: size, seed: UInt64(size))
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let run = try await stream(["get", nginx.url("/o.bin"), "-o", "-", "-c", "8", "-q"], in: scratch)
@@ -74,7 +75,7 @@ struct StreamTests {
     func ignoresRange() async throws {
         let nginx = try await Nginx.start(limitRate: "16m", extraServerConfig: "max_ranges 0;")
         defer { nginx.stop() }
-        let expected = try nginx.addFile("r.bin", size: 24 << 20, seed: 3)
+        let expected = try await nginx.addFile("r.bin", size: 24 << 20, seed: 3)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let run = try await stream(["get", nginx.url("/r.bin"), "-o", "-", "--stream-window", "4M", "-q"], in: scratch)
@@ -96,7 +97,7 @@ struct StreamTests {
                     "-q",
                 ], in: scratch)
             #expect(run.status == 0, "stderr: \(run.stderr)")
-            #expect(run.sha256 == object.sha256)
+            #expect(try await run.sha256 == object.sha256)
         }
     }
 
@@ -129,7 +130,7 @@ struct StreamTests {
             let nginx = try await Nginx.start()
             defer { nginx.stop() }
             let size = 96 << 20
-            let expected = try nginx.addFile("s.bin", size: size, seed: 6)
+            let expected = try await nginx.addFile("s.bin", size: size, seed: 6)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let fifo = scratch.path("fifo")
@@ -166,7 +167,7 @@ struct StreamTests {
             let nginx = try await Nginx.start(extraServerConfig: "max_ranges 0;")
             defer { nginx.stop() }
             let size = 48 << 20
-            let expected = try nginx.addFile("n.bin", size: size, seed: 9)
+            let expected = try await nginx.addFile("n.bin", size: size, seed: 9)
             let scratch = try Scratch()
             defer { scratch.cleanup() }
             let fifo = scratch.path("fifo")
@@ -188,8 +189,8 @@ struct StreamTests {
             let nginx = try await Nginx.start(limitRate: "4m")
             defer { nginx.stop() }
             let size = 64 << 20
-            let expected = try nginx.addFile("l.bin", size: 24 << 20, seed: 7)
-            _ = try nginx.addFile("big.bin", size: size, seed: 8)
+            let expected = try await nginx.addFile("l.bin", size: 24 << 20, seed: 7)
+            _ = try await nginx.addFile("big.bin", size: size, seed: 8)
             var configuration = Downloader.Configuration()
             configuration.connections = .fixed(8)
             try await withDownloader(configuration) { downloader in

@@ -13,16 +13,16 @@ struct TargetTests {
     func dashDCreatesParents() async throws {
         let nginx = try await Nginx.start()
         defer { nginx.stop() }
-        let small = try nginx.addFile("small.bin", size: 3000, seed: 1)
-        let large = try nginx.addFile("large.bin", size: 5 << 20, seed: 2)
+        let small = try await nginx.addFile("small.bin", size: 3000, seed: 1)
+        let large = try await nginx.addFile("large.bin", size: 5 << 20, seed: 2)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         let one = try await CLI.run(["get", nginx.url("/small.bin"), "-d", "new/a/b", "-q"], in: scratch.url)
         #expect(one.status == 0, "stderr: \(one.stderr)")
-        #expect(try TestData.sha256(of: scratch.path("new/a/b/small.bin")) == small)
+        #expect(try await TestData.sha256(of: scratch.path("new/a/b/small.bin")) == small)
         let two = try await CLI.run(["get", nginx.url("/large.bin"), "-d", "new/c", "-q"], in: scratch.url)
         #expect(two.status == 0, "stderr: \(two.stderr)")
-        #expect(try TestData.sha256(of: scratch.path("new/c/large.bin")) == large)
+        #expect(try await TestData.sha256(of: scratch.path("new/c/large.bin")) == large)
         let mask = umask(0)
         umask(mask)
         let mode = try FileManager.default.attributesOfItem(atPath: scratch.path("new/a"))[.posixPermissions] as? Int
@@ -33,7 +33,7 @@ struct TargetTests {
     func dashDThroughAFile() async throws {
         let nginx = try await Nginx.start()
         defer { nginx.stop() }
-        _ = try nginx.addFile("f.bin", size: 1000, seed: 3)
+        _ = try await nginx.addFile("f.bin", size: 1000, seed: 3)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         #expect(FileManager.default.createFile(atPath: scratch.path("plain"), contents: Data("x".utf8)))
@@ -48,14 +48,14 @@ struct TargetTests {
         defer { nginx.stop() }
         var sums: [String] = []
         for index in 0..<20 {
-            sums.append(try nginx.addFile("f\(index).bin", size: 2000 + index * 70_000, seed: UInt64(index)))
+            sums.append(try await nginx.addFile("f\(index).bin", size: 2000 + index * 70_000, seed: UInt64(index)))
         }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withDownloader { downloader in
             _ = try await downloader.download(
                 DownloadRequest(url: nginx.url("/f0.bin")), to: scratch.path("one/two/f0.bin"))
-            #expect(try TestData.sha256(of: scratch.path("one/two/f0.bin")) == sums[0])
+            #expect(try await TestData.sha256(of: scratch.path("one/two/f0.bin")) == sums[0])
             let items = (0..<20).map {
                 BulkItem(DownloadRequest(url: nginx.url("/f\($0).bin")), to: scratch.path("many/x\($0 % 3)/f\($0).bin"))
             }
@@ -65,7 +65,7 @@ struct TargetTests {
             }
             #expect(summary?.succeeded == 20 && summary?.failed == 0, "\(String(describing: summary?.failures))")
             for index in 0..<20 {
-                #expect(try TestData.sha256(of: scratch.path("many/x\(index % 3)/f\(index).bin")) == sums[index])
+                #expect(try await TestData.sha256(of: scratch.path("many/x\(index % 3)/f\(index).bin")) == sums[index])
             }
         }
         var off = Downloader.Configuration()
@@ -129,7 +129,7 @@ struct TargetTests {
                 release(origin)
                 let first = try await holder.wait(timeout: .seconds(120))
                 #expect(first.status == 0, "stderr: \(first.stderr)")
-                #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
                 #expect(!scratch.exists(part: "slow.bin") && !scratch.exists(map: "slow.bin"))
             }
         }
@@ -155,7 +155,7 @@ struct TargetTests {
             let next = try await CLI.run(
                 ["get", origin.url("/slow.bin"), "-c", "16", "-q"], in: scratch.url, timeout: .seconds(120))
             #expect(next.status == 0, "stderr: \(next.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
         }
     }
 
@@ -174,7 +174,7 @@ struct TargetTests {
             let run = try await CLI.run(["get", "-i", list, "-q"], in: scratch.url, timeout: .seconds(60))
             #expect(run.status == 5, "stderr: \(run.stderr)")
             #expect(run.stderr.contains("pid \(holder.pid)"), "stderr: \(run.stderr)")
-            #expect(try TestData.sha256(of: scratch.path("other.bin")) == other.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("other.bin")) == other.sha256)
             holder.signal(SIGKILL)
             _ = try? await holder.wait(timeout: .seconds(20))
         }
@@ -209,7 +209,7 @@ struct TargetTests {
             }
             release(origin)
             _ = try await task.result()
-            #expect(try TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
             await first.shutdown()
             await second.shutdown()
         }

@@ -40,7 +40,7 @@ struct URLRefreshTests {
                 let result = try await withDownloader(quickConfiguration(connections: 4)) {
                     try await $0.download(request, to: scratch.path("r.bin"))
                 }
-                #expect(try TestData.sha256(of: scratch.path("r.bin")) == object.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("r.bin")) == object.sha256)
                 let fetched = Self.bytesFetched(origin), refreshes = calls.withLock { $0 }
                 print(
                     "URL refresh: \(object.size) bytes in \(result.duration) with URLs valid for \(validity): "
@@ -108,7 +108,7 @@ struct URLRefreshTests {
                     return origin.signedURL("/m.bin")
                 }
                 let result = try outcome.get()
-                #expect(try TestData.sha256(of: scratch.path("m.bin")) == origin.object(at: "/m.bin")?.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("m.bin")) == origin.object(at: "/m.bin")?.sha256)
                 print(
                     "one refresh for all: \(Self.refused(origin)) requests refused, \(calls.withLock { $0 }) refresh, "
                         + "\(Self.bytesFetched(origin)) bytes sent, \(result.bytesReceived) received "
@@ -205,8 +205,8 @@ struct URLRefreshTests {
                     environment: ProxyTests.cleanEnvironment
                 ).wait(timeout: .seconds(120))
                 #expect(result.status == 0, "stderr: \(result.stderr)")
-                #expect(try TestData.sha256(of: scratch.path("a.bin")) == objects[0].sha256)
-                #expect(try TestData.sha256(of: scratch.path("b.bin")) == objects[1].sha256)
+                #expect(try await TestData.sha256(of: scratch.path("a.bin")) == objects[0].sha256)
+                #expect(try await TestData.sha256(of: scratch.path("b.bin")) == objects[1].sha256)
                 let minted = origin.requests.filter { $0.path.hasPrefix("/.sign/") }.map(\.path)
                 #expect(
                     minted.filter { $0 == "/.sign/a.bin" }.count >= 2
@@ -269,9 +269,9 @@ struct URLRefreshTests {
                     origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                     return try await task.result()
                 }
-                let kept = try TestData.sha256(of: scratch.path("s.bin"))
-                #expect(kept != object.sha256, "it finished before the object was replaced")
-                #expect(kept == replacement.sha256)
+                let kept = try await TestData.sha256(of: scratch.path("s.bin"))
+                #expect(try await kept != object.sha256, "it finished before the object was replaced")
+                #expect(try await kept == replacement.sha256)
                 #expect(result.bytes == replacement.size, "it started over for the new version")
                 let stale = origin.requests.filter { $0.query == firstQuery && $0.status == 403 }
                 #expect(
@@ -317,7 +317,7 @@ struct URLRefreshTests {
                 let again = try await CLI.run(
                     arguments, in: scratch.url, environment: ProxyTests.cleanEnvironment, timeout: .seconds(120))
                 #expect(again.status == 0, "stderr: \(again.stderr)")
-                #expect(try TestData.sha256(of: target) == object.sha256)
+                #expect(try await TestData.sha256(of: target) == object.sha256)
                 let servedAfter = Self.bytesFetched(origin) - servedBefore
                 #expect(
                     Double(servedAfter) <= 1.1 * Double(object.size - held) + Double(4 << 20),

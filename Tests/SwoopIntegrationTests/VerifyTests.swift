@@ -72,7 +72,7 @@ struct VerifyTests {
         let good = try await CLI.run([nginx.url("/good.bin"), "-c", "4", "--json"], in: scratch.url)
         #expect(good.status == 0, "stderr: \(good.stderr)")
         #expect(good.stdout.contains("\"source\":\"\(kind.header)\""), "stdout: \(good.stdout)")
-        #expect(try TestData.sha256(of: scratch.path("good.bin")) == TestData.sha256(bytes))
+        #expect(try await TestData.sha256(of: scratch.path("good.bin")) == TestData.sha256(bytes))
 
         let bad = try await CLI.run([nginx.url("/bad.bin"), "-c", "4"], in: scratch.url)
         #expect(bad.status != 0)
@@ -168,7 +168,7 @@ struct VerifyTests {
             let result = try await withDownloader(quickConfiguration(connections: 4)) { downloader in
                 try await downloader.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
             }
-            #expect(try TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
+            #expect(try await TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
             #expect(result.retries >= 1)
             let flipped = origin.requests.filter { $0.faultApplied?.contains("flip") == true }
             #expect(flipped.count == 1)
@@ -248,7 +248,7 @@ struct VerifyTests {
             #expect(resumed.stdout.contains("\"source\":\"x-oss-hash-crc64ecma\""), "\(resumed.stdout)")
             let summary = try JSONSerialization.jsonObject(with: Data(resumed.stdout.utf8)) as? [String: Any]
             #expect((summary?["resumedBytes"] as? Int ?? 0) >= 4 << 20, "\(resumed.stdout)")
-            #expect(try TestData.sha256(of: target) == TestData.sha256(bytes))
+            #expect(try await TestData.sha256(of: target) == TestData.sha256(bytes))
         }
     }
 }

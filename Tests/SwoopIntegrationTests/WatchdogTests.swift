@@ -13,7 +13,7 @@ struct WatchdogTests {
     func stuckTransferEnds() async throws {
         let nginx = try await Nginx.start()
         defer { nginx.stop() }
-        _ = try nginx.addFile("stuck.bin", size: 8 << 20, seed: 21)
+        _ = try await nginx.addFile("stuck.bin", size: 8 << 20, seed: 21)
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         var configuration = Downloader.Configuration()

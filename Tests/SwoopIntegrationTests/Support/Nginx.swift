@@ -164,8 +164,8 @@ final class Nginx: @unchecked Sendable {
 
     /// Writes a file of deterministic bytes into the document root; returns its SHA-256.
     @discardableResult
-    func addFile(_ name: String, size: Int, seed: UInt64 = 1) throws -> String {
-        try TestData.write(to: root.appendingPathComponent(name), size: size, seed: seed)
+    func addFile(_ name: String, size: Int, seed: UInt64 = 1) async throws -> String {
+        try await TestData.write(to: root.appendingPathComponent(name), size: size, seed: seed)
     }
 
     /// The access log so far (since ``startLog()``, when it was called).

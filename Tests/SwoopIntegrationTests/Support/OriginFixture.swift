@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import SwoopTestSupport
+import Synchronization
 
 /// Runs `body` with a fresh test origin, shutting it down however `body` ends.
 func withTestOrigin<T>(threads: Int = 1, _ body: (TestOrigin) async throws -> T) async throws -> T {
@@ -24,8 +26,20 @@ func withDownloader<T>(
 }
 
 extension TestObject {
-    /// SHA-256 (hex) of the object's bytes.
+    /// SHA-256 (hex) of the object's bytes, computed once per size and seed, on a thread of its own
+    /// (see ``TestData``).
     var sha256: String {
+        get async throws {
+            let key = ObjectDigests.Key(size: size, seed: seed)
+            if let known = ObjectDigests.known.withLock({ $0[key] }) { return known }
+            let object = self
+            let digest = try await offThePool { object.sha256Blocking }
+            ObjectDigests.known.withLock { $0[key] = digest }
+            return digest
+        }
+    }
+
+    private var sha256Blocking: String {
         var hasher = SHA256()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: Int64 = 0
@@ -39,6 +53,15 @@ extension TestObject {
         }
         return hasher.finalize().hex
     }
+}
+
+/// The digests of the test objects computed so far: their bytes depend on the size and the seed alone.
+private enum ObjectDigests {
+    struct Key: Hashable {
+        var size: Int64
+        var seed: UInt64
+    }
+    static let known = Mutex<[Key: String]>([:])
 }
 
 /// A fresh temporary directory for downloads, removed by `cleanup()`.

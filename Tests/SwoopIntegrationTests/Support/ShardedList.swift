@@ -41,14 +41,16 @@ struct ShardedList {
     /// Puts objects of these names and sizes on nginx, except those named in `missing`.
     static func serve(
         _ specs: [(name: String, size: Int)], on nginx: Nginx, missing: Set<String> = []
-    ) throws -> [Object] {
-        try specs.enumerated().map { index, spec in
+    ) async throws -> [Object] {
+        var objects: [Object] = []
+        for (index, spec) in specs.enumerated() {
             var object = Object(name: spec.name, size: spec.size)
             if !missing.contains(spec.name) {
-                object.sha256 = try nginx.addFile(spec.name, size: spec.size, seed: UInt64(index + 1))
+                object.sha256 = try await nginx.addFile(spec.name, size: spec.size, seed: UInt64(index + 1))
             }
-            return object
+            objects.append(object)
         }
+        return objects
     }
 
     /// Writes the list of `objects` (with `size=` lines when `sizes`) and the batch script in a
@@ -129,13 +131,15 @@ struct ShardedList {
     func localPath(_ object: Object) -> String { data.appendingPathComponent(object.name).path }
 
     /// Objects served whose download is not byte-identical, or missing ones that exist; empty when all is well.
-    func wrongFiles() throws -> [String] {
+    func wrongFiles() async throws -> [String] {
         var wrong: [String] = []
         for object in objects {
             let path = localPath(object)
             let exists = FileManager.default.fileExists(atPath: path)
             if let expected = object.sha256 {
-                if try !exists || TestData.sha256(of: path) != expected { wrong.append(object.name) }
+                if !exists { wrong.append(object.name) } else if try await TestData.sha256(of: path) != expected {
+                    wrong.append(object.name)
+                }
             } else if exists {
                 wrong.append(object.name + " (not served, yet present)")
             }

@@ -1,11 +1,24 @@
 import Crypto
 import Foundation
+import SwoopTestSupport
 
-/// Deterministic test bytes and checksums.
+/// Deterministic test bytes and checksums. Making and hashing them takes a second or more for the
+/// larger objects in a debug build, so each runs on a thread of its own (``offThePool(_:)``), never
+/// on one of Swift's two cooperative threads, which every other test shares: with SHA-256 and file
+/// writes there, a test that only polled for a condition waited 40-49 s in a full suite for a turn.
 enum TestData {
     /// Writes `size` pseudo-random bytes derived from `seed`; returns their SHA-256 (hex).
     @discardableResult
-    static func write(to url: URL, size: Int, seed: UInt64) throws -> String {
+    static func write(to url: URL, size: Int, seed: UInt64) async throws -> String {
+        try await offThePool { try writeBlocking(to: url, size: size, seed: seed) }
+    }
+
+    /// SHA-256 of a file (hex).
+    static func sha256(of path: String) async throws -> String {
+        try await offThePool { try sha256Blocking(of: path) }
+    }
+
+    private static func writeBlocking(to url: URL, size: Int, seed: UInt64) throws -> String {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
@@ -33,8 +46,7 @@ enum TestData {
         return hasher.finalize().hex
     }
 
-    /// SHA-256 of a file (hex).
-    static func sha256(of path: String) throws -> String {
+    private static func sha256Blocking(of path: String) throws -> String {
         let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
         defer { try? handle.close() }
         var hasher = SHA256()

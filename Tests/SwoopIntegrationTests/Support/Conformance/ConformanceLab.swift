@@ -19,7 +19,7 @@ final class ConformanceLab: Sendable {
 
     /// Makes the objects, then starts every server at once (SeaweedFS takes about 5 s).
     static func start() async throws -> ConformanceLab {
-        let pool = try ObjectPool.make()
+        let pool = try await ObjectPool.make()
         async let apache = attempt { try await ApacheServer.start() }
         async let lighttpd = attempt { try await LighttpdServer.start() }
         async let caddy = attempt { try await CaddyServer.start() }
@@ -113,21 +113,22 @@ struct ObjectPool: Sendable {
     /// The 64 MiB object.
     var large: Object { sizes[sizes.count - 1] }
 
-    static func make() throws -> ObjectPool {
+    static func make() async throws -> ObjectPool {
         let directory = try TemporaryDirectory.make(prefix: "swoop-conformance-objects")
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         let now = Date()
-        func object(_ size: Int, seed: UInt64, age: TimeInterval) throws -> Object {
+        func object(_ size: Int, seed: UInt64, age: TimeInterval) async throws -> Object {
             let file = directory.appendingPathComponent("object-\(size)-\(seed)")
-            let sha256 = try TestData.write(to: file, size: size, seed: seed)
+            let sha256 = try await TestData.write(to: file, size: size, seed: seed)
             try FileManager.default.setAttributes(
                 [.posixPermissions: 0o644, .modificationDate: now.addingTimeInterval(-age)], ofItemAtPath: file.path)
             return Object(file: file, size: size, sha256: sha256)
         }
-        let sizes = try [0, 1, 1_234_567, 64 << 20].enumerated().map {
-            try object($1, seed: UInt64(29 + $0), age: 7200)
+        var sizes: [Object] = []
+        for (index, size) in [0, 1, 1_234_567, 64 << 20].enumerated() {
+            sizes.append(try await object(size, seed: UInt64(29 + index), age: 7200))
         }
-        let replacement = try object((3 << 20) + 4321, seed: 99, age: 3600)
+        let replacement = try await object((3 << 20) + 4321, seed: 99, age: 3600)
         return ObjectPool(directory: directory, sizes: sizes, replacement: replacement)
     }
 

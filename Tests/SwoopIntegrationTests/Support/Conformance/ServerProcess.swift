@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTestSupport
 
 /// A real server program run in the foreground as a child of the test process, with its own
 /// configuration in a temporary directory. ``stop()`` ends it and every process it started (worker
@@ -43,10 +44,10 @@ final class ServerProcess: Sendable {
     /// of `logs` (its output first), when the server exits; fails after `timeout` otherwise.
     func waitUntil(
         _ what: String, timeout: Duration = .seconds(30), logs: [URL] = [],
-        _ ready: () -> Bool
+        _ ready: () async throws -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + timeout
-        while !ready() {
+        while try await !ready() {
             guard process.isRunning else {
                 throw TestFailure(
                     "\(name) exited (status \(process.exitStatus ?? -1)) before \(what): "
@@ -64,8 +65,11 @@ final class ServerProcess: Sendable {
     /// the caller tries another port), but for a moment "something listens" would be true.
     func waitUntilListening(on port: Int, timeout: Duration = .seconds(30), logs: [URL] = []) async throws {
         let pid = process.pid
+        // Each look reads the socket table and every descendant's descriptors: with thousands of
+        // sockets in a full suite that is long enough to matter, so it runs on a thread of its own,
+        // not on one of the two cooperative threads every test shares.
         try await waitUntil("listening on 127.0.0.1:\(port)", timeout: timeout, logs: logs) {
-            ProcessTree.listens(on: port, pid: pid)
+            try await offThePool { ProcessTree.listens(on: port, pid: pid) }
         }
     }
 
