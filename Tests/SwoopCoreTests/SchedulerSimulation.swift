@@ -31,6 +31,13 @@ final class SchedulerSimulation {
     let cutRate: Double
     var steps = 0
     private(set) var failed = false
+    /// A broken invariant, for the test to record: the simulation runs on a thread of its own, where
+    /// no test is current.
+    struct Problem: Sendable {
+        var message: String
+        var sourceLocation: SourceLocation
+    }
+    private(set) var problems: [Problem] = []
     var strictClaimViolations: [String] = []
 
     init(seed: UInt64, reHedgeSurvivors: Bool) {
@@ -125,7 +132,7 @@ final class SchedulerSimulation {
     ) {
         if !condition {
             failed = true
-            Issue.record("\(message()) [\(context)]", sourceLocation: sourceLocation)
+            problems.append(Problem(message: "\(message()) [\(context)]", sourceLocation: sourceLocation))
         }
     }
 

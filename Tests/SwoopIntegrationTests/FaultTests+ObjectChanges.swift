@@ -66,13 +66,13 @@ extension FaultTests {
             faults: {
                 $0.gzipEncoding = true
                 $0.honestFirstRequests = 1
-            }, within: .seconds(20)
+            }, configuration: quickConfiguration(stall: .seconds(30)), within: .seconds(20)
         ) { run, origin in
             _ = expectSuccess(run)
             let fromTheStart = origin.requests.filter { $0.header("range")?.hasPrefix("bytes=0-") == true }
             #expect(fromTheStart.count == 2, "started over once")
         }
-        var failing = quickConfiguration()
+        var failing = quickConfiguration(stall: .seconds(30))
         failing.files.onObjectChange = .fail
         try await download(
             TestObject(size: 4 << 20, seed: 16),

@@ -103,7 +103,8 @@ struct OriginDownloadTests {
                 $0.contentRangeLie = lie
                 $0.honestFirstRequests = 1  // the probe is honest; every segment response lies
             }
-            var configuration = quickConfiguration(connections: 2, maxTries: 2)
+            // A probe retried after a stall would be the second request, and lied to.
+            var configuration = quickConfiguration(connections: 2, maxTries: 2, stall: .seconds(30))
             configuration.files.checkpointInterval = .milliseconds(10)
             configuration.files.onObjectChange = .fail  // a different total reads as a changed object
             let error = await #expect(throws: DownloadError.self) {
@@ -111,7 +112,9 @@ struct OriginDownloadTests {
                     try await $0.download(DownloadRequest(url: origin.url("/liar.bin")), to: scratch.path("liar.bin"))
                 }
             }
-            #expect(error?.message.contains("Content-Range") == true, "message: \(error?.message ?? "")")
+            let log = origin.requests.map { "\($0.header("range") ?? "-") \($0.status) \($0.faultApplied ?? "")" }
+            #expect(
+                error?.message.contains("Content-Range") == true, "message: \(error?.message ?? ""); requests: \(log)")
             #expect(!scratch.exists("liar.bin"), "no file at the target path")
             if lie == .wrongTotal {
                 // A changed size means a changed object: nothing of it is kept.

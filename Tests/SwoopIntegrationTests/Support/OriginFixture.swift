@@ -89,14 +89,18 @@ struct Scratch {
     func cleanup() { try? FileManager.default.removeItem(at: url) }
 }
 
-/// A configuration for fault tests: fixed connections, quick retries.
-func quickConfiguration(connections: Int = 4, maxTries: Int = 3) -> Downloader.Configuration {
+/// A configuration for fault tests: fixed connections, quick retries. `stall`: how long a response
+/// may send nothing; a test whose faults spare the first requests (``FaultSwitches/honestFirstRequests``)
+/// gives it 30 s, since a probe retried after a stall on a loaded machine is a later request, and lied to.
+func quickConfiguration(
+    connections: Int = 4, maxTries: Int = 3, stall: Duration = .seconds(3)
+) -> Downloader.Configuration {
     var configuration = Downloader.Configuration()
     configuration.connections = .fixed(connections)
     configuration.retry.maxTries = maxTries
     configuration.retry.baseDelay = .milliseconds(20)
     configuration.retry.maxDelay = .milliseconds(200)
     configuration.timeout.connect = .seconds(5)
-    configuration.timeout.stall = .seconds(3)
+    configuration.timeout.stall = stall
     return configuration
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTestSupport
 
 /// A real one-node Slurm cluster on loopback for one test: `slurmctld` and `slurmd` in the
 /// foreground as children of the test, their configuration, state, spool and logs in a temporary
@@ -33,6 +34,25 @@ final class Slurm: @unchecked Sendable {
 
     /// The environment every Slurm command of this cluster needs.
     var environment: [String: String] { ["SLURM_CONF": configuration.path] }
+
+    /// Starts a cluster, runs `body` with it, and stops it however `body` ends. Starting and stopping
+    /// wait for the daemons and poll `sinfo` and `squeue` for seconds, so both run on a thread of their
+    /// own (``offThePool(_:)``), never on one of the two cooperative threads every test shares.
+    static func with<T>(_ body: (Slurm) async throws -> T) async throws -> T {
+        let slurm = try await offThePool { try Slurm.start() }
+        do {
+            let result = try await body(slurm)
+            await slurm.stopOffThePool()
+            return result
+        } catch {
+            await slurm.stopOffThePool()
+            throw error
+        }
+    }
+
+    private func stopOffThePool() async {
+        _ = try? await offThePool { self.stop() }
+    }
 
     static func start() throws -> Slurm {
         try installIfMissing()

@@ -1,4 +1,5 @@
 import Foundation
+import SwoopTestSupport
 import Testing
 
 /// The real servers of the conformance suite, started once for the suite (the
@@ -64,8 +65,14 @@ final class ConformanceLab: Sendable {
         return ["--cacert", ca.path]
     }
 
-    /// Stops every server and removes the objects.
-    func stop() {
+    /// Stops every server and removes the objects, on a thread of its own: each server's stop waits
+    /// for it to exit (up to 10 s), and a cooperative thread must not wait for six of them.
+    func stop() async {
+        let lab = self
+        _ = try? await offThePool { lab.stopBlocking() }
+    }
+
+    private func stopBlocking() {
         for case .success(let server) in servers.values { server.stop() }
         pool.remove()
     }
@@ -81,10 +88,10 @@ struct ConformanceServersTrait: SuiteTrait, TestScoping {
         do {
             try await ConformanceLab.$current.withValue(lab) { try await function() }
         } catch {
-            lab.stop()
+            await lab.stop()
             throw error
         }
-        lab.stop()
+        await lab.stop()
     }
 }
 
