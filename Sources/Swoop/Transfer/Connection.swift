@@ -26,9 +26,11 @@ extension ConnectionDelegate {
     }
 }
 
-/// One connection slot of a download: runs one exchange at a time (the probe, a segment request
-/// or the single stream), checks each response head against its request, writes the body
-/// straight to the ``DownloadStore``, and reports one ``Outcome`` per exchange to its delegate.
+/// One connection slot of a download: a permit from the downloader's budget, one exchange at a
+/// time (the probe, a segment request or the single stream) and a meter of its throughput. Each
+/// response is read by the ``ResponseHandler`` its ``Job`` makes: its head checked against the
+/// request, its body written straight to the ``DownloadStore`` or kept in memory; the connection
+/// reports one ``Outcome`` per exchange to its delegate.
 final class Connection: ExchangeDelegate {
     /// What an exchange of this connection is for.
     enum Job {
@@ -64,25 +66,6 @@ final class Connection: ExchangeDelegate {
         case failed(DownloadError, retryAfter: Int?)
     }
 
-    let id: Int
-    /// This connection among every download's: whose request a down host's trial is.
-    var token: Int { ObjectIdentifier(self).hashValue }
-    private let loop: TransferLoop
-    weak var delegate: (any ConnectionDelegate)?
-    private(set) var exchange: HTTPExchange?
-    private(set) var job: Job?
-    /// Where the current job's bytes go, and the object they must belong to.
-    private var store: DownloadStore?
-    private var object: RemoteObject?
-    /// The URL of the current (or last) request.
-    private(set) var url: RemoteURL?
-    /// The service that reads the current (or last) request's error responses, if any.
-    private var service: (any ObjectService)?
-    /// What the current (or last) exchange brought: reset as each one begins.
-    private var current = ExchangeState()
-    /// Throughput and first-byte time, sampled by the transfer and at each request's end.
-    private var meter = ConnectionMeter()
-
     /// Why a segment's response was refused at its head, for the transfer to act on.
     enum Refusal: Equatable {
         /// `412`: the server's copy has none of the validators sent (a pool's node with another
@@ -92,38 +75,48 @@ final class Connection: ExchangeDelegate {
         case otherVersion(ObjectIdentity.Validators)
     }
 
-    /// What one exchange brought besides its body's bytes.
+    let id: Int
+    /// This connection among every download's: whose request a down host's trial is.
+    var token: Int { ObjectIdentifier(self).hashValue }
+    private let loop: TransferLoop
+    weak var delegate: (any ConnectionDelegate)?
+    private(set) var exchange: HTTPExchange?
+    /// Reads the current (or last) exchange's response.
+    private var response: (any ResponseHandler)?
+    /// Where a segment's or the stream's bytes go, and the object they must belong to.
+    private var store: DownloadStore?
+    private var object: RemoteObject?
+    /// The URL of the current (or last) request.
+    private(set) var url: RemoteURL?
+    /// The service that reads the current (or last) request's error responses, if any.
+    private var service: (any ObjectService)?
+    /// What the current (or last) exchange brought, whatever its job: reset as each one begins.
+    private var current = ExchangeState()
+    /// Throughput and first-byte time, sampled by the transfer and at each request's end.
+    private var meter = ConnectionMeter()
+    /// The host whose connection permit this slot holds while its exchange runs.
+    private var permit = ConnectionPermit()
+
+    /// What one exchange brought besides what its job reads.
     private struct ExchangeState {
-        /// Set by the head or body handlers when the exchange must fail.
-        var failure: DownloadError?
-        /// The head was refused, and why.
-        var refusal: Refusal?
-        /// The head's validators are new ones: its overlap decides whether they join the
-        /// object's (``ObjectIdentity/learn(_:)``).
-        var variant: ObjectIdentity.Validators?
-        /// Body bytes received so far.
-        var received: Int64 = 0
         /// A response head arrived: a failure came after the server answered (``FailureScope``).
         var wasAnswered = false
         var retryAfter: Int?
-        /// A sample job's bytes (see ``Job/sample(_:)``).
-        var sampled: [UInt8] = []
         /// The first bytes of an error response, kept for the request's service to read
         /// (``ObjectService``); `nil`: not kept.
         var errorBody: [UInt8]?
-        /// The response's own digest (`Content-Digest`) and the hash of its bytes so far:
-        /// checked at its end before its bytes count (see ``DownloadStore/checksEachResponse``).
-        var responseCheck: (expected: PublishedDigest, hasher: DigestHasher)?
         /// The body waits (paused, libcurl keeps it) until ``releaseBody()``.
         var bodyHeld = false
     }
 
+    /// What the current exchange is for; `nil` while none runs.
+    var job: Job? { exchange == nil ? nil : response?.job }
     /// A response head arrived for the current (or last) exchange (see ``FailureScope``).
     var wasAnswered: Bool { current.wasAnswered }
     /// Why the current (or last) segment response was refused at its head, if it was.
-    var refusal: Refusal? { current.refusal }
+    var refusal: Refusal? { (response as? RangeResponse)?.refusal }
     /// The new validators the current (or last) response carried, if they were new.
-    var variant: ObjectIdentity.Validators? { current.variant }
+    var variant: ObjectIdentity.Validators? { (response as? RangeResponse)?.variant }
     /// Bytes per second, smoothed; 0 until measured.
     var recentRate: Double { meter.rate }
     /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.
@@ -135,8 +128,6 @@ final class Connection: ExchangeDelegate {
     var wantsFreshConnection = false
     /// How often this slot's connection was replaced for being slow.
     var replacements = 0
-    /// The host whose connection permit this slot holds while its exchange runs.
-    private var permitHost: String?
 
     init(id: Int, loop: TransferLoop, delegate: (any ConnectionDelegate)?) {
         self.id = id
@@ -147,27 +138,19 @@ final class Connection: ExchangeDelegate {
     var isBusy: Bool { exchange != nil }
 
     /// Busy with a segment or the stream (not the probe).
-    var isTransferring: Bool {
-        guard exchange != nil, let job else { return false }
-        switch job {
-        case .probe, .sample, .confirmation, .bridge: return false
-        case .segment, .stream: return true
-        }
-    }
+    var isTransferring: Bool { exchange != nil && response?.isTransferring == true }
 
     /// Bytes the current (or just finished) request delivered.
     var bytesThisRequest: Int64 { meter.requestBytes }
 
-    /// Hands over the bytes a sample job collected.
+    /// Hands over the bytes a sample or confirmation collected.
     func takeSample() -> [UInt8] {
-        defer { current.sampled = [] }
-        return current.sampled
+        (response as? SampleResponse)?.take() ?? []
     }
 
     /// The segment the current exchange fills.
     var segment: Segment? {
-        if case .segment(let segment, _)? = job { return segment }
-        return nil
+        exchange == nil ? nil : (response as? RangeResponse)?.segment
     }
 
     // MARK: Permits
@@ -175,22 +158,12 @@ final class Connection: ExchangeDelegate {
     /// Takes a permit for a connection to `url`'s host from the downloader's shared budget; without
     /// one, registers `owner` to have `retry` run (outside callbacks) when a permit frees up.
     func acquirePermit(for url: RemoteURL, owner: AnyObject, retry: @escaping () -> Void) -> Bool {
-        let key = "\(url.host):\(url.port)"
-        if loop.budget.acquire(host: key) {
-            permitHost = key
-            return true
-        }
-        let loop = self.loop
-        loop.budget.wait(owner) { loop.afterCallbacks(retry) }
-        return false
+        permit.acquire(for: url, on: loop, owner: owner, retry: retry)
     }
 
     /// Returns the slot's connection permit, if it holds one, to the shared budget.
     func releasePermit() {
-        if let host = permitHost {
-            permitHost = nil
-            loop.budget.release(host: host)
-        }
+        permit.release(on: loop)
     }
 
     // MARK: Exchanges
@@ -206,39 +179,29 @@ final class Connection: ExchangeDelegate {
         meter.beginRequest(freshConnection: wantsFreshConnection)
         wantsFreshConnection = false
         hasSentRequest = true
-        self.job = job
         self.url = url
         self.service = request.service
         current = ExchangeState()
+        response = job.response(store: store, object: object, url: url, expecting: nil)
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
         loop.start(exchange)
     }
 
-    /// Gives the exchange under way (or the next one) a new job, whose bytes go to `store` and
-    /// must belong to `object`: the probe's response becomes the first segment or the stream.
+    /// Gives the exchange under way a new job, whose bytes go to `store` and must belong to
+    /// `object`: the probe's response becomes the first segment or the stream. Its head was judged
+    /// already; a segment's bytes are checked against the object's digest if the store wants it.
     func adopt(_ job: Job, store: DownloadStore, object: RemoteObject) {
-        self.job = job
         self.store = store
         self.object = object
-        if case .segment(let segment, _) = job { expectDigest(object.digests.preferredForResponse, for: segment) }
-    }
-
-    /// Checks this response's bytes against `digest` before they count, if the store wants it.
-    private func expectDigest(_ digest: PublishedDigest?, for segment: Segment) {
-        current.responseCheck = nil
-        guard let digest, let store, store.checksEachResponse, let plan = store.plan, segment.partner == nil else {
-            return
-        }
-        current.responseCheck = (digest, DigestHasher(digest.checksum.algorithm))
-        plan.hold(segment)
+        response = job.response(
+            store: store, object: object, url: url, expecting: object.digests.preferredForResponse)
     }
 
     /// The response under way becomes a confirmation: its first bytes, up to `range`'s count,
     /// are kept for ``takeSample()``.
     func collect(_ range: ByteRange) {
-        job = .confirmation(range)
-        current.sampled = []
+        response = SampleResponse(confirmation: range)
     }
 
     /// Points the slot at the store and object its segment requests serve.
@@ -294,70 +257,8 @@ final class Connection: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
         current.retryAfter = head.retryAfterSeconds
         current.wasAnswered = true
-        switch job {
-        case .probe(let requested), .sample(let requested):
-            let disposition = delegate?.connection(self, didReceiveProbeHead: head, requested: requested) ?? .abort
-            return keepingErrorBody(of: head, instead: disposition)
-        case .segment(let segment, let request):
-            guard let checked = check(head, for: request) else { return keepingErrorBody(of: head, instead: .abort) }
-            job = .segment(segment, request: checked)
-            if store?.checksEachResponse == true {
-                expectDigest(PublishedDigests(head, bodyIsWholeObject: false).preferredForResponse, for: segment)
-            }
-            delegate?.connectionWasAnswered(self)
-            return .deliver
-        case .bridge(let request):
-            guard let checked = check(head, for: request) else { return keepingErrorBody(of: head, instead: .abort) }
-            job = .bridge(checked)
-            delegate?.connectionWasAnswered(self)
-            return .deliver
-        case .stream, .confirmation, nil:
-            return .abort
-        }
-    }
-
-    /// Checks a range response's head (``ResponseValidator/segment(_:requested:object:)``):
-    /// the request as the response answers it (fewer bytes, when the server caps them), or `nil`
-    /// when it is refused (``current`` says why).
-    private func check(_ head: ResponseHead, for request: RangeRequest) -> RangeRequest? {
-        guard let object else { return nil }
-        do {
-            let (verdict, holds) = try ResponseValidator.segment(head, requested: request.sent, object: object)
-            guard let answered = request.truncated(to: holds) else {
-                current.failure = .invalidResponse(
-                    "the server sent bytes \(holds) for a request of bytes \(request.sent): too few to use "
-                        + "(\(object.url))")
-                return nil
-            }
-            let validators = ObjectIdentity.Validators(etag: head.etag, lastModified: head.lastModified)
-            store?.note(validators, of: request.response)
-            switch verdict {
-            case .known:
-                break
-            case .variant(let validators) where store?.ledger == nil:
-                // Nothing held can be read back here (a pipe, a measurement): the bytes cannot
-                // decide, so other validators are another object, as the validators say.
-                current.failure = DownloadError(
-                    .objectChanged,
-                    "the object changed on the server: its validators became \(validators) (\(object.url))")
-                return nil
-            case .variant(let validators):
-                current.variant = validators
-            case .otherVersion(let validators):
-                current.refusal = .otherVersion(validators)
-                current.failure = DownloadError(
-                    .objectChanged,
-                    "the server answered with \(validators), known to be another version of the object (\(object.url))")
-                return nil
-            }
-            return answered
-        } catch {
-            if error.kind == .objectChanged, error.httpStatus == 412, store?.ledger != nil {
-                current.refusal = .preconditionFailed
-            }
-            current.failure = error
-            return nil
-        }
+        guard let response else { return .abort }
+        return keepingErrorBody(of: head, instead: response.head(head, on: self))
     }
 
     /// Error bodies worth reading are small documents (S3's `<Error>`); a longer one is cut here.
@@ -385,162 +286,45 @@ final class Connection: ExchangeDelegate {
             return current.errorBody!.count < Self.errorBodyLimit ? .take : .stop
         }
         if current.bodyHeld { return .pause }
-        if case .stream = job, let store, !store.hasRoom(for: body.count) {
-            return .pause
-        }
-        meter.deliver(body.count)
-        switch job {
-        case .sample(let requested):
-            guard case .bounded(let range) = requested, Int64(current.sampled.count + body.count) <= range.count else {
-                current.failure = .invalidResponse("the server sent more bytes than asked for (\(url?.redacted ?? ""))")
-                return .stop
-            }
-            current.sampled.append(contentsOf: body)
-            return .take
-        case .confirmation(let range):
-            current.sampled.append(contentsOf: body.prefix(Int(range.count) - current.sampled.count))
-            return Int64(current.sampled.count) < range.count ? .take : .stop
-        case .segment(let segment, let request):
-            guard let store else { return .stop }
-            if current.responseCheck != nil { current.responseCheck!.hasher.update(body) }
-            return deliver(body, of: request, to: store, segment: segment)
-        case .bridge(let request):
-            guard let store else { return .stop }
-            return deliver(body, of: request, to: store, segment: nil)
-        case .stream:
-            guard let store else { return .stop }
-            return verdict(store.writeStream(body))
-        case .probe, nil:
-            return .stop
-        }
-    }
-
-    /// A range response's body: its overlap is compared (``DownloadStore/compareOverlap(_:at:response:)``),
-    /// its own bytes written to `segment`.
-    @inline(__always)
-    private func deliver(
-        _ body: UnsafeRawBufferPointer, of request: RangeRequest, to store: DownloadStore, segment: Segment?
-    ) -> BodyVerdict {
-        let received = current.received
-        current.received += Int64(body.count)
-        let parts = request.parts(received: received, count: body.count)
-        let start = request.sent.lowerBound + received
-        if !parts.lead.isEmpty, let failure = store.compareOverlap(
-            UnsafeRawBufferPointer(rebasing: body[parts.lead]), at: start, response: request.response)
-        {
-            current.failure = failure
-            return .stop
-        }
-        if !parts.own.isEmpty, let segment {
-            let own = UnsafeRawBufferPointer(rebasing: body[parts.own])
-            let written = store.write(own, for: segment, requestEnd: request.own.upperBound, response: request.response)
-            guard case .more = written else { return verdict(written) }
-        }
-        if !parts.trail.isEmpty, let failure = store.compareOverlap(
-            UnsafeRawBufferPointer(rebasing: body[parts.trail]), at: start + Int64(parts.trail.lowerBound),
-            response: request.response)
-        {
-            current.failure = failure
-            return .stop
-        }
-        return .take
-    }
-
-    private func verdict(_ written: DownloadStore.WriteVerdict) -> BodyVerdict {
-        switch written {
-        case .more:
-            return .take
-        case .enough:
-            return .stop
-        case .failed(let error):
-            current.failure = error
-            return .stop
-        }
+        guard let response else { return .stop }
+        let verdict = response.body(body)
+        if verdict != .pause { meter.deliver(body.count) }
+        return verdict
     }
 
     func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
-        guard exchange === self.exchange, let job else { return }
+        guard exchange === self.exchange, let response else { return }
         self.exchange = nil
-        self.job = nil
         releasePermit()
         measure(exchange)
-        var outcome = report(outcome, of: job)
-        if case .segment(let segment, let request) = job, let check = current.responseCheck {
-            outcome = settle(check, of: segment, requested: request.sent, outcome: outcome)
+        let location = object?.url.redacted ?? url?.redacted ?? ""
+        var outcome = report(outcome, of: response, location: location)
+        let whole = if case .completed = outcome { true } else { false }
+        if let failure = response.settle(completed: whole, location: location) {
+            outcome = .failed(failure, retryAfter: current.retryAfter)
         }
-        delegate?.connection(self, didFinish: job, with: outcome)
-    }
-
-    /// A checked response ended: its bytes count if it arrived whole and matches its digest;
-    /// otherwise they are fetched again (a mismatch is a bad response, retried).
-    private func settle(
-        _ check: (expected: PublishedDigest, hasher: DigestHasher), of segment: Segment, requested: ByteRange,
-        outcome: Outcome
-    ) -> Outcome {
-        current.responseCheck = nil
-        guard let plan = store?.plan else { return outcome }
-        guard case .completed = outcome else {
-            store?.rewind(segment)
-            return outcome
-        }
-        let computed = check.hasher.finalize()
-        guard computed == check.expected.checksum else {
-            store?.rewind(segment)
-            let location = object?.url.redacted ?? url?.redacted ?? ""
-            let message =
-                "the response for bytes \(requested) does not match its \(check.expected.header): it says "
-                + "\(check.expected.written(check.expected.checksum)), "
-                + "its bytes give \(check.expected.written(computed)); fetching them again (\(location))"
-            return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
-        }
-        plan.confirm(segment)
-        return outcome
+        delegate?.connection(self, didFinish: response.job, with: outcome)
     }
 
     /// The one outcome of an exchange: the transfer's end, judged against what the job asked for.
-    private func report(_ outcome: ExchangeOutcome, of job: Job) -> Outcome {
+    private func report(_ outcome: ExchangeOutcome, of response: any ResponseHandler, location: String) -> Outcome {
         if case .cancelled = outcome { return .cancelled }
-        if let failure = current.failure { return .failed(interpreted(failure), retryAfter: current.retryAfter) }
-        let location = object?.url.redacted ?? url?.redacted ?? ""
+        if let failure = response.failure { return .failed(interpreted(failure), retryAfter: current.retryAfter) }
         switch outcome {
         case .cancelled:
             return .cancelled
         case .aborted:
             return .stopped
         case .failed(let transport):
-            let isProbe =
-                switch job {
-                case .probe, .sample, .confirmation: true
-                default: false
-                }
             // A host that answered before (this download or another of the downloader) and now
             // refuses is down, not wrongly named: that is retried, as the failure policy says.
             let hostAnswered = url.map { loop.hosts.entry(for: $0).health.hasAnswered } ?? false
             return .failed(
-                .transport(transport, url: location, beforeAnyResponse: isProbe && !hostAnswered),
+                .transport(transport, url: location, beforeAnyResponse: response.asksAboutObject && !hostAnswered),
                 retryAfter: current.retryAfter)
         case .completed:
-            if case .sample(.bounded(let range)) = job, Int64(current.sampled.count) != range.count {
-                return .failed(
-                    .invalidResponse(
-                        "the server sent \(current.sampled.count) of the \(Wording.bytes(range.count)) asked for "
-                            + "(\(location))"
-                    ),
-                    retryAfter: current.retryAfter)
-            }
-            if case .segment(let segment, let request) = job,
-                !segment.isDone, segment.position < min(request.own.upperBound, segment.end)
-            {
-                let message =
-                    "the server closed the response after \(current.received) of \(Wording.bytes(request.sent.count)) "
-                    + "(\(location))"
-                return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
-            }
-            if case .bridge(let request) = job, current.received < request.sent.count {
-                let message =
-                    "the server closed the response after \(current.received) of \(Wording.bytes(request.sent.count)) "
-                    + "(\(location))"
-                return .failed(.invalidResponse(message), retryAfter: current.retryAfter)
+            if let shortfall = response.shortfall(location: location) {
+                return .failed(shortfall, retryAfter: current.retryAfter)
             }
             return .completed
         }

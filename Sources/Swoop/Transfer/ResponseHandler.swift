@@ -1,0 +1,184 @@
+import SwoopStore
+import SwoopTransfer
+
+/// What one exchange's response is read for: what its head means, where its body goes, and
+/// whether it ended as its request asked. A ``Connection`` reads each response through one, made
+/// from its ``Connection/Job`` (``Connection/Job/response(store:object:url:expecting:)``), and keeps
+/// what is common to every response: the error body, a held body, the meter, the outcome's form.
+protocol ResponseHandler: AnyObject {
+    /// The job, as the connection's delegate hears of it.
+    var job: Connection.Job { get }
+    /// Set when the exchange must fail: a head refused, a body that does not fit its request,
+    /// bytes that could not be stored.
+    var failure: DownloadError? { get }
+    /// Fills the object (a segment, the stream), rather than asking about it.
+    var isTransferring: Bool { get }
+    /// Asks about the object (the probe's requests): a transport failure before any host's answer
+    /// may mean a wrong name.
+    var asksAboutObject: Bool { get }
+    /// The head arrived (with `connection`'s delegate to tell): what becomes of the body.
+    func head(_ head: ResponseHead, on connection: Connection) -> BodyDisposition
+    /// A piece of the body. `.pause` takes none of it.
+    func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict
+    /// libcurl saw the response end whole: why it still falls short of its request, if it does.
+    func shortfall(location: String) -> DownloadError?
+    /// The exchange ended (`completed`: whole, no failure): why its bytes must not count after all.
+    func settle(completed: Bool, location: String) -> DownloadError?
+}
+
+extension ResponseHandler {
+    var isTransferring: Bool { false }
+    var asksAboutObject: Bool { false }
+    func shortfall(location: String) -> DownloadError? { nil }
+    func settle(completed: Bool, location: String) -> DownloadError? { nil }
+}
+
+extension Connection.Job {
+    /// The handler that reads a response for this job from `url`, whose bytes go to `store` and
+    /// must belong to `object`; a segment whose head was already judged (the probe's) checks `digest`.
+    func response(
+        store: DownloadStore?, object: RemoteObject?, url: RemoteURL?, expecting digest: PublishedDigest?
+    ) -> any ResponseHandler {
+        switch self {
+        case .probe(let requested):
+            return ProbeResponse(requested)
+        case .sample(let requested):
+            return SampleResponse(sample: requested, location: url?.redacted ?? "")
+        case .confirmation(let range):
+            return SampleResponse(confirmation: range)
+        case .segment(let segment, let request):
+            guard let store, let object else { preconditionFailure("a segment's connection has no store") }
+            return RangeResponse(segment: segment, request: request, store: store, object: object, expecting: digest)
+        case .bridge(let request):
+            guard let store, let object else { preconditionFailure("a bridge's connection has no store") }
+            return RangeResponse(segment: nil, request: request, store: store, object: object, expecting: nil)
+        case .stream:
+            guard let store else { preconditionFailure("the stream's connection has no store") }
+            return StreamResponse(store: store)
+        }
+    }
+}
+
+/// The download's first request: its head is the delegate's to decide (the probe), and, unless
+/// the delegate gives the connection another job, its body is not wanted.
+final class ProbeResponse: ResponseHandler {
+    private let requested: RequestedRange
+
+    init(_ requested: RequestedRange) {
+        self.requested = requested
+    }
+
+    var job: Connection.Job { .probe(requested) }
+    var failure: DownloadError? { nil }
+    var asksAboutObject: Bool { true }
+
+    func head(_ head: ResponseHead, on connection: Connection) -> BodyDisposition {
+        connection.delegate?.connection(connection, didReceiveProbeHead: head, requested: requested) ?? .abort
+    }
+
+    func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict { .stop }
+}
+
+/// Bytes kept in memory, never stored: a mirror's sample (exactly the range asked for, its head
+/// decided as a probe's) or a confirmation (the first bytes of a probe's response, to compare with
+/// the bytes held locally).
+final class SampleResponse: ResponseHandler {
+    let job: Connection.Job
+    /// A sample's request, whose head the delegate decides; `nil`: a confirmation, whose head was
+    /// the probe's.
+    private let requested: RequestedRange?
+    /// At most this many bytes; `nil`: a sample of an open range, which no check sends.
+    private let limit: Int64?
+    /// A sample must bring exactly `limit` bytes; a confirmation stops when it has them.
+    private let exact: Bool
+    private(set) var failure: DownloadError?
+    private var sampled: [UInt8] = []
+    /// Where the bytes come from, for a failure's message.
+    private let location: String
+
+    init(sample requested: RequestedRange, location: String) {
+        job = .sample(requested)
+        self.requested = requested
+        if case .bounded(let range) = requested { limit = range.count } else { limit = nil }
+        exact = true
+        self.location = location
+    }
+
+    init(confirmation range: ByteRange) {
+        job = .confirmation(range)
+        requested = nil
+        limit = range.count
+        exact = false
+        location = ""
+    }
+
+    var asksAboutObject: Bool { true }
+
+    /// Hands over the bytes kept.
+    func take() -> [UInt8] {
+        defer { sampled = [] }
+        return sampled
+    }
+
+    func head(_ head: ResponseHead, on connection: Connection) -> BodyDisposition {
+        guard let requested else { return .abort }
+        return connection.delegate?.connection(connection, didReceiveProbeHead: head, requested: requested) ?? .abort
+    }
+
+    func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict {
+        guard exact else {
+            sampled.append(contentsOf: body.prefix(Int(limit ?? 0) - sampled.count))
+            return Int64(sampled.count) < limit ?? 0 ? .take : .stop
+        }
+        guard let limit, Int64(sampled.count + body.count) <= limit else {
+            failure = .invalidResponse("the server sent more bytes than asked for (\(location))")
+            return .stop
+        }
+        sampled.append(contentsOf: body)
+        return .take
+    }
+
+    func shortfall(location: String) -> DownloadError? {
+        guard exact, let limit, Int64(sampled.count) != limit else { return nil }
+        return .invalidResponse(
+            "the server sent \(sampled.count) of the \(Wording.bytes(limit)) asked for (\(location))")
+    }
+}
+
+/// The whole object in one response (the server ignores ranges), written in order.
+final class StreamResponse: ResponseHandler {
+    private let store: DownloadStore
+    private(set) var failure: DownloadError?
+
+    init(store: DownloadStore) {
+        self.store = store
+    }
+
+    var job: Connection.Job { .stream }
+    var isTransferring: Bool { true }
+
+    /// The stream is the probe's response, taken over after its head: never asked for itself.
+    func head(_ head: ResponseHead, on connection: Connection) -> BodyDisposition { .abort }
+
+    @inline(__always)
+    func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict {
+        guard store.hasRoom(for: body.count) else { return .pause }
+        return store.writeStream(body).bodyVerdict(failure: &failure)
+    }
+}
+
+extension DownloadStore.WriteVerdict {
+    /// What the exchange does after a write: go on, stop, or stop failing with `failure`.
+    @inline(__always)
+    func bodyVerdict(failure: inout DownloadError?) -> BodyVerdict {
+        switch self {
+        case .more:
+            return .take
+        case .enough:
+            return .stop
+        case .failed(let error):
+            failure = error
+            return .stop
+        }
+    }
+}
