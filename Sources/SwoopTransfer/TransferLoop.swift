@@ -44,6 +44,9 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
     private var pendingAdds: [HTTPExchange] = []
     private var pendingRemoves: [(exchange: HTTPExchange, code: CURLcode)] = []
     private var afterCallbackWork: [() -> Void] = []
+    /// In `curl_multi_perform`: a libcurl callback is the caller. What must not run there
+    /// (``afterCallbacks(_:)``) can assert it.
+    package private(set) var isInsideCallbacks = false
     private var timers = TimerHeap()
     private var idleHandles: [CurlEasy] = []
 
@@ -185,7 +188,9 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
             }
             applyPendingChanges()
             var stillRunning: Int32 = 0
+            isInsideCallbacks = true
             curl_multi_perform(multi, &stillRunning)
+            isInsideCallbacks = false
             readCompletions()
             runAfterCallbackWork()
             fireDueTimers()

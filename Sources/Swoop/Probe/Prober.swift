@@ -5,10 +5,11 @@ import SwoopTransfer
 /// Hears how the probe ends.
 protocol ProberDelegate: AnyObject {
     /// The probe's response carries the object's first bytes (``ProbeDecision/Step/ranged(_:firstRange:)``
-    /// or ``ProbeDecision/Step/stream(_:discardsPartial:)``): start the transfer on `connection`
-    /// now, inside the head callback, so its body is stored (`.now`), or hold its body back
-    /// (``Connection/holdBody()``) while the sink opens on the disk queue, and take it over then
-    /// with ``Prober/completeHandover()`` (`.whenSinkOpens`). Throwing fails the probe.
+    /// or ``ProbeDecision/Step/stream(_:discardsPartial:)``): the transfer takes `connection` over.
+    /// Called after the head's callback, never inside libcurl's, with the body held back
+    /// (``Connection/holdBody()``): take the connection now (`.now`: the prober lets the body go
+    /// on), or once the sink has opened on the disk queue, with ``Prober/completeHandover()``, then
+    /// let the body go (``Connection/releaseBody()``; `.whenSinkOpens`). Throwing fails the probe.
     func prober(
         _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
     ) throws(DownloadError) -> Prober.Handover
@@ -54,13 +55,14 @@ final class Prober: ProbeExchangeDelegate {
 
     /// When the transfer takes the probe's connection over.
     enum Handover {
-        /// Inside the head's callback.
+        /// At once, when it is asked to.
         case now
         /// Once the sink has opened (``completeHandover()``); its body waits meanwhile.
         case whenSinkOpens
     }
-    /// Starting the transfer failed inside the head's callback: acted on when the exchange ends.
+    /// Starting the transfer failed: acted on when the exchange ends.
     private var transferRefused: DownloadError?
+    private let loop: TransferLoop
     /// How far the first request reaches.
     private let probeSize: Int64
 
@@ -74,6 +76,7 @@ final class Prober: ProbeExchangeDelegate {
         self.refresher = refresher
         self.counters = counters
         self.logger = logger
+        self.loop = loop
         var options = settings.options
         // The first response is at most about a MiB: a smaller receive buffer does it no harm,
         // and with many small files in flight each buffer is memory held per file.
@@ -164,19 +167,39 @@ final class Prober: ProbeExchangeDelegate {
             exchange.connection.collect(range)
             return .deliver
         case (.ranged, .download), (.stream, .download):
-            do throws(DownloadError) {
-                switch try delegate?.prober(self, beginTransfer: step, on: exchange.connection) {
-                case .whenSinkOpens: handoverPending = true
-                case .now, nil: handedOver = true
-                }
-                return body
-            } catch {
-                transferRefused = error
-                return .abort
-            }
+            // The head is the probe's result: the transfer takes the connection over once this
+            // callback has returned, and its body waits in libcurl (TCP holds the server back).
+            exchange.connection.holdBody()
+            handoverPending = true
+            loop.afterCallbacks { [weak self] in self?.handOver(step) }
+            return body
         default:
             return body
         }
+    }
+
+    /// The probe's head decided `step`, a transfer: its delegate takes the connection over, and
+    /// its body goes on to the transfer. If the transfer cannot start, the body goes on to the
+    /// probe's own response, which stops at its first byte: the probe ends with the failure. A
+    /// response without a body may have ended already: the transfer hears how, as its own.
+    private func handOver(_ step: ProbeDecision.Step) {
+        guard handoverPending, !exchange.stopped else { return }
+        let connection = exchange.connection
+        let ended = !exchange.isBusy
+        do throws(DownloadError) {
+            switch try delegate?.prober(self, beginTransfer: step, on: connection) {
+            case .whenSinkOpens:
+                return
+            case .now, nil:
+                handoverPending = false
+                handedOver = true
+            }
+        } catch {
+            handoverPending = false
+            guard !ended else { return failed(error, retryAfter: nil) }
+            transferRefused = error
+        }
+        if ended { connection.reportEndedExchange() } else { connection.releaseBody() }
     }
 
     func probeExchange(_ exchange: ProbeExchange, ended step: ProbeDecision.Step?, outcome: Connection.Outcome) {

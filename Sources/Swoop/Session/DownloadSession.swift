@@ -158,8 +158,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             return .now
         }
         // Creating, emptying or reserving the part file waits for the disk: never on this
-        // thread. The probe's body waits in libcurl (and TCP holds the server back) meanwhile.
-        connection.holdBody()
+        // thread. The probe's body still waits in libcurl (and TCP holds the server back).
         context.sink.open(size: size, resuming: resuming) { [weak self] error in
             self?.sinkOpened(error, for: step, of: found, from: prober, on: connection, resuming: resuming)
         }

@@ -90,6 +90,8 @@ final class Connection: ExchangeDelegate {
     private(set) var url: RemoteURL?
     /// The service that reads the current (or last) request's error responses, if any.
     private var service: (any ObjectService)?
+    /// How the last exchange ended, as libcurl said.
+    private var lastEnd: ExchangeOutcome?
     /// What the current (or last) exchange brought, whatever its job: reset as each one begins.
     private var current = ExchangeState()
     /// Throughput and first-byte time, sampled by the transfer and at each request's end.
@@ -182,6 +184,7 @@ final class Connection: ExchangeDelegate {
         self.url = url
         self.service = request.service
         current = ExchangeState()
+        lastEnd = nil
         response = job.response(store: store, object: object, url: url, expecting: nil)
         let exchange = HTTPExchange(request, delegate: self)
         self.exchange = exchange
@@ -192,6 +195,7 @@ final class Connection: ExchangeDelegate {
     /// `object`: the probe's response becomes the first segment or the stream. Its head was judged
     /// already; a segment's bytes are checked against the object's digest if the store wants it.
     func adopt(_ job: Job, store: DownloadStore, object: RemoteObject) {
+        assert(!loop.isInsideCallbacks, "a connection is handed over inside libcurl's callbacks")
         self.store = store
         self.object = object
         response = job.response(
@@ -293,10 +297,24 @@ final class Connection: ExchangeDelegate {
     }
 
     func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
-        guard exchange === self.exchange, let response else { return }
+        guard exchange === self.exchange else { return }
         self.exchange = nil
         releasePermit()
         measure(exchange)
+        lastEnd = outcome
+        finish(outcome)
+    }
+
+    /// The exchange ended before the job it was handed over for was given (``adopt(_:store:object:)``):
+    /// a probe's response without a body ends in the same round as its head. Its new delegate
+    /// hears how it ended, judged by the new job, as if it ended now.
+    func reportEndedExchange() {
+        guard exchange == nil, let lastEnd else { return }
+        finish(lastEnd)
+    }
+
+    private func finish(_ outcome: ExchangeOutcome) {
+        guard let response else { return }
         let location = object?.url.redacted ?? url?.redacted ?? ""
         var outcome = report(outcome, of: response, location: location)
         let whole = if case .completed = outcome { true } else { false }
