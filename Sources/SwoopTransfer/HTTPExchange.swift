@@ -308,11 +308,15 @@ package final class HTTPExchange {
     }
 
     /// Whether libcurl's message for a failed TLS handshake says the peer closed or reset the
-    /// connection. libcurl gives the same code (35) for a refused handshake, so its OpenSSL
-    /// messages are the only signal: `SSL_ERROR_SYSCALL` (an end of stream or an `errno`, OpenSSL 1.1
-    /// and 3 without strict EOF), "unexpected eof" (OpenSSL 3 with it), "Connection reset by peer".
+    /// connection. libcurl gives the same code (35) for a refused handshake, so its messages are
+    /// the only signal: `SSL_ERROR_SYSCALL` (an end of stream or an `errno`, OpenSSL 1.1 and 3
+    /// without strict EOF), "unexpected eof" (OpenSSL 3 with it), "Connection reset by peer", and
+    /// "Broken pipe": the socket layer's "Send failure: Broken pipe" when the handshake's next
+    /// message meets a connection the peer closed (libcurl keeps the first message of a failure).
     static func isCutShort(handshake detail: String) -> Bool {
-        ["SSL_ERROR_SYSCALL", "unexpected eof", "Connection reset by peer"].contains { detail.contains($0) }
+        ["SSL_ERROR_SYSCALL", "unexpected eof", "Connection reset by peer", "Broken pipe"].contains {
+            detail.contains($0)
+        }
     }
 
     private func failure(for code: CURLcode) -> TransferFailure {
