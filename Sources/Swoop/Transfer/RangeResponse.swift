@@ -70,7 +70,8 @@ final class RangeResponse: ResponseHandler {
                         + "(\(object.url))")
                 return nil
             }
-            store.note(ObjectIdentity.Validators(etag: head.etag, lastModified: head.lastModified), of: request.response)
+            let validators = ObjectIdentity.Validators(etag: head.etag, lastModified: head.lastModified)
+            store.note(validators, of: request.response)
             switch verdict {
             case .known:
                 break
