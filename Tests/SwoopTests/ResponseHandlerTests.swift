@@ -8,16 +8,6 @@ import Testing
 /// and bodies handed in as libcurl would, against a real store and plan.
 @Suite("Response handlers")
 struct ResponseHandlerTests {
-    /// Runs work at once on the caller's thread: the sink uses its loop only to close, which these
-    /// tests never do.
-    private final class Inline: LoopExecutor {
-        func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
-            work()
-            return true
-        }
-        func afterCallbacks(_ work: @escaping () -> Void) { work() }
-    }
-
     /// Counts the answers a range response reports.
     private final class Recorder: ConnectionDelegate {
         var answered = 0
@@ -43,7 +33,7 @@ struct ResponseHandlerTests {
             connection = Connection(id: 0, loop: loop, delegate: recorder)
             plan = SegmentScheduler(objectSize: size, resuming: nil, minimumSegmentSize: 1 << 20)
             store = DownloadStore(
-                sink: DiscardSink(loop: Inline()), plan: plan, bytesResumed: 0, checkpoint: nil,
+                sink: DiscardSink(loop: InlineExecutor()), plan: plan, bytesResumed: 0, checkpoint: nil,
                 checkpointInterval: nil, counters: DownloadCounters(), startedAt: .now)
             object = RemoteObject(
                 url: try RemoteURL("http://example.com/a.bin"), size: size, etag: "\"v1\"", lastModified: nil,

@@ -9,16 +9,6 @@ import Testing
 /// what two downloads from one host share through the downloader's host table.
 @Suite("Source set")
 struct SourceSetTests {
-    /// Runs work at once on the caller's thread: the sink uses its loop only to close, which these
-    /// tests never do.
-    private final class Inline: LoopExecutor {
-        func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
-            work()
-            return true
-        }
-        func afterCallbacks(_ work: @escaping () -> Void) { work() }
-    }
-
     private let policy = FailurePolicy(
         baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
     private let refused = DownloadError(.network, "network error talking to x: Couldn't connect to server", curlCode: 7)
@@ -28,7 +18,7 @@ struct SourceSetTests {
         let url = try RemoteURL("http://example.com" + path)
         let size: Int64 = 8 << 20
         let store = DownloadStore(
-            sink: DiscardSink(loop: Inline()),
+            sink: DiscardSink(loop: InlineExecutor()),
             plan: SegmentScheduler(objectSize: size, resuming: nil, minimumSegmentSize: 1 << 20), bytesResumed: 0,
             checkpoint: nil, checkpointInterval: nil, counters: DownloadCounters(), startedAt: .now)
         return SourceSet(

@@ -111,8 +111,6 @@ final class Connection: ExchangeDelegate {
         var bodyHeld = false
     }
 
-    /// What the current exchange is for; `nil` while none runs.
-    var job: Job? { exchange == nil ? nil : response?.job }
     /// A response head arrived for the current (or last) exchange (see ``FailureScope``).
     var wasAnswered: Bool { current.wasAnswered }
     /// Why the current (or last) segment response was refused at its head, if it was.
