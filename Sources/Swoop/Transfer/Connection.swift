@@ -66,15 +66,6 @@ final class Connection: ExchangeDelegate {
         case failed(DownloadError, retryAfter: Int?)
     }
 
-    /// Why a segment's response was refused at its head, for the transfer to act on.
-    enum Refusal: Equatable {
-        /// `412`: the server's copy has none of the validators sent (a pool's node with another
-        /// mtime, or a changed object): ask again without them; the bytes decide.
-        case preconditionFailed
-        /// Validators known to be another version's (a pool serving two).
-        case otherVersion(ObjectIdentity.Validators)
-    }
-
     let id: Int
     /// This connection among every download's: whose request a down host's trial is.
     var token: Int { ObjectIdentifier(self).hashValue }
@@ -114,7 +105,7 @@ final class Connection: ExchangeDelegate {
     /// A response head arrived for the current (or last) exchange (see ``FailureScope``).
     var wasAnswered: Bool { current.wasAnswered }
     /// Why the current (or last) segment response was refused at its head, if it was.
-    var refusal: Refusal? { (response as? RangeResponse)?.refusal }
+    var refusal: RequestEnd.Refusal? { (response as? RangeResponse)?.refusal }
     /// The new validators the current (or last) response carried, if they were new.
     var variant: ObjectIdentity.Validators? { (response as? RangeResponse)?.variant }
     /// Bytes per second, smoothed; 0 until measured.

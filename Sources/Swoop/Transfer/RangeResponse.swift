@@ -15,7 +15,7 @@ final class RangeResponse: ResponseHandler {
     private let object: RemoteObject
     private(set) var failure: DownloadError?
     /// The head was refused, and why.
-    private(set) var refusal: Connection.Refusal?
+    private(set) var refusal: RequestEnd.Refusal?
     /// The head's validators are new ones: its overlap decides whether they join the object's
     /// (``ObjectIdentity/learn(_:)``).
     private(set) var variant: ObjectIdentity.Validators?
@@ -85,7 +85,7 @@ final class RangeResponse: ResponseHandler {
             case .variant(let validators):
                 variant = validators
             case .otherVersion(let validators):
-                refusal = .otherVersion(validators)
+                refusal = .otherVersion
                 failure = DownloadError(
                     .objectChanged,
                     "the server answered with \(validators), known to be another version of the object (\(object.url))")

@@ -2,7 +2,7 @@ import SwoopStore
 import SwoopTransfer
 
 /// Tuning the pool as the transfer goes: rates sampled every 100 ms, slow connections replaced,
-/// the adaptive count moved, slow tails hedged.
+/// the adaptive count moved (the machine's target), slow tails hedged (the machine's to decide).
 extension TransferRun {
     /// Whether the downloader's byte-rate cap is holding bytes back: the connections' rates are
     /// then their shares of the cap, not what their paths can do, so slow-connection
@@ -22,47 +22,17 @@ extension TransferRun {
             replaceSlowConnections(at: now)
             adaptConnections(at: now)
             // Rates move while connections sit idle at the end: a tail may become worth a hedge.
-            hedgeSlowTailIfAllowed(now: now)
+            if let machine { perform(machine.hedge(at: now)) }
             scheduleHousekeeping()
-        }
-    }
-
-    /// When idle connections remain and a connection far behind the others holds the last work,
-    /// fetch its tail on an idle connection too. Not for responses checked against their own
-    /// digest, nor under a byte-rate cap (it would spend the cap on bytes fetched twice).
-    func hedgeSlowTailIfAllowed(now: ContinuousClock.Instant) {
-        guard settings.configuration.tuning.hedgesSlowTail, !store.checksEachResponse, !isCapped(at: now),
-            let plan = store.plan, plan.allAvailableWorkOwned
-        else { return }
-        let all = pool.samples(at: now)
-        let busy = all.filter { pool.connections[$0.id].isBusy && $0.segment != nil }
-        let victims = settings.policy.tailsToHedge(
-            busy: busy, idle: pool.idleCount, roundTrip: TransferPolicy.roundTrip(all))
-        guard !victims.isEmpty else { return }
-        var helpers = pool.idleWithinTarget(store: store, object: object, delegate: self).makeIterator()
-        for id in victims {
-            // Another source if there is one: the straggler's server may be the slow part.
-            let straggler = pool.connections[id]
-            guard let victim = straggler.segment, let source = sources.choose(avoiding: pool.source(of: id), now: now),
-                let helper = helpers.next(), acquirePermit(helper, for: source)
-            else { return }
-            guard let hedge = plan.hedge(victim, ownerID: helper.id) else {
-                helper.releasePermit()
-                return
-            }
-            logger.debug(
-                "hedging a slow tail", metadata: ["segment": "\(victim)", "rate": "\(Int(straggler.recentRate))"])
-            request(hedge, on: helper, from: source)
         }
     }
 
     /// Closes connections far slower than the others; each slot reconnects. The request is
     /// cancelled, the bytes it wrote are kept, and the rest of its segment goes back to the plan.
     private func replaceSlowConnections(at now: ContinuousClock.Instant) {
-        guard settings.configuration.tuning.replacesSlowConnections, !isCapped(at: now), let plan = store.plan else {
-            return
-        }
-        let slow = settings.policy.connectionsToReplace(pool.samples(at: now), minimumStealSize: plan.minimumStealSize)
+        guard settings.configuration.tuning.replacesSlowConnections, !isCapped(at: now), let machine else { return }
+        let slow = settings.policy.connectionsToReplace(
+            machine.connectionSamples(at: now), minimumStealSize: machine.plan.minimumStealSize)
         for id in slow {
             let connection = pool.connections[id]
             logger.debug(
@@ -74,10 +44,6 @@ extension TransferRun {
         }
     }
 
-    /// The server's own time per request when the probe showed it is large (see
-    /// ``ConnectionController/requestCost``); 0 otherwise, and with a fixed count.
-    var requestCost: Double { controller?.requestCost ?? 0 }
-
     /// Starts the adaptive count from the probe's first response on `probe`: its round trip and
     /// the server's time to answer (``ConnectionController/start(firstByte:connect:maximum:)``).
     func startController(probe: Connection, maximum: Int) {
@@ -86,7 +52,8 @@ extension TransferRun {
             timing?.firstByte.seconds ?? probe.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds / 2 } ?? 0
         let start = ConnectionController.start(
             firstByte: firstByte, connect: timing?.connect?.seconds, maximum: maximum)
-        pool.target = start.count
+        machine?.target = start.count
+        machine?.requestCost = start.requestCost
         controller = ConnectionController(start: start, maximum: maximum)
         counters.settledConnections = start.count
         if start.requestCost > 0 {
@@ -117,7 +84,7 @@ extension TransferRun {
     /// Feeds the controller (from the housekeeping tick while it holds, and from its own faster
     /// tick while it climbs) and applies a new count.
     func adaptConnections(at now: ContinuousClock.Instant) {
-        guard var controller, !controller.isSettled, let plan = store.plan else { return }
+        guard var controller, !controller.isSettled, let machine else { return }
         defer { self.controller = controller }
         if isCapped(at: now) || sources.sources.contains(where: { $0.health.state != .up }) {
             // The cap is the limit, or a server is down or ramping back up: more connections
@@ -126,11 +93,11 @@ extension TransferRun {
             controller.restartMeasurement(at: now)
             return
         }
-        let samples = pool.samples(at: now)
+        let samples = machine.connectionSamples(at: now)
         let busy = pool.busyCount
         let transferring = samples.count(where: { $0.isTransferring && $0.secondsSinceFirstByte != nil })
         let observation = ConnectionController.Observation(
-            totalBytes: counters.bytesReceived, remainingBytes: plan.remainingBytes, now: now,
+            totalBytes: counters.bytesReceived, remainingBytes: machine.plan.remainingBytes, now: now,
             roundTrip: TransferPolicy.roundTrip(samples), transferring: transferring,
             waiting: max(0, busy - transferring),
             firstConnectionRate: samples.dropFirst().allSatisfy({ $0.rate == 0 }) ? samples.first?.rate ?? 0 : 0)
@@ -138,8 +105,8 @@ extension TransferRun {
         if let count = controller.observe(observation) {
             logger.debug(
                 "adapting connections",
-                metadata: ["from": "\(pool.target)", "to": "\(count)", "why": "\(controller.lastReason)"])
-            pool.target = count
+                metadata: ["from": "\(machine.target)", "to": "\(count)", "why": "\(controller.lastReason)"])
+            machine.target = count
             counters.settledConnections = count
             self.controller = controller
             dispatchWork()
@@ -147,7 +114,7 @@ extension TransferRun {
         }
         if controller.isSettled && !wasSettled {
             logger.debug(
-                "connections settled", metadata: ["count": "\(pool.target)", "why": "\(controller.lastReason)"])
+                "connections settled", metadata: ["count": "\(machine.target)", "why": "\(controller.lastReason)"])
         }
     }
 }

@@ -16,11 +16,15 @@ protocol TransferRunDelegate: AnyObject {
     func transfer(_ run: TransferRun, streamBrokeOff error: DownloadError)
 }
 
-/// The transfer stage of one download: decides which request each idle slot of its
-/// ``ConnectionPool`` sends next (from the plan, the ``TransferPolicy`` and the sources), and what
-/// an ended request means (``TransferRun+Failures.swift``: the ``FailurePolicy``; tuning the
-/// pool: ``TransferRun+Tuning.swift``). Body bytes never pass through here: connections write
-/// them to the ``DownloadStore``; only outcomes arrive. Transfer thread only.
+/// The transfer stage of one download: the shell of its ``TransferMachine``, which decides which
+/// request each idle slot of the ``ConnectionPool`` sends next and what an ended request means.
+/// The run feeds it events (ends, wakes, ticks) with the time, performs the actions it returns,
+/// and answers its questions (``TransferEnvironment``, in `+Environment`: the sources' shared
+/// health, the budget's permits). It also runs what is not the machine's: the adaptive count
+/// (``TransferRun+Tuning.swift``), mirror checks and fresh URLs (``SourceChecks``), learning a
+/// pool's variants (``TransferRun+Versions.swift``) and the single stream of a server without
+/// ranges. Body bytes never pass through here: connections write them to the ``DownloadStore``;
+/// only outcomes arrive. Transfer thread only.
 final class TransferRun: ConnectionDelegate, HostWatcher {
     let loop: TransferLoop
     let settings: Settings
@@ -35,7 +39,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     let sources: SourceSet
     /// Fresh URLs for the first source when its URL is refused (``DownloadRequest/urlProvider``).
     let refresher: URLRefresher?
-    /// Adaptive mode: grows or shrinks the pool's target with measured throughput.
+    /// The decisions of a transfer in ranges; none for a single stream.
+    private(set) var machine: TransferMachine?
+    /// Adaptive mode: grows or shrinks the machine's target with measured throughput.
     var controller: ConnectionController?
     /// Every 100 ms: connection rates, slow-connection replacement, adaptation.
     var housekeepingTimer: LoopTimer?
@@ -43,16 +49,14 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     var controllerTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private(set) var stopped = false
-    /// The probe's range, near which a source's bytes are compared.
-    private(set) var firstRange = ByteRange(0, 0)
-    /// What the bytes themselves showed about validators and versions (``VersionWatch``).
+    /// What the bytes themselves showed about a pool's variants (``VersionWatch``).
     var versions = VersionWatch()
 
     /// What the run reads from the configuration, once.
     struct Settings {
         let configuration: Downloader.Configuration
         let options: TransferOptions
-        let policy: TransferPolicy
+        let machine: TransferMachine.Settings
         let failures: FailurePolicy
         /// Mirrors to check once the first source's bytes are coming in.
         let mirrors: [RemoteURL]
@@ -60,10 +64,15 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         init(_ settings: ExchangeSettings, mirrors: [RemoteURL]) {
             configuration = settings.configuration
             options = settings.options
-            policy = TransferPolicy(configuration)
             failures = settings.failures
+            machine = TransferMachine.Settings(
+                policy: TransferPolicy(configuration), failures: settings.failures,
+                hedgesSlowTail: configuration.tuning.hedgesSlowTail,
+                sendsNothing: configuration.tuning.faults.transferSendsNothing)
             self.mirrors = mirrors
         }
+
+        var policy: TransferPolicy { machine.policy }
     }
 
     init(
@@ -79,7 +88,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         self.counters = counters
         self.logger = logger
         self.refresher = refresher
-        self.pool = ConnectionPool(loop: loop, target: settings.configuration.connections.initial)
+        self.pool = ConnectionPool(loop: loop)
         // Mirrors are checked before they contribute, and so is a fresh URL for an expired one.
         let context =
             mirrors.isEmpty && refresher == nil
@@ -122,43 +131,44 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
 
     // MARK: Start and stop
 
-    /// Takes over the probe's `connection`, whose response carries `firstRange`, plans the
-    /// other connections and starts them (after the current callbacks).
+    /// Takes over the probe's `connection`, whose response carries `first`, plans the other
+    /// connections and starts them (after the current callbacks).
     func start(from connection: Connection, first: RangeRequest) throws(DownloadError) {
         guard let plan = store.plan else { return }
-        let firstRange = first.own
-        let reserved = ByteRange(firstRange.lowerBound, plan.layout.alignUp(firstRange.upperBound))
-        guard let segment = plan.reserve(reserved, ownerID: connection.id) else {
-            throw .invalidResponse("internal: the probe's range \(firstRange) is not missing")
-        }
-        self.firstRange = firstRange
+        let machine = TransferMachine(
+            plan: plan, ledger: store.ledger, settings: settings.machine,
+            target: settings.configuration.connections.initial, environment: self)
+        machine.checksEachResponse = store.checksEachResponse
+        self.machine = machine
         pool.adoptProbe(connection, delegate: self)
         var first = first
         first.response = store.beginResponse(validators: object.identity.validators)
         versions.anchor = first.response
+        guard let segment = machine.start(first: first, at: .now) else {
+            throw .invalidResponse("internal: the probe's range \(first.own) is not missing")
+        }
         connection.adopt(.segment(segment, request: first), store: store, object: object)
-        plan.noteRequested(segment, upTo: firstRange.upperBound)
-        pool.send(connection, to: sources.primary)
         store.variants = { [weak self] in self?.sources.primary.object.identity.variants ?? [] }
         let mirrors = settings.mirrors
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
-        guard plan.remainingBytes >= 2 * plan.minimumStealSize else {
+        guard machine.isWorthSplitting else {
             if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
             return
         }
-        if !mirrors.isEmpty, let size = object.size, let range = sources.sampleRange(near: firstRange) {
+        if !mirrors.isEmpty, let size = object.size, let range = sources.sampleRange(near: machine.firstRange) {
             sources.checks?.check(mirrors: mirrors, size: size, range: range)
         }
         if case .adaptive(let maximum) = settings.configuration.connections {
             startController(probe: connection, maximum: maximum)
         }
         scheduleHousekeeping()
-        plan.split(into: max(0, pool.target - 1))
-        if let window = store.sink.window {
-            keepWithin(window: window, plan: plan)
-        } else if store.verifier?.hashesInOrder == true {
-            // A hash follows the complete prefix: what is left to hash at the end is a few pieces.
-            plan.takeInOrder(pieces: max(8 << 20, plan.remainingBytes / Int64(16 * pool.target)))
+        machine.planAhead(window: store.sink.window, hashesInOrder: store.verifier?.hashesInOrder == true)
+        if store.sink.window != nil {
+            // As the reader takes bytes, the pieces it may be sent follow.
+            store.sink.observeRoom { [weak self] consumed in
+                guard let self, !stopped, let machine = self.machine else { return }
+                perform(machine.roomFreed(consumed: consumed, at: .now))
+            }
         }
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
@@ -172,25 +182,11 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         logger.info("the server does not support ranges; downloading in one stream")
     }
 
-    /// An in-order sink (a pipe): connections take the lowest work first and nothing that starts
-    /// beyond the reader's position plus the window less one piece, so every byte fetched fits the
-    /// window; as the reader takes bytes the limit follows. Pieces are small (half the window over
-    /// the connections, 1 MiB at least): the reader waits for the lowest piece, so the pieces near
-    /// it must be fetched side by side, not one connection crawling through a long one.
-    private func keepWithin(window: Int64, plan: SegmentScheduler) {
-        let piece = plan.takeInOrder(pieces: max(1 << 20, min(window / 4, window / Int64(2 * pool.target))))
-        plan.limit = max(plan.layout.chunkSize, window - piece)
-        store.sink.observeRoom { [weak self, weak plan] consumed in
-            guard let self, let plan else { return }
-            plan.limit = consumed + max(plan.layout.chunkSize, window - piece)
-            dispatchWork()
-        }
-    }
-
     /// Cancels every exchange and timer; outcomes that arrive later are ignored.
     func stop() {
         guard !stopped else { return }
         stopped = true
+        machine?.stop()
         sources.checks?.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
@@ -203,94 +199,79 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
 
     /// Gives idle slots work; reports completion when nothing is left.
     func dispatchWork() {
-        guard !stopped, !settings.configuration.tuning.faults.transferSendsNothing, let plan = store.plan else {
-            return
-        }
-        if plan.isComplete {
-            // Every byte is here; it is one version only once every piece was seen to agree.
-            if !store.isStitched { return bridgeBreaks() }
-            if !pool.isAnyBusy { delegate?.transferDidComplete(self) }
-            return
-        }
-        sources.checks?.settleAgreements()
-        let now = ContinuousClock.now
-        let roundTrip = TransferPolicy.roundTrip(pool.samples(at: now))
-        for index in 0..<pool.target {
-            // Slots open as work appears: an object that arrives whole never opens a second one.
-            if index < pool.connections.count && pool.connections[index].isBusy { continue }
-            guard let source = sources.choose(now: now) else { break }
-            let connection = pool.slot(index, store: store, object: object, delegate: self)
-            guard acquirePermit(connection, for: source) else { break }
-            let cut = { [self] (victim: Segment) in cutPoint(victim, roundTrip: roundTrip) }
-            guard let segment = plan.claim(now: now, ownerID: connection.id, cut: cut) else {
-                connection.releasePermit()
-                break
+        guard !stopped, let machine else { return }
+        if !machine.plan.isComplete && !settings.machine.sendsNothing { sources.checks?.settleAgreements() }
+        perform(machine.dispatch(at: .now))
+    }
+
+    /// Performs the machine's actions in order, until one of them stops the run.
+    func perform(_ actions: [TransferAction]) {
+        for action in actions {
+            guard !stopped else { return }
+            switch action {
+            case .send(let send):
+                perform(send)
+            case .cancel(let slot):
+                pool.connection(slot)?.cancel()
+            case .renew(let slot):
+                pool.connection(slot)?.wantsFreshConnection = true
+            case .checkpoint:
+                store.checkpointIfDue()
+            case .retried:
+                counters.retries += 1
+            case .refresh(let slot):
+                refresh(refusedOn: slot)
+            case .wake(let instant):
+                retryTimer?.cancel()
+                retryTimer = loop.schedule(after: max(.zero, instant - .now)) { [weak self] in self?.dispatchWork() }
+            case .complete:
+                delegate?.transferDidComplete(self)
+            case .objectChanged(let message):
+                delegate?.transfer(self, foundObjectChanged: message, versions: store.versionsInDisagreement)
+            case .fail(let error):
+                delegate?.transfer(self, didFailWith: error)
+            case .note(let note):
+                log(note)
             }
-            request(segment, on: connection, from: source)
-        }
-        hedgeSlowTailIfAllowed(now: now)
-        if !pool.isAnyBusy, let next = [plan.nextRetryTime, sources.nextWake].compactMap({ $0 }).min() {
-            retryTimer?.cancel()
-            retryTimer = loop.schedule(after: max(.zero, next - .now)) { [weak self] in self?.dispatchWork() }
         }
     }
 
-    func acquirePermit(_ connection: Connection, for source: Source) -> Bool {
-        connection.acquirePermit(for: source.object.url, owner: self) { [weak self] in self?.dispatchWork() }
-    }
-
-    /// Sends `connection`'s next request for `segment` to `source`: its own bytes, and the
-    /// overlap with the bytes around them (``RangeRequest``).
-    func request(_ segment: Segment, on connection: Connection, from source: Source) {
-        guard let plan = store.plan else { return }
-        let policy = settings.policy
-        let size = policy.requestSize(
-            rate: connection.recentRate, timeToFirstByte: connection.timeToFirstByte, requestCost: requestCost)
-        let range = policy.nextRequest(
-            position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
-        plan.noteRequested(segment, upTo: range.upperBound)
-        let response = store.beginResponse(validators: nil)
-        let ranged =
-            store.ledger.map { ledger in
-                RangeRequest.overlapping(
-                    range, size: plan.layout.objectSize, window: ledger.window,
-                    heldAfter: ledger.needsTrail(at: range.upperBound), response: response)
-            } ?? RangeRequest(own: range, response: response)
-        // After a 412, once without the precondition: the overlap decides.
-        let unconditional = versions.unconditional.remove(ObjectIdentifier(segment)) != nil
-        send(
-            .segment(segment, request: ranged), range: ranged.sent, on: connection, to: source,
-            unconditional: unconditional)
-    }
-
-    /// Sends `job`, asking for `range`, on `connection` to `source`.
-    func send(
-        _ job: Connection.Job, range: ByteRange, on connection: Connection, to source: Source,
-        unconditional: Bool = false
-    ) {
+    /// Sends the machine's request on its slot's connection, to its source.
+    private func perform(_ send: TransferSend) {
+        let source = sources.sources[send.source]
         let object = source.object
+        let connection = pool.slot(send.slot, store: store, object: object, delegate: self)
+        let job: Connection.Job =
+            switch send.work {
+            case .segment(let segment, let request): .segment(segment, request: request)
+            case .bridge(let request): .bridge(request)
+            }
+        let range = send.work.range
         logger.trace(
-            "request", metadata: ["connection": "\(connection.id)", "range": "\(range)", "source": "\(source.index)"])
+            "request", metadata: ["connection": "\(send.slot)", "range": "\(range)", "source": "\(send.source)"])
         connection.attach(to: store, object: object)
-        pool.send(connection, to: source)
         let request = source.headers.request(
-            for: object.url, precondition: unconditional ? nil : object.precondition, range: .bounded(range),
+            for: object.url, precondition: send.unconditional ? nil : object.precondition, range: .bounded(range),
             options: settings.options)
         connection.begin(job, url: object.url, request: request)
         counters.willSend(busy: pool.busyCount)
     }
 
-    /// Where to cut `victim`'s request in flight for an idle connection (see
-    /// ``TransferPolicy/cutPoint(_:rate:others:roundTrip:minimumStealSize:layout:)``).
-    private func cutPoint(_ victim: Segment, roundTrip: Double) -> Int64? {
-        // A response checked against its own digest (Content-Digest) is never cut, nor hedged.
-        guard let plan = store.plan, !store.checksEachResponse, let id = victim.ownerID,
-            let owner = pool.connection(id), owner.isTransferring
-        else { return nil }
-        return settings.policy.cutPoint(
-            SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),
-            rate: owner.recentRate, others: pool.transferringRates, roundTrip: roundTrip,
-            minimumStealSize: plan.minimumStealSize, layout: plan.layout, requestCost: requestCost)
+    private func log(_ note: TransferNote) {
+        switch note {
+        case .retrying(let range, let error, let delay):
+            logger.info(
+                "request failed; retrying", metadata: ["range": "\(range)", "error": "\(error)", "delay": "\(delay)"])
+        case .hedging(let segment, let rate):
+            logger.debug("hedging a slow tail", metadata: ["segment": "\(segment)", "rate": "\(rate)"])
+        case .bridging(let offset, let range):
+            logger.debug("bridging a break", metadata: ["offset": "\(offset)", "range": "\(range)"])
+        case .askingWithoutPrecondition:
+            logger.info("the server's copy has other validators (412); asking again without them, the bytes decide")
+        case .requestEnded(let slot, let range, let bytes):
+            logger.trace(
+                "request ended", metadata: ["connection": "\(slot)", "range": "\(range)", "bytes": "\(bytes)"])
+        }
     }
 
     // MARK: HostWatcher
@@ -305,71 +286,23 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     // MARK: ConnectionDelegate
 
     func connectionWasAnswered(_ connection: Connection) {
-        guard !stopped, let source = pool.source(of: connection.id), sources.answered(source, at: .now) else { return }
+        guard !stopped, let index = machine?.source(of: connection.id),
+            sources.answered(sources.sources[index], at: .now)
+        else { return }
         // A recovering source may take more requests now.
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
 
     func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
         guard !stopped else { return }
-        switch job {
-        case .segment(let segment, let request):
-            segmentEnded(segment, request: request, on: connection, outcome: outcome)
-        case .bridge(let request):
-            bridgeEnded(request, on: connection, outcome: outcome)
-        case .stream:
-            streamEnded(outcome)
-        case .probe, .sample, .confirmation:
-            break
-        }
-    }
-
-    /// A segment request ended: continue, retry or fail.
-    private func segmentEnded(
-        _ segment: Segment, request: RangeRequest, on connection: Connection, outcome: Connection.Outcome
-    ) {
-        guard let plan = store.plan else { return }
-        let requested = request.sent
-        let source = pool.requestEnded(connection)
-        if let variant = connection.variant, let source { versions.heard(variant, from: source, in: request.response) }
-        learnVariants()
-        logger.trace(
-            "request ended",
-            metadata: [
-                "connection": "\(connection.id)", "range": "\(requested)", "bytes": "\(connection.bytesThisRequest)",
-                "outcome": "\(outcome)",
-            ])
-        if let source, connection.bytesThisRequest > 0 {
-            versions.refusedInARow = 0
-            source.health.delivered()
-            if source === sources.primary { refresher?.noteProgress() }
-        }
-        if case .failed(let error, let retryAfter) = outcome {
-            return requestFailed(
-                segment, requested: requested, error: error, retryAfter: retryAfter, on: connection, from: source)
-        }
-        source?.health.abandonTrial(by: connection.token)
-        if case .cancelled = outcome, segment.isDone || segment.partner == nil {
-            // A hedge partner won, or the connection was replaced, or the download is stopping.
-            if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }
-            return dispatchWork()
-        }
-        if segment.isDone {
-            let partner = segment.partner
-            plan.finish(segment)
-            // The other half of a hedge pair has nothing left to fetch.
-            if let partner { pool.connection(filling: partner)?.cancel() }
-        } else if segment.isOwned && segment.partner == nil, pool.isWithinTarget(connection),
-            let next = sources.next(after: source, now: .now), acquirePermit(connection, for: next)
+        // Without a machine the run is a single stream.
+        guard let machine else { return streamEnded(outcome) }
+        if case .segment(_, let request)? = machine.work(of: connection.id), let variant = connection.variant,
+            let index = machine.source(of: connection.id)
         {
-            // The request ended inside the segment: the same connection asks for the next part
-            // (of the same source while it may be asked, keeping its connection).
-            store.checkpointIfDue()
-            return self.request(segment, on: connection, from: next)
-        } else {
-            plan.release(segment, failed: false)
+            versions.heard(variant, from: sources.sources[index], in: request.response)
         }
-        store.checkpointIfDue()
-        dispatchWork()
+        learnVariants()
+        perform(machine.requestEnded(slot: connection.id, end(of: connection, outcome), at: .now))
     }
 }

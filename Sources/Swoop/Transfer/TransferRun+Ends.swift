@@ -1,0 +1,61 @@
+import SwoopStore
+import SwoopTransfer
+
+/// How an ended exchange reaches the machine, a fresh URL for an expired one, and the single
+/// stream's end.
+extension TransferRun {
+    /// What the machine needs to know of `connection`'s ended request.
+    func end(of connection: Connection, _ outcome: Connection.Outcome) -> RequestEnd {
+        let ended: RequestEnd.Outcome
+        var urlExpired = false
+        switch outcome {
+        case .completed, .stopped:
+            ended = .completed
+        case .cancelled:
+            ended = .cancelled
+        case .failed(let error, let retryAfter):
+            ended = .failed(error, retryAfter: retryAfter)
+            // A fresh URL can replace the first source's when its URL expired and a provider gives fresh ones.
+            if refresher != nil, sources.checks != nil, let sent = connection.url,
+                let machine, sources.sampleRange(near: machine.firstRange) != nil
+            {
+                urlExpired = URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now)
+            }
+        }
+        return RequestEnd(
+            ended, bytes: connection.bytesThisRequest, answered: connection.wasAnswered, refusal: connection.refusal,
+            urlExpired: urlExpired)
+    }
+
+    /// The first source's URL expired (`slot`'s request was refused): a fresh one is fetched and
+    /// checked, which every refused request shares; the other work goes on meanwhile.
+    func refresh(refusedOn slot: Int) {
+        guard let refresher, let checks = sources.checks, let sent = pool.connection(slot)?.url, let machine,
+            let range = sources.sampleRange(near: machine.firstRange)
+        else { return }
+        checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) { [weak self] error in
+            guard let self, !stopped else { return }
+            if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
+        }
+        dispatchWork()
+    }
+
+    /// The single stream ended.
+    func streamEnded(_ outcome: Connection.Outcome) {
+        switch outcome {
+        case .completed:
+            if let size = object.size, store.streamPosition != size {
+                let message = "the server closed the connection after \(store.streamPosition) of \(Wording.bytes(size))"
+                delegate?.transfer(self, streamBrokeOff: .invalidResponse(message))
+                return
+            }
+            delegate?.transferDidComplete(self)
+        case .failed(let error, _) where error.isTransient:
+            delegate?.transfer(self, streamBrokeOff: error)
+        case .failed(let error, _):
+            delegate?.transfer(self, didFailWith: error)
+        case .stopped, .cancelled:
+            break
+        }
+    }
+}

@@ -1,0 +1,113 @@
+/// What a slot's request asks for: its own bytes of a segment (with the overlap around them), or
+/// a bridge over a break between two pieces that never met (overlap only).
+package enum TransferWork: Equatable {
+    case segment(Segment, RangeRequest)
+    case bridge(RangeRequest)
+
+    /// The range sent in the `Range` header.
+    package var range: ByteRange {
+        switch self {
+        case .segment(_, let request), .bridge(let request): request.sent
+        }
+    }
+
+    package var segment: Segment? {
+        if case .segment(let segment, _) = self { segment } else { nil }
+    }
+
+    package static func == (lhs: TransferWork, rhs: TransferWork) -> Bool {
+        switch (lhs, rhs) {
+        case (.segment(let a, let r), .segment(let b, let s)): a === b && r == s
+        case (.bridge(let r), .bridge(let s)): r == s
+        default: false
+        }
+    }
+}
+
+/// One request the machine sends: on `slot`, to `source`, for `work`; `unconditional` leaves the
+/// precondition (`If-Match`) out, once after a `412` and on every bridge (the bytes decide).
+package struct TransferSend: Equatable {
+    package var slot: Int
+    package var source: Int
+    package var work: TransferWork
+    package var unconditional: Bool
+}
+
+/// How a slot's request ended, as the machine needs to know it.
+package struct RequestEnd {
+    package enum Outcome {
+        /// The response ended on its own or was stopped on purpose (every byte asked for that
+        /// the store wanted is stored).
+        case completed
+        /// Cancelled: a replacement, a hedge partner that won, a stopping download.
+        case cancelled
+        /// It failed: the transport, a response that does not match, storing its bytes.
+        case failed(DownloadError, retryAfter: Int?)
+    }
+
+    /// Why a segment's response was refused at its head.
+    package enum Refusal: Equatable {
+        /// `412`: the server's copy has none of the validators sent: ask once without them.
+        case preconditionFailed
+        /// Validators known to be another version's (a pool serving two): ask on a new connection.
+        case otherVersion
+    }
+
+    package var outcome: Outcome
+    /// Body bytes this request delivered.
+    package var bytes: Int64
+    /// Its response head arrived (a failure after it is the response's, not the server's).
+    package var answered: Bool
+    package var refusal: Refusal?
+    /// The failure is the first source refusing an expired URL, and a fresh one can be fetched.
+    package var urlExpired: Bool
+
+    package init(
+        _ outcome: Outcome, bytes: Int64 = 0, answered: Bool = false, refusal: Refusal? = nil,
+        urlExpired: Bool = false
+    ) {
+        self.outcome = outcome
+        self.bytes = bytes
+        self.answered = answered
+        self.refusal = refusal
+        self.urlExpired = urlExpired
+    }
+}
+
+/// What the machine tells its shell to do, in order.
+package enum TransferAction {
+    /// Send this request (the slot's connection opens if it is new).
+    case send(TransferSend)
+    /// Cancel the request in flight on `slot` (its end arrives later, as `cancelled`).
+    case cancel(slot: Int)
+    /// `slot`'s next request goes on a new connection (a balancer may pick another node).
+    case renew(slot: Int)
+    /// Write the segment map if its interval has passed.
+    case checkpoint
+    /// A range is tried again (for the counters).
+    case retried
+    /// Fetch a fresh URL for the first source, whose URL `slot`'s request found expired, holding
+    /// the source back meanwhile; then ``TransferMachine/dispatch(at:)`` (the other sources go on),
+    /// and again once the fresh URL is checked. If none can be had, the download fails.
+    case refresh(refusedOn: Int)
+    /// Wake the machine at this instant (``TransferMachine/dispatch(at:)``): the next retry or
+    /// a source's next trial, while nothing is in flight. Replaces any earlier wake.
+    case wake(at: ContinuousClock.Instant)
+    /// Every byte is stored, one version, and nothing is in flight.
+    case complete
+    /// The object changed (or its servers serve two versions): the download starts over.
+    case objectChanged(String)
+    /// The download fails.
+    case fail(DownloadError)
+    /// Something worth a log line.
+    case note(TransferNote)
+}
+
+/// What the machine did that a log should say.
+package enum TransferNote {
+    case retrying(range: ByteRange, error: DownloadError, delay: Duration)
+    case hedging(segment: String, rate: Int)
+    case bridging(offset: Int64, range: ByteRange)
+    case askingWithoutPrecondition
+    case requestEnded(slot: Int, range: ByteRange, bytes: Int64)
+}

@@ -1,0 +1,104 @@
+/// What a failed segment request means: an expired URL waits for a fresh one, a refusal is asked
+/// again (without the precondition, or on a new connection), a changed object starts over, and
+/// otherwise the failure policy's verdict: retry the range, wait for its source, another source,
+/// or fail.
+extension TransferMachine {
+    func requestFailed(
+        _ segment: Segment, requested: ByteRange, error: DownloadError, retryAfter: Int?, slot: Int, source: Int?,
+        _ end: RequestEnd, at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+    ) {
+        if end.urlExpired, source == 0 {
+            // The URL expired: the range waits for a fresh one, which every refused request shares.
+            environment.source(0, abandonsTrialOf: slot)  // an answer, though not a usable one: no outage
+            plan.release(segment, failed: false)
+            // The shell holds the source back while the fresh URL is checked, then dispatches.
+            actions.append(.refresh(refusedOn: slot))
+            return
+        }
+        if let refusal = end.refusal {
+            if let source { environment.source(source, abandonsTrialOf: slot) }  // an answer, not a usable one
+            return refused(segment, refusal, slot: slot, error: error, at: now, into: &actions)
+        }
+        let finding: FailedRequest.Finding
+        if error.kind == .objectChanged {
+            if let source { environment.source(source, abandonsTrialOf: slot) }
+            finding = .objectChanged(error.reason)
+        } else {
+            finding = .source(
+                source.map {
+                    environment.source(
+                        $0, failed: error, answered: end.answered, retryAfter: retryAfter, slot: slot, at: now)
+                } ?? .retryRange)
+        }
+        let samples = environment.sourceSamples(at: now)
+        let othersUsable = samples.indices.contains { $0 != source && samples[$0].isUsable }
+        let failure = FailedRequest(
+            finding, fromFirstSource: (source ?? 0) == 0, othersUsable: othersUsable,
+            failuresWithoutProgress: segment.failuresWithoutProgress, retryAfter: retryAfter)
+        switch settings.failures.action(for: failure, using: &random) {
+        case .release(let countsAsRetry):
+            // Another source takes the range over, or it waits for its source; it is not to blame.
+            if countsAsRetry { actions.append(.retried) }
+            plan.release(segment, failed: false)
+        case .dropSource(let reason):
+            if let source { environment.drop(source, reason: reason) }
+            plan.release(segment, failed: false)
+        case .startOver:
+            actions.append(.objectChanged(error.message))
+            return
+        case .giveUp(let reason):
+            plan.release(segment, failed: false)
+            actions.append(.fail(givingUp(error, reason: reason)))
+            return
+        case .failAfterTries(let delay):
+            plan.release(segment, failed: true, retryAt: now + delay)
+            // The segment map keeps everything else; downloading again resumes.
+            var detail = " (gave up after \(Wording.tries(settings.failures.maxTries)))"
+            if let others = environment.whyOthersCannotHelp {
+                detail += "; no other source can take over: " + others
+            }
+            actions.append(.fail(error.adding(detail, remedy: .resume)))
+            return
+        case .retry(let delay):
+            plan.release(segment, failed: true, retryAt: now + delay)
+            actions.append(.retried)
+            actions.append(.note(.retrying(range: requested, error: error, delay: delay)))
+        }
+        actions.append(.checkpoint)
+        dispatch(at: now, into: &actions)
+    }
+
+    /// The download's failure when the only source is given up: a permanent failure as it is, an
+    /// outage with how long it lasted; either way what the other sources could not do.
+    private func givingUp(_ error: DownloadError, reason: String) -> DownloadError {
+        let others = environment.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
+        guard error.isTransient else { return error.adding(others) }
+        return error.replacing(reason: reason + others, remedy: .resume)
+    }
+
+    /// A segment's response refused at its head: a `412` is asked again at once without the
+    /// precondition (the bytes decide); another version's is asked again on a new connection,
+    /// until too many in a row.
+    private func refused(
+        _ segment: Segment, _ refusal: RequestEnd.Refusal, slot: Int, error: DownloadError,
+        at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+    ) {
+        switch refusal {
+        case .preconditionFailed:
+            unconditional.insert(ObjectIdentifier(segment))
+            actions.append(.note(.askingWithoutPrecondition))
+        case .otherVersion:
+            refusedInARow += 1
+            if refusedInARow > Self.refusalLimit {
+                let message =
+                    "the server serves different versions of the object: \(refusedInARow) responses in a "
+                    + "row were another version (\(error.reason))"
+                actions.append(.fail(DownloadError(.objectChanged, message)))
+                return
+            }
+            actions.append(.renew(slot: slot))
+        }
+        plan.release(segment, failed: false)
+        dispatch(at: now, into: &actions)
+    }
+}

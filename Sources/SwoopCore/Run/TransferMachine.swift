@@ -1,0 +1,376 @@
+/// The decisions of a download's transfer in ranges, as a machine: which request each idle slot
+/// sends next (from the plan, the ``TransferPolicy`` and the sources), and what an ended request
+/// means (``TransferMachine+Failures.swift``: the ``FailurePolicy``, refusals, an expired URL;
+/// bridges over breaks: ``TransferMachine+Bridges.swift``).
+///
+/// Events come in as calls (``start(first:)``, ``dispatch(at:)``, ``requestEnded(slot:_:at:)``,
+/// ``hedge(at:)``, ``roomFreed(consumed:at:)``), each with the time it happens; what to do comes out
+/// as ``TransferAction``s, which the shell (`TransferRun`) performs in order. The machine reads no
+/// clock, opens no socket and writes no byte: what it must ask of the world (its sources' shared
+/// health, the downloader's permits, the connections' measurements) goes through its
+/// ``TransferEnvironment``. The tests drive it with virtual time.
+package final class TransferMachine {
+    /// What the machine reads from the configuration, once.
+    package struct Settings {
+        package var policy: TransferPolicy
+        package var failures: FailurePolicy
+        /// Fetch a slow tail on an idle connection too.
+        package var hedgesSlowTail: Bool
+        /// A fault switch of the tests: the transfer sends nothing.
+        package var sendsNothing: Bool
+
+        package init(
+            policy: TransferPolicy, failures: FailurePolicy, hedgesSlowTail: Bool, sendsNothing: Bool = false
+        ) {
+            self.policy = policy
+            self.failures = failures
+            self.hedgesSlowTail = hedgesSlowTail
+            self.sendsNothing = sendsNothing
+        }
+    }
+
+    /// One connection slot: the work of its request in flight and where it went.
+    struct Slot {
+        var work: TransferWork?
+        var source: Int?
+    }
+
+    /// The bytes still to fetch and who fetches them.
+    package let plan: SegmentScheduler
+    /// The responses' agreement, when the download compares overlaps (``AgreementLedger``).
+    package let ledger: AgreementLedger?
+    let settings: Settings
+    unowned let environment: any TransferEnvironment
+    /// The slots kept busy (the adaptive controller moves it).
+    package var target: Int {
+        didSet { target = max(1, target) }
+    }
+    /// The server's own time per request when it is large (``ConnectionController/requestCost``).
+    package var requestCost: Double = 0
+    /// Responses are checked against their own digest: never cut, never hedged.
+    package var checksEachResponse = false
+    var slots: [Slot] = []
+    package private(set) var stopped = false
+    /// The probe's range, near which a source's bytes are compared.
+    package private(set) var firstRange = ByteRange(0, 0)
+    /// An in-order sink's window and the pieces kept within it.
+    var window: (size: Int64, piece: Int64)?
+    /// Segments whose next request goes without the precondition (after a `412`).
+    var unconditional: Set<ObjectIdentifier> = []
+    /// Responses refused in a row for carrying another version's validators.
+    package internal(set) var refusedInARow = 0
+    /// Breaks a bridge is asking about now, and the tries of each so far.
+    var bridgesInFlight: Set<Int64> = []
+    var bridgeTries: [Int64: Int] = [:]
+    /// Backoff jitter.
+    var random: any RandomNumberGenerator
+
+    /// The most responses of another version refused in a row before the download gives up on a
+    /// server that serves two versions (each refusal is retried on a new connection, which a
+    /// balancer may send to another node).
+    package static let refusalLimit = 16
+
+    package init(
+        plan: SegmentScheduler, ledger: AgreementLedger?, settings: Settings, target: Int,
+        environment: any TransferEnvironment, random: any RandomNumberGenerator = SystemRandomNumberGenerator()
+    ) {
+        self.plan = plan
+        self.ledger = ledger
+        self.settings = settings
+        self.target = max(1, target)
+        self.environment = environment
+        self.random = random
+    }
+
+    /// Whether `slot` has a request in flight.
+    package func isBusy(_ slot: Int) -> Bool {
+        slots.indices.contains(slot) && slots[slot].work != nil
+    }
+
+    package var isAnyBusy: Bool { slots.contains { $0.work != nil } }
+
+    /// The source of `slot`'s request in flight.
+    package func source(of slot: Int) -> Int? {
+        slots.indices.contains(slot) ? slots[slot].source : nil
+    }
+
+    /// The work of `slot`'s request in flight.
+    package func work(of slot: Int) -> TransferWork? {
+        slots.indices.contains(slot) ? slots[slot].work : nil
+    }
+
+    // MARK: Start and stop
+
+    /// The probe's response on slot 0 carries `first` from source 0: its segment is reserved (up to
+    /// the chunk its request ends in) and counted as in flight. `nil` when its range is not missing.
+    package func start(first: RangeRequest, at now: ContinuousClock.Instant) -> Segment? {
+        let range = first.own
+        let reserved = ByteRange(range.lowerBound, plan.layout.alignUp(range.upperBound))
+        guard slots.isEmpty, let segment = plan.reserve(reserved, ownerID: 0) else { return nil }
+        firstRange = range
+        slots = [Slot(work: .segment(segment, first), source: 0)]
+        plan.noteRequested(segment, upTo: range.upperBound)
+        environment.source(0, willSendFrom: 0, at: now)
+        return segment
+    }
+
+    /// Whether what is left is worth splitting, stealing, hedging or replacing (not a small file).
+    package var isWorthSplitting: Bool { plan.remainingBytes >= 2 * plan.minimumStealSize }
+
+    /// Splits what is left among the ``target`` slots. An in-order sink of `window` bytes (a pipe)
+    /// gets small pieces taken lowest first, none starting beyond the reader's position plus the
+    /// window less one piece, so every byte fetched fits the window (``roomFreed(consumed:at:)``
+    /// moves the limit). Pieces are half the window over the connections, 1 MiB at least: the
+    /// reader waits for the lowest piece, so the pieces near it must be fetched side by side.
+    /// `hashesInOrder` (a hash that follows the complete prefix) takes larger pieces in order,
+    /// so that what is left to hash at the end is a few pieces.
+    package func planAhead(window: Int64?, hashesInOrder: Bool) {
+        plan.split(into: max(0, target - 1))
+        if let window {
+            let piece = plan.takeInOrder(pieces: max(1 << 20, min(window / 4, window / Int64(2 * target))))
+            plan.limit = max(plan.layout.chunkSize, window - piece)
+            self.window = (window, piece)
+        } else if hashesInOrder {
+            plan.takeInOrder(pieces: max(8 << 20, plan.remainingBytes / Int64(16 * target)))
+        }
+    }
+
+    /// The in-order sink's reader has taken `consumed` bytes: the limit follows.
+    package func roomFreed(consumed: Int64, at now: ContinuousClock.Instant) -> [TransferAction] {
+        guard let window else { return [] }
+        plan.limit = consumed + max(plan.layout.chunkSize, window.size - window.piece)
+        return dispatch(at: now)
+    }
+
+    /// Stops deciding: later events do nothing. A request in flight that was its host's trial gives
+    /// that role up (the host's health is shared, and a stopped transfer hears no more ends, so a
+    /// trial left in flight would hold back every other download of that host for good). The shell
+    /// cancels the requests.
+    package func stop() {
+        guard !stopped else { return }
+        stopped = true
+        for (slot, state) in slots.enumerated() where state.work != nil {
+            if let source = state.source { environment.source(source, abandonsTrialOf: slot) }
+        }
+    }
+
+    // MARK: Work
+
+    /// Gives idle slots work; completes when nothing is left. The event of a wake, a host that may
+    /// take requests again, a permit granted, a source that joined.
+    package func dispatch(at now: ContinuousClock.Instant) -> [TransferAction] {
+        var actions: [TransferAction] = []
+        dispatch(at: now, into: &actions)
+        return actions
+    }
+
+    func dispatch(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) {
+        guard !stopped, !settings.sendsNothing else { return }
+        if plan.isComplete {
+            // Every byte is here; it is one version only once every piece was seen to agree.
+            if !(ledger?.isStitched ?? true) { return bridgeBreaks(at: now, into: &actions) }
+            if !isAnyBusy { actions.append(.complete) }
+            return
+        }
+        let samples = connectionSamples(at: now)
+        let roundTrip = TransferPolicy.roundTrip(samples)
+        for index in 0..<target {
+            // Slots open as work appears: an object that arrives whole never opens a second one.
+            if isBusy(index) { continue }
+            guard let source = chooseSource(at: now) else { break }
+            open(upTo: index)
+            guard environment.acquirePermit(slot: index, for: source) else { break }
+            let cut = { [self] (victim: Segment) in cutPoint(victim, samples: samples, roundTrip: roundTrip) }
+            guard let segment = plan.claim(now: now, ownerID: index, cut: cut) else {
+                environment.releasePermit(slot: index)
+                break
+            }
+            request(segment, slot: index, source: source, sample: sample(index, in: samples), at: now, into: &actions)
+        }
+        hedge(at: now, into: &actions)
+        if !isAnyBusy, let next = [plan.nextRetryTime, environment.sourcesNextWake].compactMap({ $0 }).min() {
+            actions.append(.wake(at: next))
+        }
+    }
+
+    /// Opens the slots up to `index`.
+    func open(upTo index: Int) {
+        while slots.count <= index { slots.append(Slot()) }
+    }
+
+    /// The source the next request goes to (see ``TransferPolicy/chooseSource(_:avoiding:)``).
+    func chooseSource(avoiding: Int? = nil, at now: ContinuousClock.Instant) -> Int? {
+        TransferPolicy.chooseSource(environment.sourceSamples(at: now), avoiding: avoiding)
+    }
+
+    /// The source a slot's next request in its segment goes to: `current` while it may take one
+    /// (keeping its connection), else whichever the policy picks.
+    func nextSource(after current: Int?, at now: ContinuousClock.Instant) -> Int? {
+        let samples = environment.sourceSamples(at: now)
+        if let current, samples.indices.contains(current), TransferPolicy.canTakeRequest(samples[current]) {
+            return current
+        }
+        return TransferPolicy.chooseSource(samples, avoiding: nil)
+    }
+
+    /// What the policy sees of every opened slot: the connections' measurements and the segments
+    /// the machine gave them.
+    package func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+        let measured = environment.connectionSamples(at: now)
+        return slots.indices.map { index in
+            var sample = self.sample(index, in: measured)
+            sample.segment = slots[index].work?.segment.map {
+                SegmentSample(frontier: $0.frontier, end: $0.end, isHedged: $0.partner != nil)
+            }
+            return sample
+        }
+    }
+
+    /// `slot`'s sample among `samples`, or an unmeasured one for a slot not opened yet.
+    func sample(_ slot: Int, in samples: [ConnectionSample]) -> ConnectionSample {
+        guard samples.indices.contains(slot) else {
+            return ConnectionSample(id: slot, rate: 0, timeToFirstByte: 0, isTransferring: false, replacements: 0)
+        }
+        var sample = samples[slot]
+        sample.id = slot
+        return sample
+    }
+
+    /// Sends `slot`'s next request for `segment` to `source`: its own bytes, sized by what the
+    /// slot's connection measured, and the overlap with the bytes around them (``RangeRequest``).
+    func request(
+        _ segment: Segment, slot: Int, source: Int, sample: ConnectionSample, at now: ContinuousClock.Instant,
+        into actions: inout [TransferAction]
+    ) {
+        let policy = settings.policy
+        let size = policy.requestSize(
+            rate: sample.rate, timeToFirstByte: sample.timeToFirstByte, requestCost: requestCost)
+        let range = policy.nextRequest(
+            position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
+        plan.noteRequested(segment, upTo: range.upperBound)
+        let ranged =
+            ledger.map { ledger in
+                RangeRequest.overlapping(
+                    range, size: plan.layout.objectSize, window: ledger.window,
+                    heldAfter: ledger.needsTrail(at: range.upperBound), response: ledger.beginResponse())
+            } ?? RangeRequest(own: range)
+        // After a 412, once without the precondition: the overlap decides.
+        let unconditional = unconditional.remove(ObjectIdentifier(segment)) != nil
+        send(
+            .segment(segment, ranged), slot: slot, source: source, unconditional: unconditional, at: now,
+            into: &actions)
+    }
+
+    func send(
+        _ work: TransferWork, slot: Int, source: Int, unconditional: Bool, at now: ContinuousClock.Instant,
+        into actions: inout [TransferAction]
+    ) {
+        open(upTo: slot)
+        slots[slot] = Slot(work: work, source: source)
+        environment.source(source, willSendFrom: slot, at: now)
+        actions.append(.send(TransferSend(slot: slot, source: source, work: work, unconditional: unconditional)))
+    }
+
+    /// Where to cut `victim`'s request in flight for an idle connection (see
+    /// ``TransferPolicy/cutPoint(_:rate:others:roundTrip:minimumStealSize:layout:requestCost:)``).
+    private func cutPoint(_ victim: Segment, samples: [ConnectionSample], roundTrip: Double) -> Int64? {
+        // A response checked against its own digest (Content-Digest) is never cut, nor hedged.
+        guard !checksEachResponse, let id = victim.ownerID, samples.indices.contains(id), samples[id].isTransferring
+        else { return nil }
+        return settings.policy.cutPoint(
+            SegmentSample(frontier: victim.frontier, end: victim.end, isHedged: victim.partner != nil),
+            rate: samples[id].rate, others: samples.filter(\.isTransferring).map(\.rate), roundTrip: roundTrip,
+            minimumStealSize: plan.minimumStealSize, layout: plan.layout, requestCost: requestCost)
+    }
+
+    /// When idle slots remain and a connection far behind the others holds the last work, fetches
+    /// its tail on an idle slot too, from another source if there is one (the straggler's server
+    /// may be the slow part). Not for responses checked against their own digest, nor under a
+    /// byte-rate cap (it would spend the cap on bytes fetched twice). The event of the
+    /// housekeeping tick: rates move while connections sit idle at the end.
+    package func hedge(at now: ContinuousClock.Instant) -> [TransferAction] {
+        var actions: [TransferAction] = []
+        hedge(at: now, into: &actions)
+        return actions
+    }
+
+    func hedge(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) {
+        guard !stopped, settings.hedgesSlowTail, !checksEachResponse, !environment.isRateCapped(at: now),
+            plan.allAvailableWorkOwned
+        else { return }
+        let all = connectionSamples(at: now)
+        let busy = all.filter { isBusy($0.id) && $0.segment != nil }
+        let idle = target - (0..<target).count(where: isBusy)
+        let victims = settings.policy.tailsToHedge(busy: busy, idle: idle, roundTrip: TransferPolicy.roundTrip(all))
+        guard !victims.isEmpty else { return }
+        open(upTo: target - 1)
+        var helpers = (0..<target).filter { !isBusy($0) }.makeIterator()
+        for id in victims {
+            guard let victim = slots[id].work?.segment, let source = chooseSource(avoiding: slots[id].source, at: now),
+                let helper = helpers.next(), environment.acquirePermit(slot: helper, for: source)
+            else { return }
+            guard let hedge = plan.hedge(victim, ownerID: helper) else {
+                environment.releasePermit(slot: helper)
+                return
+            }
+            actions.append(.note(.hedging(segment: "\(victim)", rate: Int(all[id].rate))))
+            request(hedge, slot: helper, source: source, sample: sample(helper, in: all), at: now, into: &actions)
+        }
+    }
+
+    // MARK: Ends
+
+    /// `slot`'s request ended: continue on the same slot, retry, give up, or start over.
+    package func requestEnded(slot: Int, _ end: RequestEnd, at now: ContinuousClock.Instant) -> [TransferAction] {
+        guard !stopped, let work = work(of: slot) else { return [] }
+        let source = slots[slot].source
+        slots[slot] = Slot()
+        if let source { environment.source(source, endedFrom: slot, bytes: end.bytes) }
+        var actions: [TransferAction] = [.note(.requestEnded(slot: slot, range: work.range, bytes: end.bytes))]
+        switch work {
+        case .segment(let segment, let request):
+            segmentEnded(segment, request: request, slot: slot, source: source, end, at: now, into: &actions)
+        case .bridge(let request):
+            bridgeEnded(request, slot: slot, source: source, end, at: now, into: &actions)
+        }
+        return actions
+    }
+
+    private func segmentEnded(
+        _ segment: Segment, request: RangeRequest, slot: Int, source: Int?, _ end: RequestEnd,
+        at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+    ) {
+        if source != nil, end.bytes > 0 { refusedInARow = 0 }
+        if case .failed(let error, let retryAfter) = end.outcome {
+            return requestFailed(
+                segment, requested: request.sent, error: error, retryAfter: retryAfter, slot: slot, source: source,
+                end, at: now, into: &actions)
+        }
+        if let source { environment.source(source, abandonsTrialOf: slot) }
+        if case .cancelled = end.outcome, segment.isDone || segment.partner == nil {
+            // A hedge partner won, or the connection was replaced, or the download is stopping.
+            if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }
+            return dispatch(at: now, into: &actions)
+        }
+        if segment.isDone {
+            let partner = segment.partner
+            plan.finish(segment)
+            // The other half of a hedge pair has nothing left to fetch.
+            if let partner, let other = slots.firstIndex(where: { $0.work?.segment === partner }) {
+                actions.append(.cancel(slot: other))
+            }
+        } else if segment.isOwned && segment.partner == nil, slot < target,
+            let next = nextSource(after: source, at: now), environment.acquirePermit(slot: slot, for: next)
+        {
+            // The request ended inside the segment: the same slot asks for the next part (of the
+            // same source while it may be asked, keeping its connection).
+            actions.append(.checkpoint)
+            let sample = sample(slot, in: connectionSamples(at: now))
+            return self.request(segment, slot: slot, source: next, sample: sample, at: now, into: &actions)
+        } else {
+            plan.release(segment, failed: false)
+        }
+        actions.append(.checkpoint)
+        dispatch(at: now, into: &actions)
+    }
+}

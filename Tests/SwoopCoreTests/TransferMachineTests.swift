@@ -1,0 +1,200 @@
+import SwoopTestSupport
+import Testing
+@testable import SwoopCore
+
+/// The transfer machine in virtual time (``TransferSimulation``): what it sends, and how it meets
+/// an outage, an expired URL, a changed object, a stalled connection, a mirror that goes away, a
+/// pool's variants, a small budget and a connection limit. Each case runs in milliseconds.
+@Suite("Transfer machine")
+struct TransferMachineTests {
+    private static let mebibyte: Int64 = 1 << 20
+
+    @Test("a plain download: every byte, complete once, within the target, near the link's time")
+    func plainDownload() {
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [.init()], target: 8)
+        #expect(simulation.run())
+        #expect(simulation.completed && simulation.failure == nil)
+        #expect(simulation.machine.plan.isComplete && !simulation.machine.isAnyBusy)
+        #expect(simulation.mostInFlight <= 8)
+        // 256 MiB over 8 connections of 16 MiB/s is 2 s; requests and the probe's start cost a little.
+        #expect(simulation.seconds < 2.6, "took \(simulation.seconds) s")
+        #expect(simulation.bytesReceived >= 256 * Self.mebibyte)
+    }
+
+    @Test("a 20 s outage: at most 20 attempts while the host is down, then every byte")
+    func outage() {
+        var server = TransferSimulation.Server()
+        server.outages = [1..<21]
+        let simulation = TransferSimulation(size: 512 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run())
+        #expect(simulation.completed, "failed: \(String(describing: simulation.failure))")
+        let attempts = simulation.servers[0].attemptsWhileDown
+        #expect(attempts >= 3 && attempts <= 20, "\(attempts) attempts during the outage")
+        #expect(simulation.seconds > 21)
+    }
+
+    @Test("an outage longer than the policy allows fails, saying how long, and can be resumed")
+    func outageTooLong() throws {
+        var server = TransferSimulation.Server()
+        server.outages = [1..<10_000]
+        let simulation = TransferSimulation(size: 512 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run(limit: 1_000))
+        let failure = try #require(simulation.failure)
+        #expect(failure.message.contains("has not answered for"), "\(failure.message)")
+        #expect(failure.remedy == .resume)
+        #expect(simulation.seconds >= 120 && simulation.seconds < 200)
+        #expect(simulation.servers[0].attemptsWhileDown < 60)
+    }
+
+    @Test("an expired URL: the first source waits for a fresh URL, nothing is sent to it meanwhile")
+    func expiredURL() {
+        var fresh = false
+        var server = TransferSimulation.Server()
+        server.answer = { seconds, _ in
+            guard seconds >= 0.5, !fresh else { return nil }
+            let refused = DownloadError(.httpStatus, "403 Forbidden", httpStatus: 403)
+            return RequestEnd(.failed(refused, retryAfter: nil), answered: true, urlExpired: true)
+        }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
+        simulation.onRefresh = { _ in
+            fresh = true
+            return 0.3
+        }
+        #expect(simulation.run())
+        #expect(simulation.completed, "failed: \(String(describing: simulation.failure))")
+        #expect(simulation.refreshes >= 1)
+        #expect(simulation.sendsAwaitingFreshURL == 0, "\(simulation.sendsAwaitingFreshURL) sent to the expired URL")
+        #expect(simulation.retries == 0, "a refusal of an expired URL is not the range's failure")
+    }
+
+    @Test("the object changes: the download starts over, and nothing more is sent")
+    func objectChanges() {
+        var server = TransferSimulation.Server()
+        server.answer = { seconds, _ in
+            guard seconds >= 0.4 else { return nil }
+            let changed = DownloadError(.objectChanged, "the object changed on the server: its validators became x")
+            return RequestEnd(.failed(changed, retryAfter: nil), answered: true)
+        }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run())
+        #expect(simulation.changed?.contains("validators became") == true)
+        #expect(simulation.failure == nil && !simulation.completed)
+    }
+
+    @Test("a stalled connection's tail is hedged on an idle one, and the hedge pair's loser is cancelled")
+    func stalledConnection() {
+        var server = TransferSimulation.Server()
+        server.slotRates = [1: 64 * 1024]
+        let simulation = TransferSimulation(size: 64 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run())
+        #expect(simulation.completed)
+        // The slow connection alone would need its quarter (16 MiB) at 64 KiB/s: 256 s.
+        #expect(simulation.seconds < 10, "took \(simulation.seconds) s")
+        #expect(simulation.sends.contains { $0.work.segment?.isHedge == true } || simulation.cancels > 0)
+    }
+
+    @Test("without hedging the stalled connection's tail is still cut for idle connections")
+    func stalledConnectionWithoutHedging() {
+        var server = TransferSimulation.Server()
+        server.slotRates = [1: 64 * 1024]
+        let simulation = TransferSimulation(size: 64 * Self.mebibyte, servers: [server], target: 4, hedges: false)
+        #expect(simulation.run())
+        #expect(simulation.completed)
+        #expect(!simulation.sends.contains { $0.work.segment?.isHedge == true })
+        #expect(simulation.seconds < 60, "took \(simulation.seconds) s")
+    }
+
+    @Test("a mirror that goes away for good is dropped; the first source finishes")
+    func mirrorLost() {
+        var mirror = TransferSimulation.Server()
+        mirror.answer = { seconds, _ in
+            guard seconds >= 0.3 else { return nil }
+            return RequestEnd(.failed(.httpStatus(404, url: "m"), retryAfter: nil), answered: true)
+        }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [.init(), mirror], target: 8)
+        #expect(simulation.run())
+        #expect(simulation.completed, "failed: \(String(describing: simulation.failure))")
+        #expect(simulation.servers[1].dropped != nil)
+        #expect(simulation.servers[1].bytes > 0, "the mirror served until it went away")
+        let dropped = simulation.sends.lastIndex { $0.source == 1 } ?? 0
+        #expect(simulation.sends[(dropped + 1)...].allSatisfy { $0.source == 0 })
+    }
+
+    @Test("a 412 is asked again once without the precondition, then with it again")
+    func preconditionFailed() throws {
+        var refused: Int64?
+        var server = TransferSimulation.Server()
+        server.answer = { seconds, send in
+            guard seconds >= 0.3, refused == nil, !send.unconditional else { return nil }
+            refused = send.work.range.lowerBound
+            let failed = DownloadError(.objectChanged, "412 Precondition Failed", httpStatus: 412)
+            return RequestEnd(.failed(failed, retryAfter: nil), answered: true, refusal: .preconditionFailed)
+        }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run())
+        #expect(simulation.completed)
+        let offset = try #require(refused)
+        let asked = simulation.sends.filter { $0.work.range.lowerBound == offset }
+        #expect(asked.count == 2 && asked[1].unconditional, "asked again without the precondition")
+        #expect(simulation.sends.filter(\.unconditional).count == 1, "only that once")
+    }
+
+    @Test("another version's responses are asked again on new connections; too many in a row fail")
+    func otherVersion() throws {
+        var server = TransferSimulation.Server()
+        server.answer = { seconds, _ in
+            guard seconds >= 0.3 else { return nil }
+            let other = DownloadError(.objectChanged, "the server answered with \"v2\", known to be another version")
+            return RequestEnd(.failed(other, retryAfter: nil), answered: true, refusal: .otherVersion)
+        }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run())
+        let failure = try #require(simulation.failure)
+        #expect(failure.kind == .objectChanged && failure.message.contains("serves different versions"))
+        #expect(simulation.machine.refusedInARow == TransferMachine.refusalLimit + 1)
+    }
+
+    @Test("a budget of 2 permits: never more than 2 requests in flight, and every byte")
+    func smallBudget() {
+        let simulation = TransferSimulation(size: 128 * Self.mebibyte, servers: [.init()], target: 8, permits: 2)
+        #expect(simulation.run())
+        #expect(simulation.completed)
+        #expect(simulation.mostInFlight <= 2)
+    }
+
+    @Test("503 above 4 connections: the cap is learned, and the refusals are not counted as retries")
+    func connectionLimit() {
+        var server = TransferSimulation.Server()
+        server.connectionLimit = 4
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 8)
+        #expect(simulation.run())
+        #expect(simulation.completed, "failed: \(String(describing: simulation.failure))")
+        #expect(simulation.retries == 0)
+        #expect(simulation.sourceSamples(at: simulation.start).first?.cap == 4)
+        // 256 MiB over 4 connections of 16 MiB/s is 4 s.
+        #expect(simulation.seconds < 6, "took \(simulation.seconds) s")
+    }
+
+    @Test("a stopped transfer gives up its request's trial of a down host, for the host's other downloads")
+    func stoppingGivesUpTheTrial() throws {
+        var server = TransferSimulation.Server()
+        let start = ContinuousClock.now
+        let policy = FailurePolicy(
+            baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
+        for owner in 1...3 {
+            _ = server.health.failed(
+                .server, reason: "connection refused", active: 0, refused: false, retryAfter: nil, sharesWork: false,
+                policy: policy, at: start, by: owner)
+        }
+        let due = try #require(server.health.outage?.nextTrial)
+        let simulation = TransferSimulation(size: 64 * Self.mebibyte, servers: [server], target: 4)
+        _ = simulation.machine.start(first: RangeRequest(own: ByteRange(0, 1 << 20)), at: due)
+        #expect(simulation.servers[0].health.outage?.trialInFlight == true, "the probe's request is the host's trial")
+        #expect(!simulation.servers[0].health.mayTake(active: 0, at: due), "another download waits for it")
+        // The transfer stops (its download was cancelled or paused): no end of that request is heard.
+        simulation.machine.stop()
+        #expect(simulation.servers[0].health.outage?.trialInFlight == false)
+        #expect(simulation.servers[0].health.mayTake(active: 0, at: due), "another download may send the next")
+        #expect(simulation.machine.dispatch(at: due).isEmpty, "a stopped machine decides nothing")
+    }
+}

@@ -1,0 +1,343 @@
+import SwoopTestSupport
+@testable import SwoopCore
+
+/// The ``TransferMachine`` against model servers, in virtual time: the simulation is its
+/// environment (sources with real ``SourceHealth``, a permit budget, connections that measure
+/// their rates), performs its actions, and moves time in steps of 10 ms. Bytes are written into
+/// the machine's plan as the store writes them. No socket, no clock, no thread.
+final class TransferSimulation: TransferEnvironment {
+    /// One model server.
+    struct Server {
+        /// Bytes per second each connection gets.
+        var rate: Double = 16 * 1_048_576
+        /// From request to first byte.
+        var firstByte: Duration = .milliseconds(20)
+        /// Seconds (from the start) during which connections are refused.
+        var outages: [Range<Double>] = []
+        /// Answers 503 to a request beyond this many in flight.
+        var connectionLimit: Int?
+        /// How a request sent at a time answers instead of serving (`nil`: it serves).
+        var answer: ((_ seconds: Double, _ request: TransferSend) -> RequestEnd?)?
+        /// The rate of slot `n`'s connection instead of `rate` (a slow path).
+        var slotRates: [Int: Double] = [:]
+
+        // What the machine's environment keeps for it.
+        var health = SourceHealth()
+        var active = 0
+        var bytes: Int64 = 0
+        var dropped: String?
+        var held = false
+        /// Requests sent, and those sent while it was down.
+        var requests = 0
+        var attemptsWhileDown = 0
+    }
+
+    private struct Flight {
+        var send: TransferSend
+        var answerAt: ContinuousClock.Instant
+        /// Set when it answers with a failure (or a refusal) instead of bytes.
+        var failure: RequestEnd?
+        var rate: Double
+        var answered = false
+        var received: Int64 = 0
+        var cancelled = false
+        var firstByteAt: ContinuousClock.Instant?
+    }
+
+    let start = ContinuousClock.now
+    private(set) var now: ContinuousClock.Instant
+    let step = Duration.milliseconds(10)
+    var servers: [Server]
+    let policy = FailurePolicy(
+        baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
+    private(set) var machine: TransferMachine!
+    private var flights: [Int: Flight] = [:]
+    /// Connection permits free (the downloader's budget), and who waits for one.
+    var permits: Int
+    private var holders: Set<Int> = []
+    private var waitsForPermit = false
+    private var wake: ContinuousClock.Instant?
+    private var random = SplitMix64(seed: 7)
+
+    // What happened.
+    private(set) var completed = false
+    private(set) var failure: DownloadError?
+    private(set) var changed: String?
+    private(set) var sends: [TransferSend] = []
+    private(set) var cancels = 0
+    private(set) var refreshes = 0
+    private(set) var retries = 0
+    private(set) var mostInFlight = 0
+    /// Requests sent to the first server after it refused an expired URL, before the fresh URL
+    /// was checked.
+    private(set) var sendsAwaitingFreshURL = 0
+    private var awaitsFreshURL = false
+    /// Body bytes written by more than one response (a hedge's overlap).
+    private(set) var bytesReceived: Int64 = 0
+    /// Called on `.refresh`: the test's fresh URL (return the seconds it takes to check it).
+    var onRefresh: ((TransferSimulation) -> Double)?
+    private var refreshDoneAt: ContinuousClock.Instant?
+
+    var seconds: Double { (now - start).seconds }
+
+    init(
+        size: Int64, servers: [Server], target: Int, permits: Int = 64, hedges: Bool = true,
+        minimumSegmentSize: Int64 = 1 << 20
+    ) {
+        now = start
+        self.servers = servers
+        self.permits = permits
+        let layout = ChunkLayout(objectSize: size)
+        let plan = SegmentScheduler(
+            layout: layout, missing: [ByteRange(0, size)], minimumSegmentSize: minimumSegmentSize)
+        machine = TransferMachine(
+            plan: plan, ledger: nil,
+            settings: .init(
+                policy: TransferPolicy(minimumSegmentSize: minimumSegmentSize), failures: policy,
+                hedgesSlowTail: hedges),
+            target: target, environment: self, random: SplitMix64(seed: 11))
+    }
+
+    /// Runs from a probe whose first request (slot 0, server 0) asks for `first` bytes, until the
+    /// transfer ends or `limit` seconds of virtual time pass. Returns whether it ended.
+    @discardableResult
+    func run(first: Int64 = 1 << 20, limit: Double = 600) -> Bool {
+        let request = RangeRequest(own: ByteRange(0, min(first, machine.plan.layout.objectSize)))
+        guard let segment = machine.start(first: request, at: now) else { return false }
+        let probe = TransferSend(slot: 0, source: 0, work: .segment(segment, request), unconditional: false)
+        servers[0].requests += 1
+        flights[0] = flight(for: probe)
+        permits -= 1
+        holders.insert(0)
+        machine.planAhead(window: nil, hashesInOrder: false)
+        perform(machine.dispatch(at: now))
+        var nextTick = now + .milliseconds(100)
+        while !isOver, seconds < limit {
+            now += step
+            advanceFlights()
+            if let refreshDoneAt, refreshDoneAt <= now {
+                self.refreshDoneAt = nil
+                servers[0].held = false
+                awaitsFreshURL = false
+                perform(machine.dispatch(at: now))
+            }
+            if let wake, wake <= now {
+                self.wake = nil
+                perform(machine.dispatch(at: now))
+            }
+            if nextTick <= now {
+                nextTick = now + .milliseconds(100)
+                perform(machine.hedge(at: now))
+            }
+        }
+        return isOver
+    }
+
+    var isOver: Bool { completed || failure != nil || changed != nil }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [TransferAction]) {
+        for action in actions {
+            guard !isOver else { return }
+            switch action {
+            case .send(let send):
+                sends.append(send)
+                servers[send.source].requests += 1
+                if servers[send.source].isDown(at: seconds) { servers[send.source].attemptsWhileDown += 1 }
+                if send.source == 0 && awaitsFreshURL { sendsAwaitingFreshURL += 1 }
+                flights[send.slot] = flight(for: send)
+                mostInFlight = max(mostInFlight, flights.count)
+            case .cancel(let slot):
+                flights[slot]?.cancelled = true
+                cancels += 1
+            case .renew, .checkpoint, .note:
+                break
+            case .retried:
+                retries += 1
+            case .refresh:
+                refreshes += 1
+                servers[0].held = true
+                if refreshDoneAt == nil { refreshDoneAt = now + .seconds(onRefresh?(self) ?? 0.2) }
+                perform(machine.dispatch(at: now))
+            case .wake(let instant):
+                wake = instant
+            case .complete:
+                completed = true
+            case .objectChanged(let message):
+                changed = message
+            case .fail(let error):
+                failure = error
+            }
+        }
+    }
+
+    private func flight(for send: TransferSend) -> Flight {
+        let server = servers[send.source]
+        let at = seconds
+        if server.isDown(at: at) {
+            let refused = DownloadError(.network, "connection refused", curlCode: 7)
+            return Flight(
+                send: send, answerAt: now + .milliseconds(1), failure: RequestEnd(.failed(refused, retryAfter: nil)),
+                rate: 0)
+        }
+        // The server counts the requests it serves (the environment's count runs ahead: the machine
+        // counts a batch of requests before the shell sends any).
+        let serving = flights.values.count { $0.send.source == send.source && $0.failure == nil && !$0.cancelled }
+        if let limit = server.connectionLimit, serving >= limit {
+            let busy = DownloadError(.httpStatus, "503 Service Unavailable", httpStatus: 503)
+            return Flight(
+                send: send, answerAt: now + server.firstByte,
+                failure: RequestEnd(.failed(busy, retryAfter: nil), answered: true), rate: 0)
+        }
+        let failure = server.answer?(at, send)
+        return Flight(
+            send: send, answerAt: now + server.firstByte, failure: failure,
+            rate: server.slotRates[send.slot] ?? server.rate)
+    }
+
+    /// Every request in flight moves on by one step: answers, bytes, ends.
+    private func advanceFlights() {
+        for slot in flights.keys.sorted() {
+            guard var flight = flights[slot] else { continue }
+            if flight.cancelled {
+                end(slot, RequestEnd(.cancelled, bytes: flight.received, answered: flight.answered))
+                continue
+            }
+            guard flight.answerAt <= now else { continue }
+            if let failure = flight.failure {
+                var failure = failure
+                failure.bytes = 0
+                end(slot, failure)
+                continue
+            }
+            if !flight.answered {
+                flight.answered = true
+                flight.firstByteAt = now
+                let before = servers[flight.send.source].health.state
+                servers[flight.send.source].health.answered()
+                flights[slot] = flight
+                // A recovering source may take more requests now.
+                if before != servers[flight.send.source].health.state { perform(machine.dispatch(at: now)) }
+                guard flights[slot] != nil else { continue }
+            }
+            let range = flight.send.work.range
+            let count = min(range.count - flight.received, Int64(flight.rate * step.seconds))
+            var enough = false
+            if case .segment(let segment, let request) = flight.send.work {
+                let planned = machine.plan.plannedWrite(segment, count: Int(count))
+                machine.plan.advance(segment, by: planned.accepted)
+                enough =
+                    planned.accepted < Int(count) || (segment.isDone && request.own.upperBound > segment.end)
+            }
+            flight.received += count
+            bytesReceived += count
+            flights[slot] = flight
+            if enough || flight.received >= range.count {
+                end(slot, RequestEnd(.completed, bytes: flight.received, answered: true))
+            }
+        }
+    }
+
+    private func end(_ slot: Int, _ end: RequestEnd) {
+        if end.urlExpired { awaitsFreshURL = true }
+        flights[slot] = nil
+        holders.remove(slot)
+        permits += 1
+        perform(machine.requestEnded(slot: slot, end, at: now))
+        if waitsForPermit, permits > 0 {
+            waitsForPermit = false
+            perform(machine.dispatch(at: now))
+        }
+    }
+
+    // MARK: TransferEnvironment
+
+    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
+        servers.map { server in
+            let limit = server.health.limit(at: now)
+            return SourceSample(
+                active: server.active, cap: limit.count,
+                failures: server.health.failuresInARow + server.health.failedAnswers,
+                isUsable: server.dropped == nil, isResting: limit.isHeldBack || server.held)
+        }
+    }
+
+    func source(_ source: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {
+        servers[source].active += 1
+        servers[source].health.willSend(by: slot, at: now)
+    }
+
+    func source(_ source: Int, endedFrom slot: Int, bytes: Int64) {
+        servers[source].active -= 1
+        servers[source].bytes += bytes
+        if bytes > 0 { servers[source].health.delivered() }
+    }
+
+    func source(_ source: Int, abandonsTrialOf slot: Int) {
+        servers[source].health.abandonTrial(by: slot)
+    }
+
+    func source(
+        _ source: Int, failed error: DownloadError, answered: Bool, retryAfter: Int?, slot: Int,
+        at now: ContinuousClock.Instant
+    ) -> SourceHealth.Verdict {
+        guard servers[source].dropped == nil else { return .rest }
+        let sharesWork = servers.indices.contains { $0 != source && servers[$0].dropped == nil }
+        return servers[source].health.failed(
+            FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: servers[source].active,
+            refused: error.httpStatus == 503 || error.httpStatus == 429, retryAfter: retryAfter,
+            sharesWork: sharesWork, policy: policy, at: now, by: slot, brokeOff: answered && error.kind == .network,
+            using: &random)
+    }
+
+    func drop(_ source: Int, reason: String) {
+        servers[source].dropped = servers[source].dropped ?? reason
+    }
+
+    var sourcesNextWake: ContinuousClock.Instant? {
+        servers.filter { $0.dropped == nil }.compactMap(\.health.nextWake).min()
+    }
+
+    var whyOthersCannotHelp: String? {
+        let reasons = servers.indices.dropFirst().compactMap { index in
+            servers[index].dropped.map { "\(index): \($0)" }
+        }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
+    }
+
+    func acquirePermit(slot: Int, for source: Int) -> Bool {
+        if holders.contains(slot) { return true }
+        guard permits > 0 else {
+            waitsForPermit = true
+            return false
+        }
+        permits -= 1
+        holders.insert(slot)
+        return true
+    }
+
+    func releasePermit(slot: Int) {
+        if holders.remove(slot) != nil { permits += 1 }
+    }
+
+    func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+        let count = (flights.keys.max() ?? -1) + 1
+        return (0..<max(count, machine.target)).map { slot in
+            guard let flight = flights[slot], let first = flight.firstByteAt else {
+                return ConnectionSample(id: slot, rate: 0, timeToFirstByte: 0, isTransferring: false, replacements: 0)
+            }
+            return ConnectionSample(
+                id: slot, rate: flight.rate, timeToFirstByte: servers[flight.send.source].firstByte.seconds,
+                isTransferring: true, secondsSinceFirstByte: (now - first).seconds, replacements: 0)
+        }
+    }
+
+    func isRateCapped(at now: ContinuousClock.Instant) -> Bool { false }
+}
+
+extension TransferSimulation.Server {
+    func isDown(at seconds: Double) -> Bool {
+        outages.contains { $0.contains(seconds) }
+    }
+}
