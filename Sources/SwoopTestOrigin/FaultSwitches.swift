@@ -34,6 +34,9 @@ public struct FaultSwitches: Sendable, Hashable {
     /// False: ignore `Range` and always answer 200 with the whole body, without `Accept-Ranges`
     /// (like a server without range support).
     public var rangeSupport = true
+    /// Sends object bodies chunked, without `Content-Length` (a server that streams what it
+    /// generates). With ``rangeSupport`` off the size is then known only at the end.
+    public var chunkedBodies = false
     /// Caps each response body at this many bytes per second, paced smoothly (small slices on a
     /// timer, not one-second bursts).
     public var throttleBytesPerSecond: Int? = nil

@@ -27,6 +27,31 @@ struct OriginDownloadTests {
         }
     }
 
+    /// A body without `Content-Length` leaves the size unknown: the part file is created on the disk
+    /// queue while the probe's response waits. An empty one has ended by then, and is the download.
+    @Test("a chunked body from a server without ranges, of unknown size: every byte, and an empty one in one request",
+          arguments: [0, 1, 70_000, 3 << 20])
+    func chunkedWithoutRanges(size: Int) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: Int64(size), seed: 19)
+            origin.addObject(object, at: "/chunked.bin")
+            origin.updateFaults {
+                $0.rangeSupport = false
+                $0.chunkedBodies = true
+            }
+            let result = try await withDownloader(quickConfiguration(connections: 4)) {
+                try await $0.download(DownloadRequest(url: origin.url("/chunked.bin")), to: scratch.path("c.bin"))
+            }
+            #expect(result.bytes == object.size)
+            #expect(try await TestData.sha256(of: scratch.path("c.bin")) == object.sha256)
+            let log = origin.requests
+            #expect(log.count == 1, "one request, none asked again: \(log.map(\.status))")
+            #expect(result.retries == 0)
+        }
+    }
+
     @Test("the download's connections are close-on-exec: a process the application starts does not inherit them")
     func connectionsCloseOnExec() async throws {
         let scratch = try Scratch()

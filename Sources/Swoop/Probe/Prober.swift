@@ -117,13 +117,26 @@ final class Prober: ProbeExchangeDelegate {
         handedOver ? nil : exchange.waiting
     }
 
-    /// The sink has opened: the transfer takes the connection over now. `false` when its
-    /// exchange ended meanwhile (it was cancelled, or failed while its body waited).
-    func completeHandover() -> Bool {
-        guard handoverPending, exchange.isBusy else { return false }
+    /// How a handover the sink's opening waited for went.
+    enum DelayedHandover {
+        /// The exchange goes on: its held body goes to the transfer.
+        case live
+        /// It had ended whole (a response without a body): the transfer hears that as its own
+        /// (``Connection/reportEndedExchange()``).
+        case endedWhole
+        /// It ended otherwise (cancelled, or failed while its body waited): ask again.
+        case lost
+    }
+
+    /// The sink has opened: the transfer takes the connection over now, unless its exchange
+    /// ended meanwhile other than whole.
+    func completeHandover() -> DelayedHandover {
+        guard handoverPending else { return .lost }
+        let handover: DelayedHandover = exchange.isBusy ? .live : exchange.connection.endedWhole ? .endedWhole : .lost
+        guard handover != .lost else { return .lost }
         handoverPending = false
         handedOver = true
-        return true
+        return handover
     }
 
     /// Stops probing: cancels the probe in flight (unless it became the transfer) and any retry.

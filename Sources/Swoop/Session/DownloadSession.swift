@@ -173,7 +173,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     ) {
         guard isCurrent(prober) else { return }
         if let error { return stop(with: .failure(error)) }
-        guard prober.completeHandover() else {
+        let handover = prober.completeHandover()
+        guard handover != .lost else {
             // Its exchange ended while the body waited: ask again, with what the sink held kept
             // only if it was resumed.
             lostHandovers += 1
@@ -198,7 +199,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             connection.cancel()
             return stop(with: .failure(error))
         }
-        connection.releaseBody()
+        // A response without a body ended while the sink opened: the transfer hears how.
+        if handover == .endedWhole { connection.reportEndedExchange() } else { connection.releaseBody() }
     }
 
     /// The sink is open for `found`: plans the transfer, and its run takes `connection` over.

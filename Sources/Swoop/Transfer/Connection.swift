@@ -294,6 +294,13 @@ final class Connection: ExchangeDelegate {
         finish(outcome)
     }
 
+    /// The last exchange ended, and received its response whole (a probe's response without a
+    /// body, which ends in the same round as its head).
+    var endedWhole: Bool {
+        guard exchange == nil, case .completed? = lastEnd else { return false }
+        return true
+    }
+
     /// The exchange ended before the job it was handed over for was given (``adopt(_:store:object:)``):
     /// a probe's response without a body ends in the same round as its head. Its new delegate
     /// hears how it ended, judged by the new job, as if it ended now.

@@ -114,7 +114,9 @@ struct ResponsePlanner {
             plan.head.headers.replaceOrAdd(name: "Connection", value: "keep-alive")
         }
         let status = plan.head.status
-        if status != .notModified, !plan.head.headers.contains(name: "Content-Length") {
+        // Without a length, an HTTP/1.1 body goes chunked (NIO frames it so).
+        let chunked = faults.chunkedBodies && view != nil && request.version.minor >= 1
+        if status != .notModified, !chunked, !plan.head.headers.contains(name: "Content-Length") {
             plan.head.headers.add(name: "Content-Length", value: String(plan.bodyLength))
         }
         if request.method == .HEAD || status == .notModified {
