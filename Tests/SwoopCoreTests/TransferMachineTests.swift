@@ -154,6 +154,41 @@ struct TransferMachineTests {
         #expect(simulation.machine.refusedInARow == TransferMachine.refusalLimit + 1)
     }
 
+    @Test("a resumed stretch whose neighbour's trail broke off is bridged before the download completes")
+    func bridge() {
+        var server = TransferSimulation.Server()
+        server.cutsTrails = 1_000
+        let simulation = TransferSimulation(
+            size: 16 * Self.mebibyte, servers: [server], target: 4, held: [ByteRange(8 << 20, 16 << 20)],
+            comparing: true)
+        #expect(simulation.run())
+        #expect(simulation.completed, "failed: \(String(describing: simulation.failure))")
+        let bridges = simulation.sends.filter { if case .bridge = $0.work { true } else { false } }
+        let start = bridges.first?.work.range.lowerBound ?? 0
+        #expect(bridges.count == 1 && start < 8 << 20, "\(bridges.count) bridges")
+        #expect(bridges.allSatisfy { $0.unconditional })
+        #expect(simulation.machine.ledger?.isStitched == true)
+    }
+
+    @Test("a break no bridge can cross fails after maxTries bridges, and can be resumed")
+    func bridgeFails() throws {
+        var server = TransferSimulation.Server()
+        server.cutsTrails = 1_000
+        server.answer = { _, send in
+            guard case .bridge = send.work else { return nil }
+            return RequestEnd(.failed(DownloadError(.network, "connection reset"), retryAfter: nil), answered: true)
+        }
+        let simulation = TransferSimulation(
+            size: 16 * Self.mebibyte, servers: [server], target: 4, held: [ByteRange(8 << 20, 16 << 20)],
+            comparing: true)
+        #expect(simulation.run())
+        let failure = try #require(simulation.failure)
+        #expect(failure.message.contains("could not compare the bytes on both sides of offset 8388608"))
+        #expect(failure.remedy == .resume)
+        let bridges = simulation.sends.filter { if case .bridge = $0.work { true } else { false } }
+        #expect(bridges.count == simulation.policy.maxTries)
+    }
+
     @Test("a budget of 2 permits: never more than 2 requests in flight, and every byte")
     func smallBudget() {
         let simulation = TransferSimulation(size: 128 * Self.mebibyte, servers: [.init()], target: 8, permits: 2)

@@ -20,6 +20,8 @@ final class TransferSimulation: TransferEnvironment {
         var answer: ((_ seconds: Double, _ request: TransferSend) -> RequestEnd?)?
         /// The rate of slot `n`'s connection instead of `rate` (a slow path).
         var slotRates: [Int: Double] = [:]
+        /// Breaks this many responses' connections where their trail would begin.
+        var cutsTrails = 0
 
         // What the machine's environment keeps for it.
         var health = SourceHealth()
@@ -80,18 +82,25 @@ final class TransferSimulation: TransferEnvironment {
 
     var seconds: Double { (now - start).seconds }
 
+    /// A download of `size` bytes of which `held` (sorted) are an earlier run's; with `comparing`,
+    /// requests overlap the bytes around them and an ``AgreementLedger`` compares them.
     init(
         size: Int64, servers: [Server], target: Int, permits: Int = 64, hedges: Bool = true,
-        minimumSegmentSize: Int64 = 1 << 20
+        minimumSegmentSize: Int64 = 1 << 20, held: [ByteRange] = [], comparing: Bool = false
     ) {
         now = start
         self.servers = servers
         self.permits = permits
         let layout = ChunkLayout(objectSize: size)
-        let plan = SegmentScheduler(
-            layout: layout, missing: [ByteRange(0, size)], minimumSegmentSize: minimumSegmentSize)
+        var missing: [ByteRange] = []
+        var cursor: Int64 = 0
+        for stretch in held + [ByteRange(size, size)] {
+            if stretch.lowerBound > cursor { missing.append(ByteRange(cursor, stretch.lowerBound)) }
+            cursor = stretch.upperBound
+        }
+        let plan = SegmentScheduler(layout: layout, missing: missing, minimumSegmentSize: minimumSegmentSize)
         machine = TransferMachine(
-            plan: plan, ledger: nil,
+            plan: plan, ledger: comparing ? AgreementLedger(size: size, held: held) : nil,
             settings: .init(
                 policy: TransferPolicy(minimumSegmentSize: minimumSegmentSize), failures: policy,
                 hedgesSlowTail: hedges),
@@ -102,7 +111,15 @@ final class TransferSimulation: TransferEnvironment {
     /// transfer ends or `limit` seconds of virtual time pass. Returns whether it ended.
     @discardableResult
     func run(first: Int64 = 1 << 20, limit: Double = 600) -> Bool {
-        let request = RangeRequest(own: ByteRange(0, min(first, machine.plan.layout.objectSize)))
+        guard let missing = machine.plan.missingRanges.first else { return false }
+        let own = ByteRange(missing.lowerBound, min(missing.upperBound, missing.lowerBound + first))
+        let size = machine.plan.layout.objectSize
+        let request =
+            machine.ledger.map {
+                RangeRequest.overlapping(
+                    own, size: size, window: $0.window, heldAfter: $0.needsTrail(at: own.upperBound),
+                    response: $0.beginResponse())
+            } ?? RangeRequest(own: own)
         guard let segment = machine.start(first: request, at: now) else { return false }
         let probe = TransferSend(slot: 0, source: 0, work: .segment(segment, request), unconditional: false)
         servers[0].requests += 1
@@ -222,21 +239,85 @@ final class TransferSimulation: TransferEnvironment {
                 guard flights[slot] != nil else { continue }
             }
             let range = flight.send.work.range
-            let count = min(range.count - flight.received, Int64(flight.rate * step.seconds))
-            var enough = false
-            if case .segment(let segment, let request) = flight.send.work {
-                let planned = machine.plan.plannedWrite(segment, count: Int(count))
-                machine.plan.advance(segment, by: planned.accepted)
-                enough =
-                    planned.accepted < Int(count) || (segment.isDone && request.own.upperBound > segment.end)
+            var count = min(range.count - flight.received, Int64(flight.rate * step.seconds))
+            if case .segment(_, let request) = flight.send.work, request.trail > 0,
+                servers[flight.send.source].cutsTrails > 0
+            {
+                // The connection breaks where the trail would begin.
+                let trailStart = request.lead + request.own.count
+                count = min(count, trailStart - flight.received)
+                if flight.received == trailStart {
+                    servers[flight.send.source].cutsTrails -= 1
+                    let reset = DownloadError(.network, "connection reset", curlCode: 56)
+                    end(slot, RequestEnd(.failed(reset, retryAfter: nil), bytes: flight.received, answered: true))
+                    continue
+                }
             }
+            let (enough, failure) = deliver(count, of: flight)
             flight.received += count
             bytesReceived += count
             flights[slot] = flight
-            if enough || flight.received >= range.count {
+            if let failure {
+                end(slot, RequestEnd(.failed(failure, retryAfter: nil), bytes: flight.received, answered: true))
+            } else if enough || flight.received >= range.count {
                 end(slot, RequestEnd(.completed, bytes: flight.received, answered: true))
             }
         }
+    }
+
+    /// The next `count` body bytes of `flight`'s response, taken as the store takes them: overlap
+    /// compared in the ledger (or left waiting there), own bytes written into the plan and the
+    /// ledger, bytes a hedge partner wrote already compared. Returns whether the store wants no
+    /// more of the response, or the difference it found.
+    private func deliver(_ count: Int64, of flight: Flight) -> (enough: Bool, failure: DownloadError?) {
+        let request: RangeRequest
+        let segment: Segment?
+        switch flight.send.work {
+        case .segment(let piece, let asked): (segment, request) = (piece, asked)
+        case .bridge(let asked): (segment, request) = (nil, asked)
+        }
+        let start = request.sent.lowerBound + flight.received
+        let parts = request.parts(received: flight.received, count: Int(count))
+        func at(_ part: Range<Int>) -> ByteRange {
+            ByteRange(start + Int64(part.lowerBound), start + Int64(part.upperBound))
+        }
+        for part in [parts.lead, parts.trail] where !part.isEmpty {
+            if let difference = compare(at(part), from: request.response) { return (false, difference) }
+        }
+        guard let segment else { return (false, nil) }
+        let own = parts.own.count
+        let planned = machine.plan.plannedWrite(segment, count: own)
+        if planned.write.lowerBound > 0,
+            let difference = compare(at(parts.own.prefix(planned.write.lowerBound)), from: request.response)
+        {
+            return (false, difference)
+        }
+        if !planned.write.isEmpty, let ledger = machine.ledger {
+            let bytes = content(ByteRange(planned.offset, planned.offset + Int64(planned.write.count)))
+            if let disagreement = bytes.withUnsafeBytes({ ledger.write($0, at: planned.offset, by: request.response) }) {
+                return (false, changed(disagreement))
+            }
+        }
+        machine.plan.advance(segment, by: planned.accepted)
+        return (planned.accepted < own || (segment.isDone && request.own.upperBound > segment.end), nil)
+    }
+
+    /// The object's bytes at `range` (every server serves the same version).
+    func content(_ range: ByteRange) -> [UInt8] {
+        (range.lowerBound..<range.upperBound).map { UInt8(truncatingIfNeeded: ($0 &* 0x9E37_79B1) >> 13) }
+    }
+
+    private func compare(_ range: ByteRange, from response: AgreementLedger.ResponseID) -> DownloadError? {
+        guard let ledger = machine.ledger, !range.isEmpty else { return nil }
+        let bytes = content(range)
+        let disagreement = bytes.withUnsafeBytes {
+            ledger.compare($0, at: range.lowerBound, from: response) { [self] in content($0) }
+        }
+        return disagreement.map(changed)
+    }
+
+    private func changed(_ disagreement: AgreementLedger.Disagreement) -> DownloadError {
+        DownloadError(.objectChanged, "the object changed on the server: bytes \(disagreement.range) differ")
     }
 
     private func end(_ slot: Int, _ end: RequestEnd) {
