@@ -294,9 +294,8 @@ final class TransferSimulation: TransferEnvironment {
         }
         if !planned.write.isEmpty, let ledger = machine.ledger {
             let bytes = content(ByteRange(planned.offset, planned.offset + Int64(planned.write.count)))
-            if let disagreement = bytes.withUnsafeBytes({ ledger.write($0, at: planned.offset, by: request.response) }) {
-                return (false, changed(disagreement))
-            }
+            let disagreement = bytes.withUnsafeBytes { ledger.write($0, at: planned.offset, by: request.response) }
+            if let disagreement { return (false, changed(disagreement)) }
         }
         machine.plan.advance(segment, by: planned.accepted)
         return (planned.accepted < own || (segment.isDone && request.own.upperBound > segment.end), nil)
