@@ -92,7 +92,14 @@ struct BenchCommandTests {
                     rate <= 1.15 * ideal && rate >= 0.85 * ideal / stretch,
                     "\(count) connections: \(rate / 1_048_576) MiB/s (load stretch \(stretch))")
             }
-            #expect((rows.last?["passes"] as? Int ?? 0) >= 2, "8 connections fetched the object again")
+            // A pass that ends within the window is followed by another. Whether the first ended in
+            // time follows from the rate measured: a loaded machine's 8 connections may need the whole
+            // window for the 32 MiB (a clean clone's CI run measured one pass so).
+            let last = try #require(rows.last)
+            let rate = last["bytesPerSecond"] as? Double ?? 0
+            if rate * 3 >= 1.2 * Double(32 << 20) {
+                #expect(last["passes"] as? Int ?? 0 >= 2, "8 connections at \(rate / 1_048_576) MiB/s fetched it again")
+            }
             #expect(summary["recommendedConnections"] as? Int == 8)
             // The reason follows the figures: 8 connections each near one's rate is a per-connection
             // cap. On a loaded machine the 8 can fall short of that (the process reads late), and
