@@ -71,7 +71,7 @@ package struct SourceSample: Equatable {
 
 /// The transfer's choices as pure functions of measurements: how much to ask for, where to cut
 /// a request in flight, which tails to hedge, which connections to replace, which source to ask.
-/// ``TransferRun`` applies them; retries and backoff are the ``FailurePolicy``'s.
+/// ``TransferMachine`` applies them; retries and backoff are the ``FailurePolicy``'s.
 package struct TransferPolicy {
     /// The smallest range worth its own request (``Downloader/Configuration/Tuning/minimumSegmentSize``).
     package var minimumSegmentSize: Int64

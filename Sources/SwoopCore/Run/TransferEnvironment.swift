@@ -5,7 +5,7 @@
 /// world (requests, cancels, checkpoints, the end) comes out as ``TransferAction``s.
 ///
 /// Sources are named by index (0 is the first URL's server; mirrors follow as they join), slots
-/// by index (0 is the probe's connection). In the library ``TransferRun`` answers; in the tests a
+/// by index (0 is the probe's connection). In the library `TransferRun` answers; in the tests a
 /// model with virtual time does.
 package protocol TransferEnvironment: AnyObject {
     /// What the source policy sees of every source at `now`, by index.
