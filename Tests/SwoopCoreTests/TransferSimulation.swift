@@ -334,13 +334,7 @@ final class TransferSimulation: TransferEnvironment {
     // MARK: TransferEnvironment
 
     func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
-        servers.map { server in
-            let limit = server.health.limit(at: now)
-            return SourceSample(
-                active: server.active, cap: limit.count,
-                failures: server.health.failuresInARow + server.health.failedAnswers,
-                isUsable: server.dropped == nil, isResting: limit.isHeldBack || server.held)
-        }
+        servers.map { $0.health.sample(active: $0.active, isUsable: $0.dropped == nil, isHeld: $0.held, at: now) }
     }
 
     func source(_ source: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {
@@ -365,10 +359,8 @@ final class TransferSimulation: TransferEnvironment {
         guard servers[source].dropped == nil else { return .rest }
         let sharesWork = servers.indices.contains { $0 != source && servers[$0].dropped == nil }
         return servers[source].health.failed(
-            FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: servers[source].active,
-            refused: error.httpStatus == 503 || error.httpStatus == 429, retryAfter: retryAfter,
-            sharesWork: sharesWork, policy: policy, at: now, by: slot, brokeOff: answered && error.kind == .network,
-            using: &random)
+            error, answered: answered, active: servers[source].active, retryAfter: retryAfter, sharesWork: sharesWork,
+            policy: policy, at: now, by: slot, using: &random)
     }
 
     func drop(_ source: Int, reason: String) {

@@ -14,6 +14,11 @@ struct SourceSetTests {
     private let refused = DownloadError(.network, "network error talking to x: Couldn't connect to server", curlCode: 7)
 
     /// The sources of a download of `path` from example.com, sharing `hosts`.
+    /// The source the transfer machine's policy picks from `set` at `now`.
+    private func chosen(_ set: SourceSet, at now: ContinuousClock.Instant) -> Source? {
+        TransferPolicy.chooseSource(set.samples(at: now)).map { set.sources[$0] }
+    }
+
     private func download(_ path: String, hosts: HostTable) throws -> SourceSet {
         let url = try RemoteURL("http://example.com" + path)
         let size: Int64 = 8 << 20
@@ -48,17 +53,17 @@ struct SourceSetTests {
         // The other download waits for the same host, and says for which and until when.
         #expect(b.waitingFor === b.primary)
         #expect(b.nextWake == due)
-        #expect(b.choose(now: due - .milliseconds(1)) == nil)
+        #expect(chosen(b, at: due - .milliseconds(1)) == nil)
         // Once due, one download may send the trial; while it is out, nobody else sends.
-        let trial = try #require(b.choose(now: due))
+        let trial = try #require(chosen(b, at: due))
         trial.health.willSend(by: 9, at: due)
-        #expect(a.choose(now: due) == nil && b.choose(now: due + .seconds(60)) == nil)
+        #expect(chosen(a, at: due) == nil && chosen(b, at: due + .seconds(60)) == nil)
         #expect(a.nextWake == nil, "no wake-up while the trial is out: its end decides")
 
         // The trial is answered: the host recovers for both, and the outage is logged as over.
         #expect(b.answered(trial, at: due + .milliseconds(20)))
         #expect(a.waitingFor == nil && b.waitingFor == nil)
-        #expect(a.choose(now: due + .milliseconds(20)) === a.primary)
+        #expect(chosen(a, at: due + .milliseconds(20)) === a.primary)
     }
 
     @Test("a 503 with requests in flight is a limit learned, and a dropped source rests, charged nothing")
@@ -71,9 +76,9 @@ struct SourceSetTests {
         #expect(
             set.failed(set.primary, busy, answered: true, retryAfter: nil, policy: policy, by: 1, at: now) == .limited)
         set.primary.active = 4
-        #expect(set.choose(now: now) == nil, "at its cap of 4")
+        #expect(chosen(set, at: now) == nil, "at its cap of 4")
         set.primary.active = 3
-        #expect(set.choose(now: now) === set.primary)
+        #expect(chosen(set, at: now) === set.primary)
 
         set.drop(set.primary, "not the same object")
         set.drop(set.primary, "dropped twice")
@@ -82,6 +87,6 @@ struct SourceSetTests {
         #expect(
             set.failed(set.primary, refused, answered: false, retryAfter: nil, policy: policy, by: 2, at: now) == .rest)
         #expect(set.primary.health == before, "a dropped source's failures change nothing")
-        #expect(set.choose(now: now) == nil && set.usable.isEmpty)
+        #expect(chosen(set, at: now) == nil && set.usable.isEmpty)
     }
 }

@@ -211,12 +211,12 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
     /// The request failed: what it says of its host, for every download that uses the host.
     private func hostFailed(_ error: DownloadError, retryAfter: Int?) {
         guard let host else { return }
-        let scope = FailurePolicy.scope(of: error, answered: connection.wasAnswered)
-        guard scope != .permanent else { return }  // the request's own end, not the host's
+        let answered = connection.wasAnswered
+        // A permanent failure is the request's own end, not the host's.
+        guard FailurePolicy.scope(of: error, answered: answered) != .permanent else { return }
         let verdict = host.health.failed(
-            scope, reason: error.reason, active: 0, refused: error.httpStatus == 503 || error.httpStatus == 429,
-            retryAfter: retryAfter, sharesWork: false, policy: policy, at: .now, by: connection.token,
-            brokeOff: connection.wasAnswered && error.kind == .network)
+            error, answered: answered, active: 0, retryAfter: retryAfter, sharesWork: false, policy: policy, at: .now,
+            by: connection.token)
         if case .giveUp(let reason) = verdict { hostGivenUp = reason }
     }
 }

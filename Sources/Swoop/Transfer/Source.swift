@@ -47,10 +47,7 @@ final class Source {
     }
 
     func sample(at now: ContinuousClock.Instant) -> SourceSample {
-        let limit = health.limit(at: now)
-        return SourceSample(
-            active: active, cap: limit.count, failures: health.failuresInARow + health.failedAnswers,
-            isUsable: dropped == nil, isResting: limit.isHeldBack || isHeld)
+        health.sample(active: active, isUsable: dropped == nil, isHeld: isHeld, at: now)
     }
 
     /// `host:port`, for progress and messages.

@@ -61,16 +61,10 @@ final class SourceSet {
         return ByteRange(start, min(start + min(layout.chunkSize, 1 << 20), layout.objectSize))
     }
 
-    /// The source the next request goes to (see ``TransferPolicy/chooseSource(_:avoiding:)``).
-    func choose(avoiding: Source? = nil, now: ContinuousClock.Instant) -> Source? {
-        TransferPolicy.chooseSource(sources.map { $0.sample(at: now) }, avoiding: avoiding?.index).map { sources[$0] }
-    }
-
-    /// The source a connection's next request in its segment goes to: `current` while it may take
-    /// one (keeping its connection), else whichever the policy picks.
-    func next(after current: Source?, now: ContinuousClock.Instant) -> Source? {
-        if let current, TransferPolicy.canTakeRequest(current.sample(at: now)) { return current }
-        return choose(now: now)
+    /// What the source policy sees of every source at `now`, by index (the ``TransferMachine``
+    /// chooses from them: ``TransferPolicy/chooseSource(_:avoiding:)``).
+    func samples(at now: ContinuousClock.Instant) -> [SourceSample] {
+        sources.map { $0.sample(at: now) }
     }
 
     /// A request to `source` failed at `now` (`answered`: after its response head): what the
@@ -84,12 +78,10 @@ final class SourceSet {
         guard source.dropped == nil else { return .rest }
         source.lastError = error
         let wasDown = source.health.isDown
-        let refused = error.httpStatus == 503 || error.httpStatus == 429
         let sharesWork = usable.contains { $0 !== source }
         let verdict = source.health.failed(
-            FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: source.active,
-            refused: refused, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy, at: now, by: owner,
-            brokeOff: answered && error.kind == .network)
+            error, answered: answered, active: source.active, retryAfter: retryAfter, sharesWork: sharesWork,
+            policy: policy, at: now, by: owner)
         switch verdict {
         case .limited:
             logger.debug(

@@ -16,10 +16,8 @@ extension TransferRun {
         case .failed(let error, let retryAfter):
             ended = .failed(error, retryAfter: retryAfter)
             // A fresh URL can replace the first source's when its URL expired and a provider gives fresh ones.
-            if refresher != nil, sources.checks != nil, let sent = connection.url,
-                let machine, sources.sampleRange(near: machine.firstRange) != nil
-            {
-                urlExpired = URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now)
+            if let sent = connection.url, URLExpiry.isRefusal(error, url: sent, now: URLExpiry.now) {
+                urlExpired = freshURLCheck != nil
             }
         }
         return RequestEnd(
@@ -30,14 +28,21 @@ extension TransferRun {
     /// The first source's URL expired (`slot`'s request was refused): a fresh one is fetched and
     /// checked, which every refused request shares; the other work goes on meanwhile.
     func refresh(refusedOn slot: Int) {
-        guard let refresher, let checks = sources.checks, let sent = pool.connection(slot)?.url, let machine,
-            let range = sources.sampleRange(near: machine.firstRange)
-        else { return }
+        guard let (refresher, checks, range) = freshURLCheck, let sent = pool.connection(slot)?.url else { return }
         checks.refresh(sources.primary, refused: sent, refresher: refresher, range: range) { [weak self] error in
             guard let self, !stopped else { return }
             if let error { delegate?.transfer(self, didFailWith: error) } else { dispatchWork() }
         }
         dispatchWork()
+    }
+
+    /// What checking a fresh URL for the first source takes, when this download can: its provider,
+    /// the checks, and the range compared (one the first source wrote, near the probe's).
+    private var freshURLCheck: (URLRefresher, SourceChecks, ByteRange)? {
+        guard let refresher, let checks = sources.checks, let machine,
+            let range = sources.sampleRange(near: machine.firstRange)
+        else { return nil }
+        return (refresher, checks, range)
     }
 
     /// The single stream ended.

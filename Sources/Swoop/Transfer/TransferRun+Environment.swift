@@ -5,7 +5,7 @@ import SwoopTransfer
 /// every download of the downloader), the budget's permits, the connections' measurements.
 extension TransferRun: TransferEnvironment {
     func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
-        sources.sources.map { $0.sample(at: now) }
+        sources.samples(at: now)
     }
 
     func source(_ index: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {

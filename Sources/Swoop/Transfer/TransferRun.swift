@@ -57,14 +57,12 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         let configuration: Downloader.Configuration
         let options: TransferOptions
         let machine: TransferMachine.Settings
-        let failures: FailurePolicy
         /// Mirrors to check once the first source's bytes are coming in.
         let mirrors: [RemoteURL]
 
         init(_ settings: ExchangeSettings, mirrors: [RemoteURL]) {
             configuration = settings.configuration
             options = settings.options
-            failures = settings.failures
             machine = TransferMachine.Settings(
                 policy: TransferPolicy(configuration), failures: settings.failures,
                 hedgesSlowTail: configuration.tuning.hedgesSlowTail,
@@ -73,6 +71,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         }
 
         var policy: TransferPolicy { machine.policy }
+        var failures: FailurePolicy { machine.failures }
     }
 
     init(

@@ -281,3 +281,40 @@ package struct SourceHealth: Equatable {
         return .rest
     }
 }
+
+extension SourceHealth {
+    /// A request failed with `error` (`answered`: after its response head): its scope
+    /// (``FailurePolicy/scope(of:answered:)``), whether it was a refusal (`503`, `429`) and whether
+    /// a response broke off, as ``failed(_:reason:active:refused:retryAfter:sharesWork:policy:at:by:brokeOff:using:)``
+    /// takes them.
+    package mutating func failed(
+        _ error: DownloadError, answered: Bool, active: Int, retryAfter: Int?, sharesWork: Bool,
+        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil,
+        using random: inout some RandomNumberGenerator
+    ) -> Verdict {
+        failed(
+            FailurePolicy.scope(of: error, answered: answered), reason: error.reason, active: active,
+            refused: error.httpStatus == 503 || error.httpStatus == 429, retryAfter: retryAfter,
+            sharesWork: sharesWork, policy: policy, at: now, by: owner, brokeOff: answered && error.kind == .network,
+            using: &random)
+    }
+
+    package mutating func failed(
+        _ error: DownloadError, answered: Bool, active: Int, retryAfter: Int?, sharesWork: Bool,
+        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil
+    ) -> Verdict {
+        var random = SystemRandomNumberGenerator()
+        return failed(
+            error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: sharesWork, policy: policy,
+            at: now, by: owner, using: &random)
+    }
+
+    /// What the source policy sees of a source with this health at `now`: `active` requests in
+    /// flight, `isUsable` (not dropped), `isHeld` (held back by its download alone).
+    package func sample(active: Int, isUsable: Bool, isHeld: Bool, at now: ContinuousClock.Instant) -> SourceSample {
+        let limit = limit(at: now)
+        return SourceSample(
+            active: active, cap: limit.count, failures: failuresInARow + failedAnswers, isUsable: isUsable,
+            isResting: limit.isHeldBack || isHeld)
+    }
+}
