@@ -53,6 +53,9 @@ extension StringProtocol {
     /// Without leading and trailing spaces and tabs.
     var trimmed: String {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        // Most lines have nothing to trim: their two ends are looked at before any scan.
+        guard let head = first, let tail = last else { return "" }
+        if !isBlank(head) && !isBlank(tail) { return String(self) }
         guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
             return ""
         }

@@ -100,7 +100,10 @@ struct Manifest {
                 }
                 return nil
             }
-            let urls = content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty }
+            // A line without a tab byte is one URL (already trimmed): split only lines with mirrors.
+            let urls =
+                content.utf8.contains(UInt8(ascii: "\t"))
+                ? content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty } : [content]
             defer {
                 pending = Entry(url: urls.first ?? content.trimmed, line: number, mirrors: Array(urls.dropFirst()))
             }

@@ -64,4 +64,50 @@ struct ContentRangeTests {
             #expect(ContentRange("bytes \(first)-\(total)/\(total)") == nil)
         }
     }
+
+    /// The parser reads bytes; what it accepts and refuses is what the Character-level reading it
+    /// replaced accepted and refused (``reference(_:)``), on strings built from the grammar's
+    /// pieces and from what could confuse a byte reading: CRLF, combining marks, other digits.
+    @Test("the byte parser agrees with the Character-level one", arguments: 0..<2)
+    func agreesWithCharacterReading(batch: Int) {
+        let pieces = [
+            "bytes ", "BYTES ", "Bytes", " ", "\t", "\r\n", "\r", "\n", "0", "1", "7", "42", "999", "-", "/", "*",
+            "\u{301}", "\u{200D}", "é", "١", "２", "x", "=", "bytes 0-9/10", "bytes */5",
+        ]
+        var random = SplitMix64(seed: 0xB17E5 &+ UInt64(batch))
+        var accepted = 0
+        for _ in 0..<4000 {
+            var text = random.chance(0.7) ? "bytes " : ""
+            for _ in 0..<Int(random.next() % 8) { text += pieces[Int(random.next() % UInt64(pieces.count))] }
+            let expected = Self.reference(text)
+            #expect(ContentRange(text) == expected, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            if expected != nil { accepted += 1 }
+        }
+        #expect(accepted > 20)
+    }
+
+    /// The Character-level parser the byte one replaced, kept as the reference.
+    static func reference(_ value: String) -> ContentRange? {
+        func decimal(_ text: Substring) -> Int64? {
+            guard !text.isEmpty, text.count <= 18, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+            return Int64(text)
+        }
+        let text = value.trimmingWhitespace
+        guard text.count > 6, text.prefix(6).lowercased() == "bytes " else { return nil }
+        let spec = text.dropFirst(6).trimmingWhitespace
+        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        let rangePart = spec[..<slash]
+        let totalPart = spec[spec.index(after: slash)...]
+        var total: Int64?
+        if totalPart != "*" {
+            guard let parsed = decimal(totalPart) else { return nil }
+            total = parsed
+        }
+        if rangePart == "*" { return total.map { .unsatisfied(total: $0) } }
+        guard let dash = rangePart.firstIndex(of: "-"), let first = decimal(rangePart[..<dash]),
+            let last = decimal(rangePart[rangePart.index(after: dash)...]), first <= last, last < Int64.max
+        else { return nil }
+        if let total, last >= total { return nil }
+        return .satisfied(ByteRange(first, last + 1), total: total)
+    }
 }

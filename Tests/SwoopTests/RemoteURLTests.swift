@@ -54,6 +54,27 @@ struct RemoteURLTests {
         #expect(error.message.contains("http, https and s3"))
     }
 
+    /// Schemes and the last path component are read as bytes when ASCII surrounds what is looked
+    /// for; around other characters the Characters decide, as before. These pin both readings.
+    @Test func schemesAndNamesBesideOtherCharacters() throws {
+        // A scheme of letters that are not ASCII is still a scheme (refused by name), not a missing one.
+        let accented = try #require(parseError("é://example.com/x"))
+        #expect(accented.message.contains("unsupported URL scheme 'é'"), "\(accented.message)")
+        #expect(try RemoteURL("HtTp://example.com/x").scheme == "http")
+        // A decoded path whose last slash carries a combining mark (or follows a prepended
+        // character) is cut at the last slash that is a Character of its own.
+        for (encoded, expected) in [
+            ("/a/b.bin", "b.bin"), ("/a/", ""), ("/a/%CC%81", "a/\u{301}"), ("/x/%D8%80/y", "%D8%80/y"),
+            ("/%D8%80/y.bin", "\u{600}/y.bin"), ("/d%C3%A9j%C3%A0/vu.txt", "vu.txt"),
+        ] {
+            let url = try RemoteURL("http://example.com" + encoded)
+            let path = url.path
+            let reference = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
+            #expect(url.lastPathComponent == reference, "\(encoded): \(url.lastPathComponent.debugDescription)")
+            if !expected.hasPrefix("%") { #expect(url.lastPathComponent == expected, "\(encoded)") }
+        }
+    }
+
     @Test func missingScheme() throws {
         for string in ["example.com/file.iso", "/just/a/path", "://example.com/x"] {
             let error = try #require(parseError(string), "\(string)")

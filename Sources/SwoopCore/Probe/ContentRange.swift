@@ -6,26 +6,30 @@ package enum ContentRange: Equatable, Sendable {
     case unsatisfied(total: Int64)
 
     /// Parses strictly: unit `bytes`, decimal digits without signs, `first <= last < total`.
+    /// On bytes: every part the grammar accepts is ASCII, so a value with any other byte is refused.
     package init?(_ value: String) {
-        let text = value.trimmingWhitespace
-        guard text.count > 6, text.prefix(6).lowercased() == "bytes " else { return nil }
-        let spec = text.dropFirst(6).trimmingWhitespace
-        guard let slash = spec.firstIndex(of: "/") else { return nil }
+        var utf8 = value.utf8[...]
+        while let byte = utf8.first, Self.isSpace(byte) { utf8 = utf8.dropFirst() }
+        while let byte = utf8.last, Self.isSpace(byte) { utf8 = utf8.dropLast() }
+        guard utf8.count > 6, utf8.prefix(6).map(Self.lowercased).elementsEqual("bytes ".utf8) else { return nil }
+        var spec = utf8.dropFirst(6)
+        while let byte = spec.first, Self.isSpace(byte) { spec = spec.dropFirst() }
+        guard let slash = spec.firstIndex(of: UInt8(ascii: "/")) else { return nil }
         let rangePart = spec[..<slash]
         let totalPart = spec[spec.index(after: slash)...]
         let total: Int64?
-        if totalPart == "*" {
+        if totalPart.elementsEqual("*".utf8) {
             total = nil
         } else {
             guard let parsed = ContentRange.decimal(totalPart) else { return nil }
             total = parsed
         }
-        if rangePart == "*" {
+        if rangePart.elementsEqual("*".utf8) {
             guard let total else { return nil }
             self = .unsatisfied(total: total)
             return
         }
-        guard let dash = rangePart.firstIndex(of: "-"),
+        guard let dash = rangePart.firstIndex(of: UInt8(ascii: "-")),
             let first = ContentRange.decimal(rangePart[..<dash]),
             let last = ContentRange.decimal(rangePart[rangePart.index(after: dash)...]),
             first <= last, last < Int64.max
@@ -35,8 +39,22 @@ package enum ContentRange: Equatable, Sendable {
     }
 
     /// A non-negative decimal with 1 to 18 digits (so it fits `Int64` with room to add 1).
-    private static func decimal(_ text: Substring) -> Int64? {
-        guard !text.isEmpty, text.count <= 18, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-        return Int64(text)
+    private static func decimal(_ digits: Substring.UTF8View) -> Int64? {
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
+            || byte == UInt8(ascii: "\n")
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 }

@@ -64,6 +64,17 @@ package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
 
     /// The last path component, percent-decoded, as a file-name suggestion (may be empty).
     package var lastPathComponent: String {
+        // The last slash byte is the last "/" Character when ASCII (or nothing) is on both sides of
+        // it; otherwise (a decoded path may hold a combining mark there) the Characters decide.
+        let utf8 = path.utf8
+        if let slash = utf8.lastIndex(of: UInt8(ascii: "/")) {
+            let next = utf8.index(after: slash)
+            let asciiAfter = next == utf8.endIndex || utf8[next] < 0x80
+            let asciiBefore = slash == utf8.startIndex || utf8[utf8.index(before: slash)] < 0x80
+            if asciiAfter && asciiBefore { return String(path[next...]) }
+        } else {
+            return path
+        }
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])
     }

@@ -23,14 +23,16 @@ package struct ResponseHead: Sendable {
 
     /// Whether `name` appears more than once with different values.
     package func isConflicting(_ name: String) -> Bool {
-        Set(values(name)).count > 1
+        let all = values(name)
+        guard let first = all.first else { return false }
+        return all.contains { $0 != first }
     }
 
     package var contentRange: String? { value("content-range") }
     /// `Content-Length` as a non-negative decimal (no sign), or `nil`.
     package var contentLength: Int64? {
-        guard let raw = value("content-length"), !raw.isEmpty, raw.count <= 18,
-            raw.allSatisfy({ $0.isASCII && $0.isNumber })
+        guard let raw = value("content-length"), !raw.isEmpty, raw.utf8.count <= 18,
+            raw.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
         else { return nil }
         return Int64(raw)
     }
@@ -77,10 +79,14 @@ package struct ResponseHeadParser {
             return head
         }
         if line.starts(with: "HTTP/".utf8) {
-            // "HTTP/1.1 206 Partial Content": a new block starts.
-            let parts = String(decoding: line, as: UTF8.self).split(
-                separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-            status = parts.count >= 2 ? Int(parts[1]) : nil
+            // "HTTP/1.1 206 Partial Content": a new block starts. The status is the second word.
+            var index = 0
+            while index < line.count, line[index] != UInt8(ascii: " ") { index += 1 }
+            while index < line.count, line[index] == UInt8(ascii: " ") { index += 1 }
+            var end = index
+            while end < line.count, line[end] != UInt8(ascii: " ") { end += 1 }
+            let word = UnsafeRawBufferPointer(rebasing: line[index..<end])
+            status = word.isEmpty ? nil : Int(String(decoding: word, as: UTF8.self))
             fields.removeAll()
             return nil
         }
@@ -113,6 +119,10 @@ extension StringProtocol {
     package var trimmingWhitespace: String {
         // "\r\n" is one Character (a grapheme cluster), so it is listed on its own.
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r\n" || $0 == "\r" || $0 == "\n" }
+        // Most strings have nothing to trim: their two ends are looked at before any scan (a list of
+        // small files trims every URL and header value).
+        guard let head = first, let tail = last else { return "" }
+        if !isSpace(head) && !isSpace(tail) { return String(self) }
         guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
         let last = lastIndex(where: { !isSpace($0) })!
         return String(self[first...last])
