@@ -29,13 +29,41 @@ package final class HostEntry {
     package let key: HostKey
     private weak var table: HostTable?
     /// Whether it answers, what it may be sent, and its failures (see ``SourceHealth``).
-    package var health = SourceHealth() {
-        didSet {
-            // A request that was finding out whether the host went away ended: another may go.
-            let doubtReleased = oldValue.doubt?.isTesting == true && health.doubt?.isTesting != true
-            if health.state != oldValue.state || health.restingUntil != oldValue.restingUntil || doubtReleased {
-                table?.changed(self)
-            }
+    package var health: SourceHealth {
+        get { storedHealth }
+        set {
+            let before = Marks(storedHealth)
+            storedHealth = newValue
+            noticeChange(from: before)
+        }
+        // Changed in place: every request's send and end updates its host's health, and a copy
+        // of the whole value for `didSet`'s old value was a measurable part of a small file's cost.
+        _modify {
+            let before = Marks(storedHealth)
+            yield &storedHealth
+            noticeChange(from: before)
+        }
+    }
+    private var storedHealth = SourceHealth()
+
+    /// What the host's watchers hear about when it changes.
+    private struct Marks {
+        let state: SourceHealth.State
+        let restingUntil: ContinuousClock.Instant?
+        let testing: Bool
+
+        init(_ health: SourceHealth) {
+            state = health.state
+            restingUntil = health.restingUntil
+            testing = health.doubt?.isTesting == true
+        }
+    }
+
+    private func noticeChange(from before: Marks) {
+        // A request that was finding out whether the host went away ended: another may go.
+        let doubtReleased = before.testing && storedHealth.doubt?.isTesting != true
+        if storedHealth.state != before.state || storedHealth.restingUntil != before.restingUntil || doubtReleased {
+            table?.changed(self)
         }
     }
     /// By identity, with the order they came in (each hears in that order). A list of thousands
