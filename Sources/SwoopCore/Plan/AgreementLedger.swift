@@ -111,7 +111,7 @@ package final class AgreementLedger {
                 let part = ByteRange(cursor, min(span.upperBound, next.range.upperBound))
                 if let held = read(part) {
                     let arriving = bytes[Int(part.lowerBound - offset)..<Int(part.upperBound - offset)]
-                    guard held.elementsEqual(arriving) else {
+                    guard ByteComparison.equal(held, arriving) else {
                         return Disagreement(range: part, earlier: next.response, later: response)
                     }
                     union(next.response, response)
@@ -236,7 +236,7 @@ package final class AgreementLedger {
             let waiting = stash.bytes[
                 Int(common.lowerBound - stash.range.lowerBound)..<Int(common.upperBound - stash.range.lowerBound)]
             let arriving = bytes[Int(common.lowerBound - span.lowerBound)..<Int(common.upperBound - span.lowerBound)]
-            guard waiting.elementsEqual(arriving) else {
+            guard ByteComparison.equal(waiting, arriving) else {
                 return Disagreement(range: common, earlier: stash.response, later: writer)
             }
             union(stash.response, writer)
