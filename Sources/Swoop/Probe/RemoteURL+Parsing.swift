@@ -22,7 +22,9 @@ extension RemoteURL {
         guard let (colon, scheme) = Self.scheme(of: trimmed) else { throw noScheme() }
         // `host:port/path` reads as a scheme `host` (a URL parser's view); what was meant is a host.
         let afterColon = trimmed[trimmed.index(after: colon)...]
-        if scheme.utf8.contains(UInt8(ascii: ".")) || scheme == "localhost" || afterColon.first?.isNumber == true { throw noScheme() }
+        if scheme.utf8.contains(UInt8(ascii: ".")) || scheme == "localhost" || afterColon.first?.isNumber == true {
+            throw noScheme()
+        }
         guard scheme == "http" || scheme == "https" else {
             throw .invalidRequest(
                 "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http, "
@@ -59,7 +61,7 @@ extension RemoteURL {
             utf8[..<colon].allSatisfy(isSchemeByte),
             utf8.index(after: colon) == utf8.endIndex || utf8[utf8.index(after: colon)] < 0x80
         {
-            return (colon, String(decoding: utf8[..<colon].map { $0 | (isUpper($0) ? 0x20 : 0) }, as: UTF8.self))
+            return (colon, String(decoding: utf8[..<colon].map(ASCIIBytes.lowercased), as: UTF8.self))
         }
         guard let colon = string.firstIndex(of: ":"),
             string[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
@@ -69,13 +71,8 @@ extension RemoteURL {
     }
 
     private static func isSchemeByte(_ byte: UInt8) -> Bool {
-        isUpper(byte) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+        ASCIIBytes.isUpper(byte) || ASCIIBytes.isLower(byte) || ASCIIBytes.isDigit(byte)
             || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-    }
-
-    private static func isUpper(_ byte: UInt8) -> Bool {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")
     }
 
     private static func redact(_ url: URL, scheme: String, host: String, port: Int) -> String {

@@ -9,11 +9,12 @@ package enum ContentRange: Equatable, Sendable {
     /// On bytes: every part the grammar accepts is ASCII, so a value with any other byte is refused.
     package init?(_ value: String) {
         var utf8 = value.utf8[...]
-        while let byte = utf8.first, Self.isSpace(byte) { utf8 = utf8.dropFirst() }
-        while let byte = utf8.last, Self.isSpace(byte) { utf8 = utf8.dropLast() }
-        guard utf8.count > 6, utf8.prefix(6).map(Self.lowercased).elementsEqual("bytes ".utf8) else { return nil }
+        while let byte = utf8.first, ASCIIBytes.isSpace(byte) { utf8 = utf8.dropFirst() }
+        while let byte = utf8.last, ASCIIBytes.isSpace(byte) { utf8 = utf8.dropLast() }
+        guard utf8.count > 6, utf8.prefix(6).elementsEqual("bytes ".utf8, by: { ASCIIBytes.lowercased($0) == $1 })
+        else { return nil }
         var spec = utf8.dropFirst(6)
-        while let byte = spec.first, Self.isSpace(byte) { spec = spec.dropFirst() }
+        while let byte = spec.first, ASCIIBytes.isSpace(byte) { spec = spec.dropFirst() }
         guard let slash = spec.firstIndex(of: UInt8(ascii: "/")) else { return nil }
         let rangePart = spec[..<slash]
         let totalPart = spec[spec.index(after: slash)...]
@@ -21,7 +22,7 @@ package enum ContentRange: Equatable, Sendable {
         if totalPart.elementsEqual("*".utf8) {
             total = nil
         } else {
-            guard let parsed = ContentRange.decimal(totalPart) else { return nil }
+            guard let parsed = ASCIIBytes.decimal(totalPart) else { return nil }
             total = parsed
         }
         if rangePart.elementsEqual("*".utf8) {
@@ -30,31 +31,11 @@ package enum ContentRange: Equatable, Sendable {
             return
         }
         guard let dash = rangePart.firstIndex(of: UInt8(ascii: "-")),
-            let first = ContentRange.decimal(rangePart[..<dash]),
-            let last = ContentRange.decimal(rangePart[rangePart.index(after: dash)...]),
+            let first = ASCIIBytes.decimal(rangePart[..<dash]),
+            let last = ASCIIBytes.decimal(rangePart[rangePart.index(after: dash)...]),
             first <= last, last < Int64.max
         else { return nil }
         if let total, last >= total { return nil }
         self = .satisfied(ByteRange(first, last + 1), total: total)
-    }
-
-    /// A non-negative decimal with 1 to 18 digits (so it fits `Int64` with room to add 1).
-    private static func decimal(_ digits: Substring.UTF8View) -> Int64? {
-        guard !digits.isEmpty, digits.count <= 18 else { return nil }
-        var value: Int64 = 0
-        for byte in digits {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
-        }
-        return value
-    }
-
-    private static func isSpace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
-            || byte == UInt8(ascii: "\n")
-    }
-
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
     }
 }

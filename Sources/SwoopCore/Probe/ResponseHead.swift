@@ -31,10 +31,7 @@ package struct ResponseHead: Sendable {
     package var contentRange: String? { value("content-range") }
     /// `Content-Length` as a non-negative decimal (no sign), or `nil`.
     package var contentLength: Int64? {
-        guard let raw = value("content-length"), !raw.isEmpty, raw.utf8.count <= 18,
-            raw.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
-        else { return nil }
-        return Int64(raw)
+        value("content-length").flatMap { ASCIIBytes.decimal($0.utf8) }
     }
     package var etag: String? { value("etag") }
     package var lastModified: String? { value("last-modified") }
@@ -64,8 +61,8 @@ package struct ResponseHeadParser {
         // and grapheme breaking was most of the cost. Names are tokens (ASCII), lowercased here.
         var start = raw.startIndex
         var end = raw.endIndex
-        while start < end, Self.isSpace(raw[start]) { start += 1 }
-        while end > start, Self.isSpace(raw[end - 1]) { end -= 1 }
+        while start < end, ASCIIBytes.isSpace(raw[start]) { start += 1 }
+        while end > start, ASCIIBytes.isSpace(raw[end - 1]) { end -= 1 }
         let line = UnsafeRawBufferPointer(rebasing: raw[start..<end])
         if line.isEmpty {
             guard let status else { return nil }
@@ -92,13 +89,12 @@ package struct ResponseHeadParser {
         }
         if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
             var nameEnd = colon
-            while nameEnd > 0, Self.isSpace(line[nameEnd - 1]) { nameEnd -= 1 }
+            while nameEnd > 0, ASCIIBytes.isSpace(line[nameEnd - 1]) { nameEnd -= 1 }
             var valueStart = colon + 1
-            while valueStart < line.count, Self.isSpace(line[valueStart]) { valueStart += 1 }
+            while valueStart < line.count, ASCIIBytes.isSpace(line[valueStart]) { valueStart += 1 }
             let name = String(unsafeUninitializedCapacity: nameEnd) { buffer in
                 for index in 0..<nameEnd {
-                    let byte = line[index]
-                    buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+                    buffer[index] = ASCIIBytes.lowercased(line[index])
                 }
                 return nameEnd
             }
@@ -106,11 +102,6 @@ package struct ResponseHeadParser {
             fields.append((name, value))
         }
         return nil
-    }
-
-    private static func isSpace(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
-            || byte == UInt8(ascii: "\n")
     }
 }
 
