@@ -70,6 +70,27 @@ struct WriteBehindTests {
         }
     }
 
+    @Test("the write queue starts by itself once a threshold of bytes waits, and for a fence below it")
+    func wakeUps() async throws {
+        try await offThePool {
+            let scratch = try ScratchFile()
+            let behind = WriteBehind(capacity: 64 << 20)
+            let file = WriteBehind.File(descriptor: scratch.descriptor, path: scratch.path)
+            let small = [UInt8](repeating: 3, count: 1000)
+            try small.withUnsafeBytes { try behind.write($0, at: 0, to: file) }
+            #expect(behind.fence(for: file).wait() == nil)
+            #expect(scratch.contents == small, "a fence writes what waits below the threshold")
+            // Past the threshold, no fence: the bytes reach the file on their own (checked until they do).
+            let large = [UInt8](repeating: 4, count: WriteBehind.wakeThreshold)
+            try large.withUnsafeBytes { try behind.write($0, at: 1000, to: file) }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while scratch.contents.count < 1000 + large.count, ContinuousClock.now < deadline {
+                usleep(1000)
+            }
+            #expect(scratch.contents == small + large)
+        }
+    }
+
     @Test("bytes beyond what the file and the ring hold are not read back")
     func readPastTheEnd() async throws {
         try await offThePool {

@@ -20,6 +20,8 @@ import Musl
 /// - Reading back (``read(_:from:)``) sees every byte taken, written or still in the ring.
 /// - Durability: whoever fsyncs or closes a file, or reads it by another descriptor, first waits
 ///   for what was taken before (``fence(for:)``, ``WriteFence/wait()``).
+/// - Wake-ups: the write queue starts once ``wakeThreshold`` bytes wait, or a fence or a full
+///   ring asks for them, and writes until the ring is empty: a handoff per batch, not per piece.
 /// - Memory: the ring holds at most ``capacity`` bytes; when it is full the transfer thread
 ///   waits for room, as it waited for `pwrite` before.
 /// - Failure: a write that fails marks its file's ``WriteBehind/File``; its later pieces are
@@ -62,6 +64,10 @@ package final class WriteBehind: @unchecked Sendable {
     package static let defaultCapacity = 2 << 20
     /// A piece grows while the bytes that follow continue it, up to this size per `pwrite`.
     private static let largestPiece = 1 << 20
+    /// The write queue is woken once this many bytes wait, or by a fence: waking it for every
+    /// piece (a few KiB on a throttled link) cost two futex calls a piece, and more CPU than the
+    /// copy into the ring.
+    package static let wakeThreshold = 256 << 10
 
     package let capacity: Int
     private let ring: UnsafeMutableRawBufferPointer
@@ -113,6 +119,7 @@ package final class WriteBehind: @unchecked Sendable {
                 if used == 0 { head = 0 }
                 let count = min(wanted, capacity - head, Self.largestPiece)
                 if used + count <= capacity { return .success(count) }
+                startDraining()
                 lock.wait()
             }
         }
@@ -137,10 +144,15 @@ package final class WriteBehind: @unchecked Sendable {
             } else {
                 pieces.append(Piece(file: file, offset: offset, start: start, count: count, sequence: lastSequence))
             }
-            guard !draining else { return }
-            draining = true
-            queue.async { [self] in drain() }
+            if used >= Self.wakeThreshold { startDraining() }
         }
+    }
+
+    /// Wakes the write queue unless it is writing already (holding the lock).
+    private func startDraining() {
+        guard !draining, firstPiece < pieces.count else { return }
+        draining = true
+        queue.async { [self] in drain() }
     }
 
     /// A mark after every piece taken so far: ``WriteFence/wait()`` returns once they are written.
@@ -229,7 +241,10 @@ package final class WriteBehind: @unchecked Sendable {
     /// Blocks until every piece up to `sequence` is written; the file's failure, if any.
     fileprivate func wait(for sequence: UInt64, file: File) -> Errno? {
         lock.withLock {
-            while writtenThrough < sequence { lock.wait() }
+            while writtenThrough < sequence {
+                startDraining()
+                lock.wait()
+            }
             return file.failure
         }
     }
