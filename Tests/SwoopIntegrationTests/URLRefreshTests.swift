@@ -313,6 +313,11 @@ struct URLRefreshTests {
                 #expect(refreshed, "the URL was refreshed and a third recorded before the kill")
                 _ = try? await killed.wait(timeout: .seconds(30))
                 let held = Downloader.status(of: target).bytesDone
+                // The killed run's responses are logged once the origin sees their connections die,
+                // later on a loaded machine: their bytes belong before the rerun.
+                #expect(
+                    try await eventually(timeout: .seconds(30)) { origin.requests.count == origin.requestCount },
+                    "the killed run's requests are all logged")
                 let servedBefore = Self.bytesFetched(origin)
                 let again = try await CLI.run(
                     arguments, in: scratch.url, environment: ProxyTests.cleanEnvironment, timeout: .seconds(120))
