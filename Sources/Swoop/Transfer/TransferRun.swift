@@ -199,8 +199,14 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// Gives idle slots work; reports completion when nothing is left.
     func dispatchWork() {
         guard !stopped, let machine else { return }
-        if !machine.plan.isComplete && !settings.machine.sendsNothing { sources.checks?.settleAgreements() }
+        settleChecks(machine)
         perform(machine.dispatch(at: .now))
+    }
+
+    /// Compares the samples of mirrors and addresses being checked with the bytes written so far:
+    /// one that agrees is a source before the machine chooses the next work.
+    private func settleChecks(_ machine: TransferMachine) {
+        if !machine.plan.isComplete && !settings.machine.sendsNothing { sources.checks?.settleAgreements() }
     }
 
     /// Performs the machine's actions in order, until one of them stops the run.
@@ -302,6 +308,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             versions.heard(variant, from: sources.sources[index], in: request.response)
         }
         learnVariants()
+        // The request's bytes may be what a check waits for: with a fixed count nothing else
+        // settles it (no controller ticks), and the source would never join.
+        settleChecks(machine)
         perform(machine.requestEnded(slot: connection.id, end(of: connection, outcome), at: .now))
     }
 }
