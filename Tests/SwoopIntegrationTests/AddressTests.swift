@@ -247,6 +247,38 @@ struct AddressTests {
         #expect(Set(sources.compactMap(\.address)) == Set(hosts), "\(sources)")
     }
 
+    @Test("a fixed count: an address whose sample arrives before the first address's bytes joins once they are written")
+    func sampleBeforeTheFirstBytes() async throws {
+        // The first address sends its first MiB in about 4 s, the second its sample in a tenth of
+        // a second: the check waits for the first address's bytes, and only a request's end says
+        // they are there (a fixed count has no controller ticks). Before d26cb06: 0 bytes from it.
+        let object = TestObject(size: 8 << 20, seed: 31)
+        let origins = try await Self.originPair(hosts: ["127.0.0.2", "127.0.0.3"])
+        do {
+            for (origin, rate) in zip(origins, [256 << 10, 8 << 20]) {
+                origin.addObject(object, at: "/s.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = rate }
+            }
+            let port = origins[0].port
+            var configuration = Downloader.Configuration()
+            configuration.connections = .fixed(2)
+            configuration.addresses.resolve = ["\(Self.name):\(port)": ["127.0.0.2", "127.0.0.3"]]
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let result = try await withDownloader(configuration) { downloader in
+                try await downloader.download(
+                    DownloadRequest(url: "http://\(Self.name):\(port)/s.bin"), to: scratch.path("s.bin"))
+            }
+            #expect(try await TestData.sha256(of: scratch.path("s.bin")) == object.sha256)
+            let second = result.sources.first { $0.address == "127.0.0.3" }
+            #expect((second?.bytes ?? 0) >= 2 << 20, "\(result.sources)")
+        } catch {
+            for origin in origins { try? await origin.shutdown() }
+            throw error
+        }
+        for origin in origins { try await origin.shutdown() }
+    }
+
     @Test("an IPv6 and an IPv4 address of one name are both sources: identical bytes from both")
     func ipv6AndIPv4() async throws {
         let object = TestObject(size: 24 << 20, seed: 30)
