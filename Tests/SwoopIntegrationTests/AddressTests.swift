@@ -253,58 +253,50 @@ struct AddressTests {
         // a second: the check waits for the first address's bytes, and only a request's end says
         // they are there (a fixed count has no controller ticks). Before d26cb06: 0 bytes from it.
         let object = TestObject(size: 8 << 20, seed: 31)
-        let origins = try await Self.originPair(hosts: ["127.0.0.2", "127.0.0.3"])
-        do {
-            for (origin, rate) in zip(origins, [256 << 10, 8 << 20]) {
-                origin.addObject(object, at: "/s.bin")
-                origin.updateFaults { $0.throttleBytesPerSecond = rate }
-            }
-            let port = origins[0].port
-            var configuration = Downloader.Configuration()
-            configuration.connections = .fixed(2)
-            configuration.addresses.resolve = ["\(Self.name):\(port)": ["127.0.0.2", "127.0.0.3"]]
-            let scratch = try Scratch()
-            defer { scratch.cleanup() }
-            let result = try await withDownloader(configuration) { downloader in
-                try await downloader.download(
-                    DownloadRequest(url: "http://\(Self.name):\(port)/s.bin"), to: scratch.path("s.bin"))
-            }
-            #expect(try await TestData.sha256(of: scratch.path("s.bin")) == object.sha256)
+        try await Self.download(object, from: ["127.0.0.2", "127.0.0.3"], rates: [256 << 10, 8 << 20], connections: 2) {
+            result, _, _ in
             let second = result.sources.first { $0.address == "127.0.0.3" }
             #expect((second?.bytes ?? 0) >= 2 << 20, "\(result.sources)")
-        } catch {
-            for origin in origins { try? await origin.shutdown() }
-            throw error
         }
-        for origin in origins { try await origin.shutdown() }
     }
 
     @Test("an IPv6 and an IPv4 address of one name are both sources: identical bytes from both")
     func ipv6AndIPv4() async throws {
         let object = TestObject(size: 24 << 20, seed: 30)
-        let origins = try await Self.originPair(hosts: ["::1", "127.0.0.2"])
-        do {
-            for origin in origins {
-                origin.addObject(object, at: "/o.bin")
-                origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
-            }
-            let port = origins[0].port
-            var configuration = Downloader.Configuration()
-            configuration.connections = .fixed(8)
-            configuration.addresses.resolve = ["\(Self.name):\(port)": ["::1", "127.0.0.2"]]
-            let scratch = try Scratch()
-            defer { scratch.cleanup() }
-            let result = try await withDownloader(configuration) { downloader in
-                try await downloader.download(
-                    DownloadRequest(url: "http://\(Self.name):\(port)/o.bin"), to: scratch.path("o.bin"))
-            }
-            #expect(try await TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
+        try await Self.download(object, from: ["::1", "127.0.0.2"], rates: [2 << 20, 2 << 20], connections: 8) {
+            result, origins, host in
             let used = result.sources.filter { $0.bytes > 0 }.compactMap(\.address)
             #expect(Set(used) == ["::1", "127.0.0.2"], "\(result.sources)")
             for origin in origins {
-                let host = "\(Self.name):\(port)"
                 #expect(origin.requests.contains { $0.header("host") == host }, "the name, not the address")
             }
+        }
+    }
+
+    /// Serves `object` from test origins on `hosts` (one port; each throttled to its rate), downloads
+    /// it by the name at a fixed count of `connections`, checks its bytes, then hands `check` the
+    /// result, the origins and the name's `host:port`. The origins stop however it ends.
+    private static func download(
+        _ object: TestObject, from hosts: [String], rates: [Int], connections: Int,
+        _ check: (DownloadResult, [TestOrigin], String) throws -> Void
+    ) async throws {
+        let origins = try await originPair(hosts: hosts)
+        do {
+            for (origin, rate) in zip(origins, rates) {
+                origin.addObject(object, at: "/o.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = rate }
+            }
+            let host = "\(name):\(origins[0].port)"
+            var configuration = Downloader.Configuration()
+            configuration.connections = .fixed(connections)
+            configuration.addresses.resolve = [host: hosts]
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            let result = try await withDownloader(configuration) { downloader in
+                try await downloader.download(DownloadRequest(url: "http://\(host)/o.bin"), to: scratch.path("o.bin"))
+            }
+            #expect(try await TestData.sha256(of: scratch.path("o.bin")) == object.sha256)
+            try check(result, origins, host)
         } catch {
             for origin in origins { try? await origin.shutdown() }
             throw error

@@ -131,9 +131,9 @@ struct BenchCommandTests {
             // rows print (1 of 8 ~ 4 where 8 connections reach 8 caps: on a quiet machine).
             let lines = text.stdout.split(separator: "\n").filter { $0.hasPrefix(" ") && $0.contains("#") }
             let bars = lines.map { $0.filter { $0 == "#" }.count }
+            let units: [Substring: Double] = ["B/s": 1, "KiB/s": 1_024, "MiB/s": 1_048_576, "GiB/s": 1_073_741_824]
             let rates = lines.map { line -> Double in
                 let fields = line.split(separator: " ")
-                let units: [Substring: Double] = ["B/s": 1, "KiB/s": 1_024, "MiB/s": 1_048_576, "GiB/s": 1_073_741_824]
                 return fields.count > 2 ? (Double(fields[1]) ?? 0) * (units[fields[2]] ?? 0) : 0
             }
             #expect(bars.count == 4 && bars.last == 30, "\(text.stdout)")
