@@ -17,6 +17,10 @@ public struct DownloadProgress: Sendable, Equatable {
     /// What the download waits for while no byte can arrive: a server that does not answer, and
     /// when it is tried next; `nil` while bytes can arrive.
     public var waiting: Wait?
+    /// Times the object changed on the server and the download started over on the new version
+    /// (see ``DownloadResult/objectChanges``), and the bytes it held then, fetched again.
+    public var objectChanges = 0
+    public var bytesRefetched: Int64 = 0
 
     /// A snapshot, for a caller that tests its own progress handler.
     public init(

@@ -23,8 +23,18 @@ public struct DownloadResult: Sendable, Equatable {
     public var requests: Int
     /// Requests that were retried after a failure.
     public var retries: Int
-    /// The object's strong ETag, if it had one.
+    /// The object's strong ETag, if it had one: every byte of the file was served under it (a
+    /// download pins one version's validators; a pool's other nodes are asked again elsewhere).
     public var etag: String?
+    /// The object's `Last-Modified`, if it had one, as the server sent it (as ``etag``: the one
+    /// every byte was served under).
+    public var lastModified: String?
+    /// Times the download started over because the object changed on the server (its validators
+    /// went, or two responses' bytes differed), within ``Downloader/Configuration/RetryPolicy/maxTries``.
+    public var objectChanges = 0
+    /// Bytes held when it started over on a changed object (a partial download's, or a finished
+    /// file of the earlier version), fetched again.
+    public var bytesRefetched: Int64 = 0
     /// `true` when the target was already complete and nothing was downloaded.
     public var alreadyComplete: Bool
     /// With several URLs (``DownloadRequest/urls``): what each source delivered, and which were

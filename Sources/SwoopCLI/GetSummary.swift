@@ -19,6 +19,11 @@ struct Summary: Encodable {
     var receivedBytes: Int64?
     var alreadyComplete: Bool?
     var etag: String?
+    var lastModified: String?
+    /// Times the object changed on the server and the download started over, and the bytes it
+    /// held then (fetched again); absent when it did not change.
+    var objectChanges: Int?
+    var refetchedBytes: Int64?
     /// With several URLs: each source's bytes and state.
     var sources: [SourceSummary]?
     /// The digests the file matched: `{"algorithm", "value" (hex), "source"}`, the source being
@@ -43,6 +48,11 @@ struct Summary: Encodable {
         receivedBytes = result.bytesReceived
         alreadyComplete = result.alreadyComplete
         etag = result.etag
+        lastModified = result.lastModified
+        if result.objectChanges > 0 {
+            objectChanges = result.objectChanges
+            refetchedBytes = result.bytesRefetched
+        }
         sources = result.sources.isEmpty ? nil : result.sources.map(SourceSummary.init)
         verified = result.verified.isEmpty ? nil : result.verified.map(VerifiedSummary.init)
     }

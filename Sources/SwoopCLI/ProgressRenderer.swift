@@ -100,6 +100,12 @@ final class ProgressRenderer: Sendable {
         } else {
             parts.append(Format.bytes(progress.bytesDone))
         }
+        if progress.objectChanges > 0 {
+            // "object changed: started over, 12.0 MiB fetched again"
+            let times = progress.objectChanges > 1 ? " \(progress.objectChanges) times" : ""
+            parts.append(
+                "object changed: started over\(times), \(Format.bytes(progress.bytesRefetched)) fetched again")
+        }
         if let waiting = progress.waiting {
             // Nothing can arrive: say what is waited for, not "0 B/s".
             parts.append(describe(waiting))

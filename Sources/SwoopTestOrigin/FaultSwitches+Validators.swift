@@ -72,24 +72,30 @@ extension FaultSwitches {
         }
     }
 
-    /// Replaces the object at `path` once (seed + 1, as ``TestOrigin/changeObject(at:)`` does)
-    /// when the body bytes of its responses reach `bytes` in total, counting the responses that
-    /// began while this value was set. Bytes count as they are handed to the socket, so the
-    /// replacement is made before the byte that reaches the count is sent: a client that has
-    /// seen it, and any request it sends next, finds the new object. Responses under way keep
-    /// sending the bytes they started with. Setting another value, or ``TestOrigin/resetLog()``,
-    /// arms it again with a count of 0.
+    /// Changes the object at `path` once when the body bytes of its responses reach `bytes` in
+    /// total, counting the responses that began while this value was set: replaced whole (seed
+    /// + 1, as ``TestOrigin/changeObject(at:)`` does), or with `rewritingBlocksAt`, the 4 KiB
+    /// blocks at those offsets rewritten in place (``TestOrigin/rewriteInPlace(at:blocksAt:)``).
+    /// Bytes count as they are handed to the socket, so the change is made before the byte that
+    /// reaches the count is sent: a client that has seen it, and any request it sends next,
+    /// finds the new object. Responses under way keep sending the bytes they started with after
+    /// a replacement, and send the new bytes after a rewrite in place (a server reading a file
+    /// patched under it). Setting another value, or ``TestOrigin/resetLog()``, arms it again
+    /// with a count of 0.
     public struct ChangeAfterBodyBytes: Sendable, Hashable {
         /// The object's path, e.g. `/a.bin`.
         public var path: String
-        /// The total body bytes of that path after which it is replaced; at least 1.
+        /// The total body bytes of that path after which it changes; at least 1.
         public var bytes: Int64
+        /// The offsets of the 4 KiB blocks rewritten in place; `nil`: the object is replaced whole.
+        public var rewritingBlocksAt: [Int64]?
 
-        public init(path: String, bytes: Int64) {
+        public init(path: String, bytes: Int64, rewritingBlocksAt: [Int64]? = nil) {
             precondition(path.hasPrefix("/"), "object paths start with /")
             precondition(bytes >= 1, "changeAfterBodyBytes needs at least 1 byte")
             self.path = path
             self.bytes = bytes
+            self.rewritingBlocksAt = rewritingBlocksAt
         }
     }
 }

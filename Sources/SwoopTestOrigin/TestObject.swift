@@ -34,6 +34,25 @@ public struct TestObject: Sendable, Hashable {
     /// the copies on a pool's nodes are). It changes `Last-Modified` and the ETag, as a server's
     /// mtime-size ETag changes, and not the bytes; 0 is the object's own time.
     public var mtimeOffsetSeconds: Int64 = 0
+    /// Bytes rewritten in place, oldest first (a later edit wins where they overlap): the size and
+    /// every other byte stay, the modification time moves on 61 s per edit, so the ETag (strong
+    /// or weak) and `Last-Modified` change as a file server's do. See ``rewritten(blocksAt:)``.
+    public var edits: [Edit] = []
+
+    /// `length` bytes at `offset`, rewritten in place with the bytes of ``Payload`` stream `seed`
+    /// at the same offsets.
+    public struct Edit: Sendable, Hashable {
+        public var offset: Int64
+        public var length: Int64
+        public var seed: UInt64
+
+        public init(offset: Int64, length: Int64, seed: UInt64) {
+            precondition(offset >= 0 && length > 0, "an edit covers at least one byte of the object")
+            self.offset = offset
+            self.length = length
+            self.seed = seed
+        }
+    }
 
     public init(size: Int64, seed: UInt64 = 1, etag: ETagStyle = .strong, lastModified: Bool = true) {
         precondition(size >= 0, "TestObject size must not be negative")
@@ -43,11 +62,46 @@ public struct TestObject: Sendable, Hashable {
         self.lastModified = lastModified
     }
 
+    /// The object with the `blockSize`-byte blocks at `offsets` rewritten in place (a file
+    /// patched where it lies, as a database or an `rsync --inplace` does): new bytes there, the
+    /// rest as it was, and new validators.
+    public func rewritten(blocksAt offsets: [Int64], blockSize: Int64 = 4096) -> TestObject {
+        var object = self
+        let seed = PayloadTable.mix(self.seed ^ 0x17E5_1ACE ^ UInt64(edits.count + 1))
+        for offset in offsets where offset < size {
+            object.edits.append(Edit(offset: offset, length: min(blockSize, size - offset), seed: seed))
+        }
+        return object
+    }
+
+    /// Fills `buffer` with the object's bytes from `offset` on.
+    public func fill(_ buffer: UnsafeMutableRawBufferPointer, offset: Int64) {
+        Payload.fill(buffer, seed: seed, offset: offset)
+        let end = offset + Int64(buffer.count)
+        for edit in edits where edit.offset < end && edit.offset + edit.length > offset {
+            let from = max(offset, edit.offset)
+            let to = min(end, edit.offset + edit.length)
+            let part = UnsafeMutableRawBufferPointer(rebasing: buffer[Int(from - offset)..<Int(to - offset)])
+            Payload.fill(part, seed: edit.seed, offset: from)
+        }
+    }
+
+    /// The object's `count` bytes from `offset` on.
+    public func bytes(offset: Int64, count: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            fill(UnsafeMutableRawBufferPointer(buffer), offset: offset)
+            initialized = count
+        }
+    }
+
     /// The opaque part of the entity tag (16 hex digits, without quotes).
     var etagOpaque: String {
         var value = PayloadTable.mix(seed ^ PayloadTable.mix(UInt64(bitPattern: size) ^ 0xE7A6_0C5B_D2F1_3149))
         if mtimeOffsetSeconds != 0 {
             value = PayloadTable.mix(value ^ UInt64(bitPattern: mtimeOffsetSeconds))
+        }
+        for edit in edits {
+            value = PayloadTable.mix(value ^ edit.seed ^ UInt64(bitPattern: edit.offset))
         }
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
@@ -70,7 +124,7 @@ public struct TestObject: Sendable, Hashable {
     public var lastModifiedEpochSeconds: Int64 {
         let step = Int64(seed % 200_000)
         let jitter = Int64(PayloadTable.mix(seed ^ 0x1F83_D9AB_FB41_BD6B) % 3600)
-        return 946_684_800 + step * 3600 + jitter + mtimeOffsetSeconds
+        return 946_684_800 + step * 3600 + jitter + mtimeOffsetSeconds + 61 * Int64(edits.count)
     }
 
     /// The exact `Last-Modified` header value (an IMF-fixdate) it sends; nil if `lastModified` is false.

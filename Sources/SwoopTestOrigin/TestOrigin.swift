@@ -156,6 +156,14 @@ public final class TestOrigin: Sendable {
         core.changeObject(at: path)
     }
 
+    /// Rewrites the 4 KiB blocks of the object at `path` that start at `offsets` in place
+    /// (``TestObject/rewritten(blocksAt:)``): its size and other bytes stay, its validators change
+    /// as a file server's do (a later mtime), and responses under way send the new bytes from
+    /// here on.
+    public func rewriteInPlace(at path: String, blocksAt offsets: [Int64]) {
+        core.changeObject(at: path, rewriting: offsets)
+    }
+
     /// Answers any request for `path` with `status` and `Location: location` (sent verbatim: it
     /// may be relative, point at another host, or use another scheme) and `Content-Length: 0`.
     public func addRedirect(from path: String, to location: String, status: Int = 302) {

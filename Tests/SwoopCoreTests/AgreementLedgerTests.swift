@@ -139,13 +139,4 @@ struct AgreementLedgerTests {
         #expect(capped?.own == ByteRange(1 << 20, (1 << 20) + 100) && capped?.trail == 0)
         #expect(inner.truncated(to: ByteRange((1 << 20) - 4096, (1 << 20) - 1)) == nil)
     }
-
-    @Test func httpDatesCompareAsTimes() {
-        #expect(HTTPDate.seconds("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777)
-        #expect(HTTPDate.seconds("Thu, 01 Jan 1970 00:00:00 GMT") == 0)
-        #expect(HTTPDate.seconds("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
-        var identity = ObjectIdentity(size: 10, lastModified: "Tue, 15 Nov 1994 12:45:26 GMT")
-        identity.learn(.init(etag: nil, lastModified: "Mon, 14 Nov 1994 12:45:26 GMT"))
-        #expect(identity.precondition! == ("If-Unmodified-Since", "Tue, 15 Nov 1994 12:45:26 GMT"))
-    }
 }

@@ -101,7 +101,7 @@ struct ResponseValidatorTests {
         let (verdict, holds) = try ResponseValidator.segment(
             head(206, [("Content-Range", "bytes 1000-1499/10000"), ("Content-Length", "500"), ("ETag", "\"abc\"")]),
             requested: requested, object: object)
-        #expect(verdict == .known && holds == ByteRange(1000, 1500))
+        #expect(verdict == .pinned && holds == ByteRange(1000, 1500))
         // A 200 that carries a Content-Range holds what that says.
         let partial = try ResponseValidator.segment(
             head(200, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"abc\"")]), requested: requested,
@@ -166,21 +166,15 @@ struct ResponseValidatorTests {
         #expect(segmentError(sneaky) != nil)
     }
 
-    @Test func otherValidatorsAreAVariantTheBytesDecide() throws {
+    @Test func otherValidatorsAreOther() throws {
         let changed = verdict(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"abd\"")]))
-        #expect(changed == .variant(.init(etag: "\"abd\"", lastModified: nil)))
+        #expect(changed == .other(.init(etag: "\"abd\"", lastModified: nil)))
         let weakened = verdict(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "W/\"abc\"")]))
-        #expect(weakened == .variant(.init(etag: "W/\"abc\"", lastModified: nil)))
-        // Once learnt, a variant is known; one known to be another version's is refused.
-        var pooled = object
-        pooled.identity.learn(.init(etag: "\"abd\"", lastModified: nil))
-        pooled.identity.otherVersions = [.init(etag: "\"bad\"", lastModified: nil)]
-        let known = head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"abd\"")])
-        #expect(verdict(known, object: pooled) == .known)
-        #expect(
-            verdict(head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"bad\"")]), object: pooled)
-                == .otherVersion(.init(etag: "\"bad\"", lastModified: nil)))
-        #expect(pooled.precondition! == ("If-Match", "\"abc\", \"abd\""))
+        #expect(weakened == .other(.init(etag: "W/\"abc\"", lastModified: nil)))
+        let pinned = head(206, [("Content-Range", "bytes 1000-1999/10000"), ("ETag", "\"abc\"")])
+        #expect(verdict(pinned) == .pinned)
+        // One value in the precondition: the pinned one.
+        #expect(object.precondition! == ("If-Match", "\"abc\""))
         let missing = try #require(segmentError(head(206, [("Content-Range", "bytes 1000-1999/10000")])))
         #expect(missing.kind == .invalidResponse)
         #expect(missing.message.contains("stopped sending an ETag"))
@@ -195,10 +189,10 @@ struct ResponseValidatorTests {
         #expect(segmentError(head(206, [range]), object: weak) == nil)
         #expect(
             verdict(head(206, [range, ("ETag", "W/\"abd\"")]), object: weak)
-                == .variant(.init(etag: "W/\"abd\"", lastModified: nil)))
+                == .other(.init(etag: "W/\"abd\"", lastModified: nil)))
         #expect(
             verdict(head(206, [range, ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), object: weak)
-                == .variant(.init(etag: nil, lastModified: "Wed, 16 Nov 1994 08:00:00 GMT")))
+                == .other(.init(etag: nil, lastModified: "Wed, 16 Nov 1994 08:00:00 GMT")))
 
         var dated = object
         dated.etag = nil
@@ -206,10 +200,9 @@ struct ResponseValidatorTests {
             segmentError(head(206, [range, ("Last-Modified", "Tue, 15 Nov 1994 12:45:26 GMT")]), object: dated) == nil)
         #expect(
             verdict(head(206, [range, ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT")]), object: dated)
-                == .variant(.init(etag: nil, lastModified: "Wed, 16 Nov 1994 08:00:00 GMT")))
-        // Known dates go in If-Unmodified-Since as the latest: every node's copy satisfies it.
-        dated.identity.learn(.init(etag: nil, lastModified: "Wed, 16 Nov 1994 08:00:00 GMT"))
-        #expect(dated.precondition! == ("If-Unmodified-Since", "Wed, 16 Nov 1994 08:00:00 GMT"))
+                == .other(.init(etag: nil, lastModified: "Wed, 16 Nov 1994 08:00:00 GMT")))
+        // Without a strong ETag, the pinned date goes in If-Unmodified-Since.
+        #expect(dated.precondition! == ("If-Unmodified-Since", dated.lastModified!))
     }
 
     // MARK: Probe

@@ -4,7 +4,7 @@ import Testing
 
 /// The transfer machine in virtual time (``TransferSimulation``): what it sends, and how it meets
 /// an outage, an expired URL, a changed object, a stalled connection, a mirror that goes away, a
-/// pool's variants, a small budget and a connection limit. Each case runs in milliseconds.
+/// pool's other nodes, validators that go, a small budget and a connection limit. Each case runs in milliseconds.
 @Suite("Transfer machine")
 struct TransferMachineTests {
     private static let mebibyte: Int64 = 1 << 20
@@ -120,38 +120,75 @@ struct TransferMachineTests {
         #expect(simulation.sends[(dropped + 1)...].allSatisfy { $0.source == 0 })
     }
 
-    @Test("a 412 is asked again once without the precondition, then with it again")
-    func preconditionFailed() throws {
-        var refused: Int64?
-        var server = TransferSimulation.Server()
-        server.answer = { seconds, send in
-            guard seconds >= 0.3, refused == nil, !send.unconditional else { return nil }
-            refused = send.work.range.lowerBound
-            let failed = DownloadError(.objectChanged, "412 Precondition Failed", httpStatus: 412)
-            return RequestEnd(.failed(failed, retryAfter: nil), answered: true, refusal: .preconditionFailed)
-        }
-        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
-        #expect(simulation.run())
-        #expect(simulation.completed)
-        let offset = try #require(refused)
-        let asked = simulation.sends.filter { $0.work.range.lowerBound == offset }
-        #expect(asked.count == 2 && asked[1].unconditional, "asked again without the precondition")
-        #expect(simulation.sends.filter(\.unconditional).count == 1, "only that once")
+    /// A `412` to the pinned validators, as the shell reports it.
+    private static func preconditionFailed() -> RequestEnd {
+        let failed = DownloadError(.objectChanged, "the server refused If-Match (412 Precondition Failed)", httpStatus: 412)
+        return RequestEnd(.failed(failed, retryAfter: nil), answered: true, refusal: .preconditionFailed)
     }
 
-    @Test("another version's responses are asked again on new connections; too many in a row fail")
-    func otherVersion() throws {
+    @Test("a pool's other node answers 412 to every other request: asked again, a pool proven, every byte")
+    func poolOfTwoNodes() {
         var server = TransferSimulation.Server()
-        server.answer = { seconds, _ in
-            guard seconds >= 0.3 else { return nil }
-            let other = DownloadError(.objectChanged, "the server answered with \"v2\", known to be another version")
-            return RequestEnd(.failed(other, retryAfter: nil), answered: true, refusal: .otherVersion)
+        var served = 0
+        server.answer = { _, _ in
+            served += 1
+            return served.isMultiple(of: 2) ? Self.preconditionFailed() : nil
         }
         let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
         #expect(simulation.run())
-        let failure = try #require(simulation.failure)
-        #expect(failure.kind == .objectChanged && failure.message.contains("serves different versions"))
-        #expect(simulation.machine.refusedInARow == TransferMachine.refusalLimit + 1)
+        #expect(simulation.completed, "\(String(describing: simulation.failure ?? nil)) \(simulation.changed ?? "")")
+        #expect(simulation.machine.watches[0]?.isPool == true)
+        let refused = simulation.machine.watches[0]?.otherAnswers ?? 0
+        #expect(refused > 0 && simulation.renewals == refused, "each 412 asked again on a new connection")
+        #expect(simulation.retries == 0, "a refusal is not the range's failure")
+    }
+
+    @Test("the pinned validators gone (every request 412 from 0.4 s on): it starts over after 4 answers")
+    func validatorsGone() throws {
+        var server = TransferSimulation.Server()
+        server.answer = { seconds, _ in seconds >= 0.4 ? Self.preconditionFailed() : nil }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: 4)
+        #expect(simulation.run())
+        let changed = try #require(simulation.changed)
+        #expect(changed.contains("4 answers in a row") && changed.contains("412"), "\(changed)")
+        #expect(simulation.failure == nil && !simulation.completed)
+        // At most the requests in flight when it began, and as many again on new connections.
+        let after = simulation.sends.count - (simulation.sendsBefore(seconds: 0.4) ?? 0)
+        #expect(after <= 2 * 4, "\(after) requests sent after the change")
+    }
+
+    @Test("a mirror whose validators go is dropped; the first source finishes")
+    func mirrorChanged() {
+        var mirror = TransferSimulation.Server()
+        mirror.answer = { seconds, _ in seconds >= 0.3 ? Self.preconditionFailed() : nil }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [.init(), mirror], target: 8)
+        #expect(simulation.run())
+        #expect(simulation.completed, "failed: \(String(describing: simulation.failure)) \(simulation.changed ?? "")")
+        #expect(simulation.servers[1].dropped?.contains("changed") == true)
+    }
+
+    @Test("every byte here: one request sent after the last one asks whether the object is still the same")
+    func confirmation() throws {
+        let plain = TransferSimulation(size: 64 * Self.mebibyte, servers: [.init()], target: 4, comparing: true)
+        #expect(plain.run())
+        #expect(plain.completed)
+        let last = try #require(plain.sends.last)
+        guard case .bridge(let request) = last.work else { Issue.record("\(last.work)"); return }
+        #expect(request.sent.count <= 2 * RangeRequest.minimumWindow)
+        #expect(plain.sends.count(where: { if case .bridge = $0.work { true } else { false } }) == 1)
+        // The object rewritten while the last responses were under way: only that request can see it.
+        var server = TransferSimulation.Server()
+        server.answer = { _, send in
+            guard case .bridge = send.work else { return nil }
+            return Self.preconditionFailed()
+        }
+        let rewritten = TransferSimulation(size: 64 * Self.mebibyte, servers: [server], target: 4, comparing: true)
+        #expect(rewritten.run())
+        #expect(!rewritten.completed && rewritten.changed?.contains("4 answers in a row") == true)
+        // Nothing to ask when the probe's response brought every byte.
+        let small = TransferSimulation(size: 1 * Self.mebibyte, servers: [.init()], target: 4, comparing: true)
+        #expect(small.run())
+        #expect(small.completed && small.sends.isEmpty)
     }
 
     @Test("a resumed stretch whose neighbour's trail broke off is bridged before the download completes")
@@ -165,8 +202,8 @@ struct TransferMachineTests {
         #expect(simulation.completed, "failed: \(String(describing: simulation.failure))")
         let bridges = simulation.sends.filter { if case .bridge = $0.work { true } else { false } }
         let start = bridges.first?.work.range.lowerBound ?? 0
-        #expect(bridges.count == 1 && start < 8 << 20, "\(bridges.count) bridges")
-        #expect(bridges.allSatisfy { $0.unconditional })
+        // The bridge, then the confirmation once every byte is here.
+        #expect(bridges.count == 2 && start < 8 << 20, "\(bridges.count) bridges")
         #expect(simulation.machine.ledger?.isStitched == true)
     }
 

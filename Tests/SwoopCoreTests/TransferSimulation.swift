@@ -66,7 +66,10 @@ final class TransferSimulation: TransferEnvironment {
     private(set) var failure: DownloadError?
     private(set) var changed: String?
     private(set) var sends: [TransferSend] = []
+    private var sendTimes: [Double] = []
     private(set) var cancels = 0
+    /// Requests the machine asked to send on a new connection.
+    private(set) var renewals = 0
     private(set) var refreshes = 0
     private(set) var retries = 0
     private(set) var mostInFlight = 0
@@ -121,7 +124,7 @@ final class TransferSimulation: TransferEnvironment {
                     response: $0.beginResponse())
             } ?? RangeRequest(own: own)
         guard let segment = machine.start(first: request, at: now) else { return false }
-        let probe = TransferSend(slot: 0, source: 0, work: .segment(segment, request), unconditional: false)
+        let probe = TransferSend(slot: 0, source: 0, work: .segment(segment, request))
         servers[0].requests += 1
         flights[0] = flight(for: probe)
         permits -= 1
@@ -152,6 +155,11 @@ final class TransferSimulation: TransferEnvironment {
 
     var isOver: Bool { completed || failure != nil || changed != nil }
 
+    /// Requests sent before `seconds` of virtual time.
+    func sendsBefore(seconds: Double) -> Int? {
+        sendTimes.firstIndex { $0 >= seconds } ?? sendTimes.count
+    }
+
     // MARK: Actions
 
     private func perform(_ actions: [TransferAction]) {
@@ -160,6 +168,7 @@ final class TransferSimulation: TransferEnvironment {
             switch action {
             case .send(let send):
                 sends.append(send)
+                sendTimes.append(self.seconds)
                 servers[send.source].requests += 1
                 if servers[send.source].isDown(at: seconds) { servers[send.source].attemptsWhileDown += 1 }
                 if send.source == 0 && awaitsFreshURL { sendsAwaitingFreshURL += 1 }
@@ -168,7 +177,9 @@ final class TransferSimulation: TransferEnvironment {
             case .cancel(let slot):
                 flights[slot]?.cancelled = true
                 cancels += 1
-            case .renew, .checkpoint, .note:
+            case .renew:
+                renewals += 1
+            case .checkpoint, .note:
                 break
             case .retried:
                 retries += 1
@@ -249,7 +260,9 @@ final class TransferSimulation: TransferEnvironment {
                 if flight.received == trailStart {
                     servers[flight.send.source].cutsTrails -= 1
                     let reset = DownloadError(.network, "connection reset", curlCode: 56)
-                    end(slot, RequestEnd(.failed(reset, retryAfter: nil), bytes: flight.received, answered: true))
+                    end(
+                        slot,
+                        RequestEnd(.failed(reset, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
                     continue
                 }
             }
@@ -257,10 +270,13 @@ final class TransferSimulation: TransferEnvironment {
             flight.received += count
             bytesReceived += count
             flights[slot] = flight
+            // Its head carried the source's pinned validators (a model server's answer says otherwise).
             if let failure {
-                end(slot, RequestEnd(.failed(failure, retryAfter: nil), bytes: flight.received, answered: true))
+                end(
+                    slot,
+                    RequestEnd(.failed(failure, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
             } else if enough || flight.received >= range.count {
-                end(slot, RequestEnd(.completed, bytes: flight.received, answered: true))
+                end(slot, RequestEnd(.completed, bytes: flight.received, answered: true, pinned: true))
             }
         }
     }

@@ -1,299 +1,424 @@
 import SwoopTestSupport
 @testable import SwoopCore
 
-/// A download against a server whose headers lie, in virtual time: the plan, the overlap
-/// requests and the ledger of the core, driven as the transfer drives them, against a modelled
-/// server that replaces its object, keeps stale or fixed validators, or is a pool of nodes with
-/// other validators (and maybe other bytes). Crashes lose what no checkpoint recorded.
+/// A download against a server whose object changes, in virtual time, decided as the library
+/// decides it: the core's ``TransferMachine`` (its plan, its ``AgreementLedger``, a
+/// ``ValidatorWatch`` per source, the confirmation at the end), a probe that pins the validators
+/// or, resuming, asks under the segment map's and tells a pool from a change with a watch of its
+/// own, and the session's rule (start over on a change, within `maxTries`). The bytes are written
+/// and compared as the store does.
 ///
-/// The property: a download that ends without an error holds one version, byte for byte.
-final class VersionSimulation {
-    /// How the modelled server lies.
-    struct Server {
-        /// Replacements of the object, at these steps.
-        var replacements: [Int]
-        /// After a replacement, the old validators for this many steps.
-        var staleSteps: Int
-        /// Validators computed once: the first version's, forever.
-        var fixedValidators: Bool
-        /// Nodes in a round-robin pool (1: no pool); each has its own validators.
-        var nodes: Int
-        /// The nodes serve different versions (node i: the version + i).
-        var nodesDiffer: Bool
+/// The modelled server changes its object whole, or in a few 4 KiB blocks (mostly away from every
+/// seam), in place (responses under way read the new bytes) or not; its validators are honest,
+/// stale for a while after a change, fixed at the first version's, or absent; it may be a pool of
+/// nodes with validators of their own and maybe a version of their own, and may ignore
+/// preconditions. Crashes lose what no checkpoint recorded; the next try resumes.
+///
+/// The property: a download that ends without an error holds one version, byte for byte, unless
+/// the validators lie or are absent and a change left every byte compared as it was (what cannot
+/// be known). ``Rule/overlapDecides`` is the rule before issue 54 (an answer under other
+/// validators is used when its overlap agrees), kept to show that the property catches it.
+final class VersionSimulation: TransferEnvironment {
+    /// How the client treats an answer under other validators than the pinned ones.
+    enum Rule {
+        /// The library's: refused and asked again until the watch tells a pool from a change.
+        case pinned
+        /// Before issue 54: used, when its overlap agrees with the bytes held.
+        case overlapDecides
     }
 
-    /// How a run ended.
+    /// How the modelled server behaves.
+    struct Server: CustomStringConvertible {
+        enum Validators: Equatable {
+            /// New validators with every version (and a node's own, in a pool).
+            case honest
+            /// The version before's validators for this many steps after a change.
+            case stale(steps: Int)
+            /// The first version's validators for ever.
+            case fixed
+            /// None at all.
+            case none
+        }
+
+        /// Steps at which the object changes.
+        var changes: [Int] = []
+        /// A change rewrites a few 4 KiB blocks, not every byte.
+        var partial = false
+        /// Responses under way read the new bytes after a change (a file rewritten in place).
+        var inPlace = false
+        var validators = Validators.honest
+        /// The validators are dates (`Last-Modified`), not ETags.
+        var datesOnly = false
+        /// Nodes of a pool, each with its own validators; with `nodesDiffer`, node i serves the
+        /// version after the current by i (a deploy half done).
+        var nodes = 1
+        var nodesDiffer = false
+        /// The balancer picks a node at random, not in turn.
+        var randomNode = false
+        /// Answers a request whatever its precondition, with its own validators.
+        var ignoresPreconditions = false
+
+        /// A change that no byte compared may show, under validators that do not say it: a few
+        /// blocks, or a change inside one response (in place).
+        var canHideAChange: Bool {
+            validators != .honest && (partial || inPlace) && (!changes.isEmpty || nodesDiffer)
+        }
+
+        var description: String {
+            var parts = ["\(validators)" + (datesOnly ? " dates" : "")]
+            if !changes.isEmpty { parts.append("changes at \(changes)" + (partial ? " (blocks)" : "") + (inPlace ? " in place" : "")) }
+            if nodes > 1 { parts.append("\(nodes) nodes" + (nodesDiffer ? " with other versions" : "") + (randomNode ? " at random" : "")) }
+            if ignoresPreconditions { parts.append("ignores preconditions") }
+            return parts.joined(separator: ", ")
+        }
+    }
+
     enum Outcome: Equatable {
         case finished
         case failed(String)
     }
 
-    private var random: SplitMix64
+    /// One request under way.
+    private struct Flight {
+        var send: TransferSend
+        var node: Int
+        /// The version it serves (the one of its answer; the node's current one when in place).
+        var version: Int
+        /// Its end without bytes (a refusal), if any.
+        var refused: RequestEnd?
+        var answerAt: Int
+        var received: Int64 = 0
+        var bytesPerStep: Int64
+        var cancelled = false
+    }
+
+    static let block: Int64 = 4096
     let size: Int64
-    let server: Server
     let connections: Int
+    let server: Server
+    let rule: Rule
+    private var random: SplitMix64
     private let layout: ChunkLayout
     private let maxTries = 5
+    private let policy = FailurePolicy(
+        baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 5, maxOutage: .seconds(120))
+    private let start = ContinuousClock.now
 
     // The server's state.
     private var step = 0
     private var version = 0
-    private var replacedAt = -1_000_000
-    private var requestsServed = 0
+    private var changedAt = -1_000_000
+    private var served = 0
+    /// The blocks each version rewrote; `nil`: every byte.
+    private var patches: [Int: Set<Int64>?] = [:]
 
-    // The client's state for one try.
+    // The client's state.
     private var file: [UInt8]
-    /// Chunks the last checkpoint recorded (they survive a crash).
     private var recorded: ChunkSet
-    private var plan: SegmentScheduler
-    private var ledger: AgreementLedger
-    private var identity: ObjectIdentity
-    /// The first response of the try (the probe's): the bytes the others must agree with.
-    private var anchor: Int?
-    /// The validators a crashed try's map recorded: a resumed try knows them too.
-    private var mapValidators: [ObjectIdentity.Validators] = []
-    private var workers: [Worker?]
-    private var unconditional: Set<ObjectIdentifier> = []
+    /// The validators the segment map recorded (a resumed try asks under them).
+    private var mapValidators: ObjectIdentity.Validators?
+    /// The validators of this try: every byte it uses was served under them.
+    private var pinned: ObjectIdentity.Validators?
+    private var machine: TransferMachine?
+    private var probeWatch = ValidatorWatch()
+    private var flights: [Int: Flight] = [:]
+    private var health = SourceHealth()
+    private var active = 0
+    private var wake: Int?
+    private var outcome: Outcome?
     private var changes = 0
-    private var versionsSeen: [ObjectIdentity.Validators] = []
-    private var responseValidators: [Int: ObjectIdentity.Validators] = [:]
-    private var refusedInARow = 0
     private(set) var crashes = 0
+    /// The try that finished got every byte in its first response, too quickly to be confirmed
+    /// by a request after it (``TransferMachine/Settings/confirmsOneResponseAfter``).
+    private(set) var unconfirmedOneResponse = false
+    /// When the current try began, and whether its machine sent a request of its own.
+    private var tryStart = 0
+    private var machineSent = false
     private(set) var restarts = 0
+    private(set) var requests = 0
 
-    /// A response in flight.
-    private struct Worker {
-        var segment: Segment?
-        var request: RangeRequest
-        var received: Int64 = 0
-        /// The bytes it carries: the version its node served when it answered.
-        var version: Int
-        var validators: ObjectIdentity.Validators
-        var rate: Int64
-    }
-
-    init(seed: UInt64) {
+    init(seed: UInt64, rule: Rule = .pinned) {
         var random = SplitMix64(seed: seed)
         size = random.logUniform(20_000...1_500_000)
         connections = Int(random.logUniform(1...8))
-        var server = Server(replacements: [], staleSteps: 0, fixedValidators: false, nodes: 1, nodesDiffer: false)
-        switch random.next() % 6 {
-        case 0: server.replacements = [Int(random.next() % 60)]
-        case 1: server.replacements = [Int(random.next() % 60)]; server.staleSteps = Int(random.next() % 40)
-        case 2: server.replacements = [Int(random.next() % 60)]; server.fixedValidators = true
-        case 3: server.nodes = 2
-        case 4: server.nodes = 2; server.nodesDiffer = true
+        var server = Server()
+        let changeCount = Int(random.next() % 3)
+        switch random.next() % 8 {
+        case 0, 1: server.changes = [Int(random.next() % 30)]
+        case 2: server.changes = [Int(random.next() % 30)]; server.validators = .stale(steps: Int(random.next() % 40))
+        case 3: server.changes = [Int(random.next() % 30)]; server.validators = .fixed
+        case 4: server.nodes = 2 + Int(random.next() % 2)
+        case 5: server.nodes = 2; server.nodesDiffer = true
+        case 6: server.changes = [Int(random.next() % 30)]; server.validators = .none
         default:
-            server.replacements = (0..<Int(random.next() % 4)).map { _ in Int(random.next() % 120) }
-            server.staleSteps = Int(random.next() % 30)
+            server.changes = (0..<max(1, changeCount)).map { _ in Int(random.next() % 60) }.sorted()
+            server.validators = [.honest, .stale(steps: Int(random.next() % 30)), .fixed, .none][Int(random.next() % 4)]
             server.nodes = 1 + Int(random.next() % 3)
             server.nodesDiffer = random.chance(0.5)
         }
+        server.partial = random.chance(0.6)
+        server.inPlace = random.chance(0.5)
+        server.datesOnly = random.chance(0.3)
+        server.randomNode = random.chance(0.3)
+        server.ignoresPreconditions = random.chance(0.25)
         self.server = server
-        self.random = random
+        self.rule = rule
         layout = ChunkLayout(objectSize: size)
         file = [UInt8](repeating: 0, count: Int(size))
         recorded = ChunkSet(count: layout.chunkCount)
-        plan = SegmentScheduler(layout: layout, missing: [ByteRange(0, size)], minimumSegmentSize: 64 << 10)
-        ledger = AgreementLedger(size: size)
-        identity = ObjectIdentity(size: size)
-        workers = Array(repeating: nil, count: connections)
-    }
-
-    /// The bytes version `version` has at `offset`: two versions differ at every offset.
-    static func byte(_ version: Int, _ offset: Int64) -> UInt8 {
-        UInt8(truncatingIfNeeded: (offset &* 2_654_435_761) >> 9) &+ UInt8(truncatingIfNeeded: version &* 37 &+ 1)
+        let blocks = (size + Self.block - 1) / Self.block
+        for version in 1...(server.changes.count + server.nodes + 1) {
+            // A few blocks, one in each half and up to two more anywhere (as a file rewritten in
+            // place at 10 MiB and at its end): most land away from every seam (the overlap windows).
+            guard server.partial else {
+                patches[version] = .some(nil)
+                continue
+            }
+            let half = max(1, blocks / 2)
+            var rewritten: Set<Int64> = [Int64(random.next() % UInt64(half)), half + Int64(random.next() % UInt64(max(1, blocks - half)))]
+            for _ in 0..<(random.next() % 3) { rewritten.insert(Int64(random.next() % UInt64(blocks))) }
+            patches[version] = rewritten.filter { $0 < blocks }
+        }
+        self.random = random
     }
 
     // MARK: The server
 
-    /// The node answering the next request, the version it serves and its validators.
-    private func answer() -> (version: Int, validators: ObjectIdentity.Validators) {
-        let node = requestsServed % server.nodes
-        requestsServed += 1
-        let served = version + (server.nodesDiffer ? node : 0)
-        var named = served
-        if server.fixedValidators { named = 0 }
-        if step - replacedAt < server.staleSteps { named = max(0, named - 1) }
-        return (served, .init(etag: "\"v\(named)-n\(node)\"", lastModified: nil))
+    /// The bytes of `version` at `range`.
+    func bytes(_ version: Int, _ range: ByteRange) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(range.count))
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let block = offset / Self.block
+            let end = min(range.upperBound, (block + 1) * Self.block)
+            var generation = version
+            while generation > 0, let patch = patches[generation], let blocks = patch, !blocks.contains(block) {
+                generation -= 1
+            }
+            for at in offset..<end { out.append(Self.byte(generation, at)) }
+            offset = end
+        }
+        return out
     }
 
-    private func advanceServer() {
-        step += 1
-        if server.replacements.contains(step) {
-            version += 1
-            replacedAt = step
+    /// Generation `generation`'s byte at `offset`: two generations differ at every offset.
+    private static func byte(_ generation: Int, _ offset: Int64) -> UInt8 {
+        UInt8(truncatingIfNeeded: (offset &* 2_654_435_761) >> 9) &+ UInt8(truncatingIfNeeded: generation &* 37 &+ 1)
+    }
+
+    /// The version node `node` serves now.
+    private func version(on node: Int) -> Int { version + (server.nodesDiffer ? node : 0) }
+
+    /// The validators node `node` names for the version it serves now.
+    private func validators(on node: Int) -> ObjectIdentity.Validators? {
+        var named = version(on: node)
+        switch server.validators {
+        case .honest: break
+        case .stale(let steps): if step - changedAt < steps { named = max(0, named - 1) }
+        case .fixed: named = server.nodesDiffer ? node : 0
+        case .none: return nil
         }
+        let tag = "\"v\(named)-n\(node)\""
+        return server.datesOnly ? .init(etag: nil, lastModified: tag) : .init(etag: tag, lastModified: nil)
+    }
+
+    /// The node that answers the next request.
+    private func nextNode() -> Int {
+        served += 1
+        return server.randomNode ? Int(random.next() % UInt64(server.nodes)) : served % server.nodes
+    }
+
+    /// How node `node` answers a request under `precondition`: `nil` serves it; otherwise the
+    /// refusal (a 412, or a head under other validators) as the shell reports it.
+    private func answer(on node: Int, precondition: ObjectIdentity.Validators?) -> RequestEnd? {
+        let named = validators(on: node)
+        guard rule == .pinned, let precondition, let named, named != precondition else { return nil }
+        if !server.ignoresPreconditions {
+            let refused = DownloadError(.objectChanged, "412 Precondition Failed", httpStatus: 412)
+            return RequestEnd(.failed(refused, retryAfter: nil), answered: true, refusal: .preconditionFailed)
+        }
+        let other = DownloadError(.objectChanged, "the server answered with \(named), not \(precondition)")
+        return RequestEnd(.failed(other, retryAfter: nil), answered: true, refusal: .otherValidators)
     }
 
     // MARK: Running
 
     /// Runs until the download ends, crashing now and then.
     func run() -> Outcome {
-        if let failure = probe() { return failure }
-        for _ in 0..<20_000 {
-            advanceServer()
-            if random.chance(0.01) && crashes < 3 { crash() }
-            if let outcome = tick() { return outcome }
+        probe()
+        while outcome == nil, step < 20_000 {
+            step += 1
+            if server.changes.contains(step) {
+                version += 1
+                changedAt = step
+            }
+            if machine != nil, random.chance(0.01), crashes < 3 { crash() }
+            tick()
         }
-        return .failed("did not finish in 20 000 steps")
+        return outcome ?? .failed("did not finish in 20 000 steps")
     }
 
-    /// A new try: its first request (the probe's) tells the object's validators.
-    private func probe() -> Outcome? {
-        anchor = nil
-        return nil
-    }
+    private var now: ContinuousClock.Instant { start + .milliseconds(10 * step) }
 
-    private func tick() -> Outcome? {
-        dispatch()
-        for index in workers.indices where workers[index] != nil {
-            if let outcome = deliver(index) { return outcome }
-        }
-        if refusedInARow > 16 { return .failed("the server serves two versions") }
-        if plan.isComplete && workers.allSatisfy({ $0 == nil }) {
-            if ledger.isStitched { return finish() }
-            bridge()
-        }
-        return nil
-    }
-
-    private func dispatch() {
-        for index in workers.indices where workers[index] == nil {
-            guard let segment = plan.claim(now: .now, ownerID: index) else { return }
-            send(segment, on: index)
-        }
-    }
-
-    private func send(_ segment: Segment, on index: Int) {
-        let size = Int64(random.logUniform(16_384...600_000))
-        let own = ByteRange(segment.position, min(segment.end, segment.position + size))
-        plan.noteRequested(segment, upTo: own.upperBound)
+    /// A try's first request: a new download pins the validators it answers under; a resumed
+    /// one asks under the map's, and a watch tells a pool's other node from a change.
+    private func probe() {
+        let missing = recorded.missingRuns.map { layout.byteRange(ofChunks: $0) }
+        guard let first = missing.first else { return finish() }
+        let held = completeRanges()
+        let ledger = AgreementLedger(size: size, held: held)
+        let own = ByteRange(first.lowerBound, min(first.upperBound, first.lowerBound + 64 << 10))
         let request = RangeRequest.overlapping(
-            own, size: self.size, window: 4096, heldAfter: ledger.isHeld(own.upperBound),
+            own, size: size, window: AgreementLedger.defaultWindow, heldAfter: ledger.needsTrail(at: own.upperBound),
             response: ledger.beginResponse())
-        let conditional = unconditional.remove(ObjectIdentifier(segment)) == nil
-        let (served, validators) = answer()
-        responseValidators[request.response] = validators
-        if anchor == nil {
-            // The probe: its validators are the object's, with those of the map it resumes.
-            anchor = request.response
-            identity = ObjectIdentity(size: size, etag: validators.etag)
-            for known in mapValidators { identity.learn(known) }
-            identity.otherVersions = versionsSeen.filter { !identity.isKnown($0) }
-        } else if conditional && !identity.isKnown(validators) {
-            // 412: asked again at once without the precondition.
-            unconditional.insert(ObjectIdentifier(segment))
-            plan.release(segment, failed: false)
+        requests += 1
+        let node = nextNode()
+        if !held.isEmpty, answer(on: node, precondition: mapValidators) != nil {
+            switch probeWatch.otherAnswer(to: probeWatch.willSend()) {
+            case .askAgain: wake = step + 1
+            case .changed: startOver()
+            }
             return
         }
-        if identity.isOtherVersion(validators) {
-            refusedInARow += 1
-            plan.release(segment, failed: false)
-            return
-        }
-        workers[index] = Worker(
-            segment: segment, request: request, version: served, validators: validators,
-            rate: random.logUniform(2_000...200_000))
+        if !held.isEmpty { probeWatch.pinnedAnswer(to: probeWatch.willSend()) }
+        pinned = held.isEmpty ? validators(on: node) : mapValidators
+        (tryStart, machineSent) = (step, false)
+        let plan = SegmentScheduler(layout: layout, missing: missing, minimumSegmentSize: 64 << 10)
+        let machine = TransferMachine(
+            plan: plan, ledger: ledger,
+            settings: .init(policy: TransferPolicy(minimumSegmentSize: 64 << 10), failures: policy, hedgesSlowTail: true),
+            target: connections, environment: self, firstWatch: probeWatch.isPool ? .provenPool : ValidatorWatch(),
+            random: SplitMix64(seed: random.next()))
+        self.machine = machine
+        guard let segment = machine.start(first: request, at: now) else { return }
+        flights[0] = Flight(
+            send: TransferSend(slot: 0, source: 0, work: .segment(segment, request)), node: node,
+            version: version(on: node), answerAt: step + 1, bytesPerStep: random.logUniform(2_000...200_000))
+        machine.planAhead(window: nil, hashesInOrder: false)
+        perform(machine.dispatch(at: now))
     }
 
-    /// Bridges every break with a response of only overlap.
-    private func bridge() {
-        for (index, point) in zip(workers.indices, ledger.breaks) {
-            let request = RangeRequest.bridge(at: point, size: size, window: 4096, response: ledger.beginResponse())
-            let (served, validators) = answer()
-            responseValidators[request.response] = validators
-            workers[index] = Worker(segment: nil, request: request, version: served, validators: validators, rate: 8192)
+    private func tick() {
+        if let wake, wake <= step {
+            self.wake = nil
+            if let machine { perform(machine.dispatch(at: now)) } else { probe() }
+        }
+        for slot in flights.keys.sorted() {
+            guard outcome == nil else { return }
+            deliver(slot)
         }
     }
 
-    /// One step of worker `index`'s response: its next bytes, routed as the connection routes them.
-    private func deliver(_ index: Int) -> Outcome? {
-        guard var worker = workers[index] else { return nil }
-        let request = worker.request
-        let count = Int(min(worker.rate, request.sent.count - worker.received))
-        let start = request.sent.lowerBound + worker.received
-        let body = (start..<(start + Int64(count))).map { Self.byte(worker.version, $0) }
-        let parts = request.parts(received: worker.received, count: count)
-        worker.received += Int64(count)
-        var disagreement: AgreementLedger.Disagreement?
-        var cut = false
-        body.withUnsafeBytes { bytes in
-            let read = { (range: ByteRange) -> [UInt8]? in
-                Array(self.file[Int(range.lowerBound)..<Int(range.upperBound)])
+    private func perform(_ actions: [TransferAction]) {
+        for action in actions {
+            guard outcome == nil, machine != nil else { return }
+            switch action {
+            case .send(let send):
+                requests += 1
+                machineSent = true
+                let node = nextNode()
+                flights[send.slot] = Flight(
+                    send: send, node: node, version: version(on: node),
+                    refused: answer(on: node, precondition: pinned), answerAt: step + 1,
+                    bytesPerStep: random.logUniform(2_000...200_000))
+            case .cancel(let slot):
+                flights[slot]?.cancelled = true
+            case .checkpoint:
+                if random.chance(0.3) { recorded = recordable() }
+            case .wake(let instant):
+                wake = Int((instant - start).seconds * 100) + 1
+            case .complete:
+                finish()
+            case .objectChanged:
+                changed()
+            case .fail(let error):
+                outcome = .failed(error.message)
+            case .renew, .retried, .refresh, .note:
+                break
             }
-            if !parts.lead.isEmpty {
-                disagreement = ledger.compare(
-                    UnsafeRawBufferPointer(rebasing: bytes[parts.lead]), at: start, from: request.response, read: read)
+        }
+    }
+
+    /// One step of `slot`'s response: its refusal, or its next bytes routed as the store routes them.
+    private func deliver(_ slot: Int) {
+        guard var flight = flights[slot], let machine, flight.answerAt <= step else { return }
+        if flight.cancelled { return end(slot, RequestEnd(.cancelled, bytes: flight.received, answered: true)) }
+        if let refused = flight.refused { return end(slot, refused) }
+        if flight.received == 0 {
+            // Its head, under the pinned validators: heard at once, as the library hears it.
+            perform(machine.pinnedHead(slot: slot))
+            guard outcome == nil, flights[slot] != nil else { return }
+        }
+        if server.inPlace { flight.version = version(on: flight.node) }
+        let request: RangeRequest
+        let segment: Segment?
+        switch flight.send.work {
+        case .segment(let piece, let asked): (segment, request) = (piece, asked)
+        case .bridge(let asked): (segment, request) = (nil, asked)
+        }
+        let count = Int(min(flight.bytesPerStep, request.sent.count - flight.received))
+        let start = request.sent.lowerBound + flight.received
+        let body = bytes(flight.version, ByteRange(start, start + Int64(count)))
+        let parts = request.parts(received: flight.received, count: count)
+        flight.received += Int64(count)
+        flights[slot] = flight
+        var failure: DownloadError?
+        var enough = false
+        body.withUnsafeBytes { body in
+            let read = { [self] (range: ByteRange) -> [UInt8]? in Array(file[Int(range.lowerBound)..<Int(range.upperBound)]) }
+            func compare(_ part: Range<Int>) {
+                guard failure == nil, !part.isEmpty, let ledger = machine.ledger else { return }
+                let at = start + Int64(part.lowerBound)
+                if ledger.compare(UnsafeRawBufferPointer(rebasing: body[part]), at: at, from: request.response, read: read)
+                    != nil
+                {
+                    failure = DownloadError(.objectChanged, "bytes at \(at) differ between two responses")
+                }
             }
-            if disagreement == nil, !parts.own.isEmpty, let segment = worker.segment {
-                let own = UnsafeRawBufferPointer(rebasing: bytes[parts.own])
-                let planned = plan.plannedWrite(segment, count: own.count)
-                if !planned.write.isEmpty {
+            compare(parts.lead)
+            if failure == nil, let segment, !parts.own.isEmpty {
+                let own = UnsafeRawBufferPointer(rebasing: body[parts.own])
+                let planned = machine.plan.plannedWrite(segment, count: own.count)
+                if planned.write.lowerBound > 0 { compare(parts.own.lowerBound..<(parts.own.lowerBound + planned.write.lowerBound)) }
+                if failure == nil, !planned.write.isEmpty, let ledger = machine.ledger {
                     let slice = UnsafeRawBufferPointer(rebasing: own[planned.write])
-                    disagreement = ledger.write(slice, at: planned.offset, by: request.response)
-                    if disagreement == nil {
-                        file.replaceSubrange(
-                            Int(planned.offset)..<(Int(planned.offset) + slice.count), with: Array(slice))
+                    if ledger.write(slice, at: planned.offset, by: request.response) != nil {
+                        failure = DownloadError(.objectChanged, "bytes at \(planned.offset) differ between two responses")
+                    } else {
+                        file.replaceSubrange(Int(planned.offset)..<(Int(planned.offset) + slice.count), with: slice)
                     }
                 }
-                if disagreement == nil { plan.advance(segment, by: planned.accepted) }
-                cut = planned.accepted < own.count
+                if failure == nil { machine.plan.advance(segment, by: planned.accepted) }
+                enough = planned.accepted < own.count || (segment.isDone && request.own.upperBound > segment.end)
             }
-            if disagreement == nil, !cut, !parts.trail.isEmpty {
-                disagreement = ledger.compare(
-                    UnsafeRawBufferPointer(rebasing: bytes[parts.trail]), at: start + Int64(parts.trail.lowerBound),
-                    from: request.response, read: read)
-            }
+            if !enough { compare(parts.trail) }
         }
-        if let disagreement { return changed(disagreement) }
-        workers[index] = worker
-        if cut || worker.received >= request.sent.count { end(index) }
-        return nil
+        if let failure {
+            end(slot, RequestEnd(.failed(failure, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
+        } else if enough || flight.received >= request.sent.count {
+            end(slot, RequestEnd(.completed, bytes: flight.received, answered: true, pinned: true))
+        }
     }
 
-    private func end(_ index: Int) {
-        guard let worker = workers[index] else { return }
-        workers[index] = nil
-        refusedInARow = 0
-        if let anchor, ledger.agree(worker.request.response, anchor) { identity.learn(worker.validators) }
-        guard let segment = worker.segment else { return }
-        if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }
-        if random.chance(0.3) { recorded = recordable() }
+    private func end(_ slot: Int, _ end: RequestEnd) {
+        flights[slot] = nil
+        guard let machine else { return }
+        perform(machine.requestEnded(slot: slot, end, at: now))
     }
 
     /// The chunks a checkpoint records: the written ones less the chunk before each break.
     private func recordable() -> ChunkSet {
-        var chunks = plan.written
+        guard let machine, let ledger = machine.ledger else { return recorded }
+        var chunks = machine.plan.written
         for point in ledger.breaks where point > 0 { chunks.remove(Int((point - 1) / layout.chunkSize)) }
         return chunks
     }
 
-    /// Bytes of two responses differed: start over within `maxTries`, remembering both sides'
-    /// validators when they differ.
-    private func changed(_ disagreement: AgreementLedger.Disagreement) -> Outcome? {
-        let sides = [disagreement.earlier, disagreement.later].compactMap { responseValidators[$0] }
-        if Set(sides).count > 1 { for side in sides where !versionsSeen.contains(side) { versionsSeen.append(side) } }
-        guard changes < maxTries else { return .failed("the object kept changing") }
-        changes += 1
-        restarts += 1
-        mapValidators = []
-        startOver(keeping: [])
-        return probe()
-    }
-
-    /// A crash: what the last checkpoint recorded is kept, in pieces that agree with nothing.
-    private func crash() {
-        crashes += 1
-        mapValidators = identity.knownValidators
-        startOver(keeping: completeRanges(recorded))
-        _ = probe()
-    }
-
-    private func completeRanges(_ chunks: ChunkSet) -> [ByteRange] {
+    private func completeRanges() -> [ByteRange] {
         var ranges: [ByteRange] = []
         var cursor: Int64 = 0
-        for run in chunks.missingRuns {
+        for run in recorded.missingRuns {
             let missing = layout.byteRange(ofChunks: run)
             if missing.lowerBound > cursor { ranges.append(ByteRange(cursor, missing.lowerBound)) }
             cursor = missing.upperBound
@@ -302,28 +427,104 @@ final class VersionSimulation {
         return ranges
     }
 
-    private func startOver(keeping held: [ByteRange]) {
-        workers = Array(repeating: nil, count: connections)
-        unconditional = []
-        let missing = held.isEmpty ? [ByteRange(0, size)] : recorded.missingRuns.map { layout.byteRange(ofChunks: $0) }
-        if held.isEmpty {
-            file = [UInt8](repeating: 0, count: Int(size))
-            recorded = ChunkSet(count: layout.chunkCount)
-        }
-        plan = SegmentScheduler(layout: layout, missing: missing, minimumSegmentSize: 64 << 10)
-        ledger = AgreementLedger(size: size, held: held)
-        plan.split(into: connections)
+    // MARK: The session's rules
+
+    private func finish() {
+        outcome = .finished
+        let threshold = Int(TransferMachine.Settings(policy: .init(minimumSegmentSize: 1), failures: policy, hedgesSlowTail: false)
+            .confirmsOneResponseAfter.seconds * 100)
+        unconfirmedOneResponse = machine != nil && !machineSent && step - tryStart < threshold
     }
 
-    private func finish() -> Outcome {
-        .finished
+    /// The object changed: start over within `maxTries`.
+    private func changed() {
+        guard changes < maxTries else {
+            outcome = .failed("the object kept changing")
+            return
+        }
+        startOver()
+    }
+
+    private func startOver() {
+        changes += 1
+        restarts += 1
+        stopTry()
+        recorded = ChunkSet(count: layout.chunkCount)
+        file = [UInt8](repeating: 0, count: Int(size))
+        mapValidators = nil
+        probeWatch = ValidatorWatch()
+        wake = step + 1
+    }
+
+    /// A crash: what the last checkpoint recorded is kept, with the validators it was served under.
+    private func crash() {
+        crashes += 1
+        stopTry()
+        mapValidators = pinned
+        probeWatch = ValidatorWatch()
+        wake = step + 1
+    }
+
+    private func stopTry() {
+        machine?.stop()
+        machine = nil
+        flights = [:]
+        active = 0
+        health = SourceHealth()
     }
 
     /// Whether the file is one version byte for byte (and which).
     func heldVersion() -> Int? {
-        let candidate = (0...(version + 3)).first { Self.byte($0, 0) == file.first }
-        guard let candidate else { return nil }
-        for offset in file.indices where file[offset] != Self.byte(candidate, Int64(offset)) { return nil }
-        return candidate
+        let last = version + server.nodes + 1
+        return (0...last).first { bytes($0, ByteRange(0, size)) == file }
     }
+
+    // MARK: TransferEnvironment
+
+    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
+        [health.sample(active: active, isUsable: true, isHeld: false, at: now)]
+    }
+
+    func source(_ source: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {
+        active += 1
+        health.willSend(by: slot, at: now)
+    }
+
+    func source(_ source: Int, endedFrom slot: Int, bytes: Int64) {
+        active -= 1
+        if bytes > 0 { health.delivered() }
+    }
+
+    func source(_ source: Int, abandonsTrialOf slot: Int) {
+        health.abandonTrial(by: slot)
+    }
+
+    func source(
+        _ source: Int, failed error: DownloadError, answered: Bool, retryAfter: Int?, slot: Int,
+        at now: ContinuousClock.Instant
+    ) -> SourceHealth.Verdict {
+        health.failed(
+            error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: false, policy: policy, at: now,
+            by: slot, using: &random)
+    }
+
+    func drop(_ source: Int, reason: String) {}
+    var sourcesNextWake: ContinuousClock.Instant? { health.nextWake }
+    var whyOthersCannotHelp: String? { nil }
+    func acquirePermit(slot: Int, for source: Int) -> Bool { true }
+    func releasePermit(slot: Int) {}
+
+    func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+        let count = max((flights.keys.max() ?? -1) + 1, machine?.target ?? 1)
+        return (0..<count).map { slot in
+            guard let flight = flights[slot], flight.answerAt <= step else {
+                return ConnectionSample(id: slot, rate: 0, timeToFirstByte: 0, isTransferring: false, replacements: 0)
+            }
+            return ConnectionSample(
+                id: slot, rate: Double(flight.bytesPerStep * 100), timeToFirstByte: 0.01, isTransferring: true,
+                secondsSinceFirstByte: Double(step - flight.answerAt) / 100, replacements: 0)
+        }
+    }
+
+    func isRateCapped(at now: ContinuousClock.Instant) -> Bool { false }
 }

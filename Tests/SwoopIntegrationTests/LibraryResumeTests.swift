@@ -54,16 +54,15 @@ struct LibraryResumeTests {
                     try await $0.download(DownloadRequest(url: origin.url("/o.bin")), to: scratch.path("o.bin"))
                 }
                 #expect(try await TestData.sha256(of: scratch.path("o.bin")) == changed.sha256)
-                let first = try #require(origin.requests.first)
-                #expect(first.header("if-match") != nil, "the resume probe checks the saved ETag")
-                #expect(first.status == 412)
-                // Other validators alone are not a change (a pool's nodes differ): asked again
-                // without them, the bytes before the missing ones are compared with those held.
-                let second = try #require(origin.requests.dropFirst().first)
-                #expect(second.header("if-match") == nil && second.status == 206)
-                #expect(
-                    origin.requests.dropFirst(2).first?.header("range") == "bytes=0-1048575",
-                    "then it starts over from byte 0")
+                // The resume probe asks under the saved ETag: refused (412) four times in a row, on
+                // new connections (a pool's other node would have let the saved ETag through once),
+                // the object changed, and it starts over from byte 0.
+                let refused = Array(origin.requests.prefix(4))
+                #expect(refused.count == 4 && refused.allSatisfy { $0.status == 412 && $0.header("if-match") != nil })
+                #expect(Set(refused.map(\.connectionID)).count == 4, "each on a new connection")
+                let restart = try #require(origin.requests.dropFirst(4).first)
+                #expect(restart.header("range") == "bytes=0-1048575" && restart.header("if-match") == nil)
+                #expect(restart.status == 206, "then it starts over from byte 0")
             }
         }
     }
@@ -236,12 +235,19 @@ struct LibraryResumeTests {
             #expect(origin.requests.first?.header("range") == "bytes=\(middle - 512)-\(middle + 511)")
             #expect(origin.requests.first?.bodyBytesSent == 1024)
             #expect(try await TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
-            // If the object changed since, the finished file is left alone and the user told.
+            // If the object changed since: with --on-change fail, the finished file is left alone
+            // and the user told; by default the new version replaces it once whole.
             origin.changeObject(at: "/done.bin")
-            let changed = try await CLI.run([origin.url("/done.bin")], in: scratch.url)
-            #expect(changed.status == 5)
-            #expect(changed.stderr.contains("changed"), "stderr: \(changed.stderr)")
+            let refused = try await CLI.run([origin.url("/done.bin"), "--on-change", "fail"], in: scratch.url)
+            #expect(refused.status == 4)
+            #expect(refused.stderr.contains("changed") && refused.stderr.contains("left as it was"), "\(refused.stderr)")
             #expect(try await TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
+            let changed = try await CLI.run([origin.url("/done.bin"), "--json"], in: scratch.url)
+            #expect(changed.status == 0, "stderr: \(changed.stderr)")
+            #expect(changed.stdout.contains("\"objectChanges\":1"), "\(changed.stdout)")
+            #expect(changed.stdout.contains("\"refetchedBytes\":\(object.size)"), "\(changed.stdout)")
+            let current = try #require(origin.object(at: "/done.bin"))
+            #expect(try await TestData.sha256(of: scratch.path("done.bin")) == current.sha256)
         }
     }
 

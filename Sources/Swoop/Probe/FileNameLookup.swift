@@ -120,7 +120,7 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
             finish(.success(name))
         case .fail(let error):
             finish(.failure(error))
-        case .redirect, .alreadyComplete, .finishResumed, .restart, .compareHeld, .withoutRange, .withoutPrecondition:
+        case .redirect, .alreadyComplete, .finishResumed, .restart, .compareHeld, .withoutRange, .askAgain:
             // Not reached from a fresh basis: the prober follows redirects and confirmations itself.
             finish(.success(nil))
         }

@@ -44,10 +44,8 @@ final class Prober: ProbeExchangeDelegate {
     private(set) var lastHead: ResponseHead?
     /// How long that head took to arrive (connecting, the request's round trip).
     private(set) var lastTiming: ResponseTiming?
-    /// The next request goes without `Range` (``ProbeDecision/Step/withoutRange``) or without
-    /// the precondition (``ProbeDecision/Step/withoutPrecondition``).
+    /// The next request goes without `Range` (``ProbeDecision/Step/withoutRange``).
     private var withoutRange = false
-    private var withoutPrecondition = false
     /// The connection went on to the transfer; the prober is done.
     private var handedOver = false
     /// The connection goes on to the transfer once its sink has opened; its body waits.
@@ -99,6 +97,10 @@ final class Prober: ProbeExchangeDelegate {
 
     /// The headers the probe sent, as its redirects left them (the transfer sends the same).
     var headers: RequestHeaders { exchange.headers }
+
+    /// What the probe's answers showed of the validators held: a pool, proven (the transfer
+    /// starts from it), or nothing yet.
+    var validatorWatch: ValidatorWatch { exchange.decision.watch.isPool ? .provenPool : ValidatorWatch() }
 
     /// Sends the probe (once a connection permit is free); after `delay` when the download
     /// starts over from a failure (``ProbeExchange/start(after:failing:)``).
@@ -154,8 +156,8 @@ final class Prober: ProbeExchangeDelegate {
     ) {
         let (range, precondition) = ProbeDecision.request(for: exchange.decision.basis, probeSize: probeSize)
         // Without Range, a 200's bytes start at 0: judged as an answer to "from byte 0".
-        if withoutRange { return (nil, withoutPrecondition ? nil : precondition, .probe(.from(0))) }
-        return (range, withoutPrecondition ? nil : precondition, .probe(range))
+        if withoutRange { return (nil, precondition, .probe(.from(0))) }
+        return (range, precondition, .probe(range))
     }
 
     func probeExchangeWillSend(_ exchange: ProbeExchange) {
@@ -237,12 +239,10 @@ final class Prober: ProbeExchangeDelegate {
             withoutRange = true
             logger.info("the server refused the range (416); asking for the object without Range")
             exchange.start()
-        case (.withoutPrecondition?, _):
-            guard !withoutPrecondition else {
-                return failed(.httpStatus(412, url: exchange.decision.url.redacted), retryAfter: nil)
-            }
-            withoutPrecondition = true
-            logger.info("the server's copy has other validators (412); asking without them, the bytes held decide")
+        case (.askAgain(let why)?, _):
+            // A change, or a pool's other node: a few answers on new connections tell.
+            logger.info("\(why); asking again on a new connection (a change, or a pool's other node)")
+            exchange.connection.wantsFreshConnection = true
             exchange.start()
         case (let step?, _):
             delegate?.prober(self, didEndWith: step)

@@ -40,10 +40,13 @@ extension DownloadSession {
     }
 
     func progressSnapshot() -> DownloadProgress {
-        DownloadProgress(
+        var snapshot = DownloadProgress(
             bytesDone: bytesDone, totalBytes: stage.object?.size, bytesPerSecond: progress.bytesPerSecond,
             activeConnections: stage.run?.activeConnections ?? 0, connectionTarget: stage.run?.controller?.target,
             elapsed: .now - context.startedAt, sources: sourceReports, waiting: waiting)
+        snapshot.objectChanges = restarts.changes
+        snapshot.bytesRefetched = restarts.bytesRefetched
+        return snapshot
     }
 
     /// What the download waits for, if anything: a server being retried (a broken stream's next

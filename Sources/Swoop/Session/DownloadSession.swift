@@ -115,18 +115,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         return nil
     }
 
-    /// `found` as the transfer checks it: the validators a resumed map's bytes were served under
-    /// are its too (its first response's overlap with those bytes decides, and a difference
-    /// starts over), and the validators of versions seen before this try are refused.
-    private func versioned(_ found: RemoteObject) -> RemoteObject {
-        var found = found
-        if let map = resumedMap {
-            for validators in map.identity.knownValidators { found.identity.learn(validators) }
-        }
-        found.identity.otherVersions = restarts.otherVersions(than: found.identity)
-        return found
-    }
-
     func prober(
         _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
     ) throws(DownloadError) -> Prober.Handover {
@@ -136,7 +124,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let resuming: Bool
         switch step {
         case .ranged(let object, let first):
-            found = versioned(object)
+            // Under the validators a resumed map's bytes were served under: the probe used no other.
+            found = object
             size = found.size ?? first.own.upperBound
             resuming = resumedMap != nil
         case .stream(let object, let discardsPartial):
@@ -224,7 +213,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
         if case .ranged(_, let first) = step {
-            try run.start(from: connection, first: first)
+            try run.start(from: connection, first: first, watch: prober.validatorWatch)
             // A map from the start, so a crash at any moment leaves something to resume from.
             if resumedMap == nil && store.keepsPartialState { store.checkpoint() }
         } else {
@@ -252,7 +241,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             restartFromScratch(reason)
         case .fail(let error):
             stop(with: .failure(error))
-        case .redirect, .ranged, .stream, .compareHeld, .withoutRange, .withoutPrecondition:
+        case .redirect, .ranged, .stream, .compareHeld, .withoutRange, .askAgain:
             break  // the prober acts on these itself
         }
     }
@@ -278,9 +267,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
                 run: run, store: transfer.store, object: transfer.object, verifier: transfer.verifier, size: size))
     }
 
-    func transfer(_ run: TransferRun, foundObjectChanged reason: String, versions: [ObjectIdentity.Validators]) {
+    func transfer(_ run: TransferRun, foundObjectChanged reason: String) {
         guard current(run) != nil else { return }
-        restartFromScratch(reason, versions: versions)
+        restartFromScratch(reason)
     }
 
     func transfer(_ run: TransferRun, didFailWith error: DownloadError) {
@@ -306,24 +295,45 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     }
 
     /// Starts over from byte 0, within `maxTries`: the object changed, or the partial state did
-    /// not match it. `versions`: the validators of two responses whose bytes differed.
-    private func restartFromScratch(_ reason: String, versions: [ObjectIdentity.Validators] = []) {
+    /// not match it. A file this download finished, of the earlier version, is replaced once the
+    /// new one is whole.
+    private func restartFromScratch(_ reason: String) {
         let maxTries = context.configuration.retry.maxTries
+        let held = bytesHeld
+        var finished: String?
+        if case .completed = basis { finished = context.paths.target }
         guard context.configuration.files.onObjectChange == .restart,
-            restarts.objectChanged(versions: versions, maxTries: maxTries)
+            restarts.objectChanged(held: held, maxTries: maxTries)
         else {
             discardOnStop = true
             // A stream has handed its bytes out: nothing of it is discarded, it only cannot go on.
             let consequence =
-                context.sink.window == nil
-                ? "not mixing versions, the partial download was discarded"
-                : "not mixing versions, the stream stops here (what it delivered is of the earlier version)"
+                if let finished {
+                    "\(finished) is left as it was (the earlier version)"
+                } else if context.sink.window == nil {
+                    "not mixing versions, the partial download was discarded"
+                } else {
+                    "not mixing versions, the stream stops here (what it delivered is of the earlier version)"
+                }
             let tries = restarts.changes > 0 ? " (started over \(Wording.count(restarts.changes, "time")))" : ""
             let message = "\(reason); \(consequence)\(tries)"
             return stop(with: .failure(DownloadError(.objectChanged, message)))
         }
-        logger.warning("\(reason); starting over from the beginning (\(restarts.changes) of \(maxTries))")
+        if finished != nil { context.sink.replacesTarget() }
+        let refetched = held > 0 ? ", fetching \(Wording.bytes(held)) again" : ""
+        logger.warning(
+            "\(reason); starting over on the new version\(refetched) (\(restarts.changes) of \(maxTries))")
         startOver { [self] in probe() }
+    }
+
+    /// Bytes of the object on disk now (a finished file's, a partial download's).
+    private var bytesHeld: Int64 {
+        if let store = stage.store { return store.bytesDone }
+        switch basis {
+        case .completed(let record, _): return record.size
+        case .resuming(let map, _): return map.completedBytes
+        case .fresh: return 0
+        }
     }
 
     /// Goes back to the start: the stage's work stops, what the sink holds is discarded, and
@@ -402,8 +412,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         size: Int64, object: RemoteObject?, store: DownloadStore?, alreadyComplete: Bool,
         verified: [VerifiedDigest] = []
     ) -> DownloadResult {
+        // The validators every byte of the file was served under: the pinned ones.
         var etag = object?.strongETag
-        if etag == nil, case .completed(let record, _) = basis { etag = record.etag }
+        var lastModified = object?.lastModified
+        if object == nil, case .completed(let record, _) = basis {
+            (etag, lastModified) = (record.etag, record.lastModified)
+        }
         let counters = context.counters
         let resumed = alreadyComplete ? size : store?.bytesResumed ?? (store == nil && resumedMap != nil ? size : 0)
         var result = DownloadResult(
@@ -412,6 +426,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             retries: counters.retries, etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports,
             verified: verified)
         result.bytesCompared = counters.overlapBytes
+        result.lastModified = lastModified
+        result.objectChanges = restarts.changes
+        result.bytesRefetched = restarts.bytesRefetched
         result.connectionsSettled = counters.settledConnections > 0 ? counters.settledConnections : nil
         return result
     }

@@ -106,8 +106,8 @@ final class Connection: ExchangeDelegate {
     var wasAnswered: Bool { current.wasAnswered }
     /// Why the current (or last) segment response was refused at its head, if it was.
     var refusal: RequestEnd.Refusal? { (response as? RangeResponse)?.refusal }
-    /// The new validators the current (or last) response carried, if they were new.
-    var variant: ObjectIdentity.Validators? { (response as? RangeResponse)?.variant }
+    /// The current (or last) response's head carried its source's pinned validators.
+    var servedPinned: Bool { (response as? RangeResponse)?.servedPinned ?? false }
     /// Bytes per second, smoothed; 0 until measured.
     var recentRate: Double { meter.rate }
     /// Seconds from sending a request to its first body byte, smoothed; 0 until measured.

@@ -14,11 +14,10 @@ final class RangeResponse: ResponseHandler {
     private let store: DownloadStore
     private let object: RemoteObject
     private(set) var failure: DownloadError?
-    /// The head was refused, and why.
+    /// The head was refused for not being under the pinned validators, and how.
     private(set) var refusal: RequestEnd.Refusal?
-    /// The head's validators are new ones: its overlap decides whether they join the object's
-    /// (``ObjectIdentity/learn(_:)``).
-    private(set) var variant: ObjectIdentity.Validators?
+    /// The head carried the pinned validators: its bytes are the object's.
+    private(set) var servedPinned = false
     /// Body bytes received so far.
     private var received: Int64 = 0
     /// The response's digest and the hash of its bytes so far, checked at its end before its bytes
@@ -73,29 +72,20 @@ final class RangeResponse: ResponseHandler {
             let validators = ObjectIdentity.Validators(etag: head.etag, lastModified: head.lastModified)
             store.note(validators, of: request.response)
             switch verdict {
-            case .known:
-                break
-            case .variant(let validators) where store.ledger == nil:
-                // Nothing held can be read back here (a pipe, a measurement): the bytes cannot
-                // decide, so other validators are another object, as the validators say.
+            case .pinned:
+                servedPinned = true
+            case .other(let validators):
+                // A change, or a pool's other node: the source's ValidatorWatch tells, over time.
+                refusal = .otherValidators
                 failure = DownloadError(
                     .objectChanged,
-                    "the object changed on the server: its validators became \(validators) (\(object.url))")
-                return nil
-            case .variant(let validators):
-                variant = validators
-            case .otherVersion(let validators):
-                refusal = .otherVersion
-                failure = DownloadError(
-                    .objectChanged,
-                    "the server answered with \(validators), known to be another version of the object (\(object.url))")
+                    "the server answered with \(validators), not the download's \(object.identity.validators) "
+                        + "(\(object.url))")
                 return nil
             }
             return answered
         } catch {
-            if error.kind == .objectChanged, error.httpStatus == 412, store.ledger != nil {
-                refusal = .preconditionFailed
-            }
+            if error.kind == .objectChanged, error.httpStatus == 412 { refusal = .preconditionFailed }
             failure = error
             return nil
         }

@@ -22,7 +22,7 @@ extension TransferRun {
         }
         return RequestEnd(
             ended, bytes: connection.bytesThisRequest, answered: connection.wasAnswered, refusal: connection.refusal,
-            urlExpired: urlExpired)
+            pinned: connection.servedPinned, urlExpired: urlExpired)
     }
 
     /// The first source's URL expired (`slot`'s request was refused): a fresh one is fetched and

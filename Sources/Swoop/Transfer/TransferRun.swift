@@ -6,9 +6,9 @@ import SwoopTransfer
 protocol TransferRunDelegate: AnyObject {
     /// Every byte is stored and no connection is busy.
     func transferDidComplete(_ run: TransferRun)
-    /// The object changed on the server mid-transfer (or its servers serve two versions):
-    /// `versions` are the validators of the two responses whose bytes differed, if known.
-    func transfer(_ run: TransferRun, foundObjectChanged reason: String, versions: [ObjectIdentity.Validators])
+    /// The object changed on the server mid-transfer: its validators went, or two responses'
+    /// bytes differed.
+    func transfer(_ run: TransferRun, foundObjectChanged reason: String)
     /// The transfer cannot go on.
     func transfer(_ run: TransferRun, didFailWith error: DownloadError)
     /// The single stream (a server without ranges) broke off with a failure that another try
@@ -21,9 +21,8 @@ protocol TransferRunDelegate: AnyObject {
 /// The run feeds it events (ends, wakes, ticks) with the time, performs the actions it returns,
 /// and answers its questions (``TransferEnvironment``, in `+Environment`: the sources' shared
 /// health, the budget's permits). It also runs what is not the machine's: the adaptive count
-/// (``TransferRun+Tuning.swift``), mirror checks and fresh URLs (``SourceChecks``), learning a
-/// pool's variants (``TransferRun+Versions.swift``) and the single stream of a server without
-/// ranges. Body bytes never pass through here: connections write them to the ``DownloadStore``;
+/// (``TransferRun+Tuning.swift``), mirror checks and fresh URLs (``SourceChecks``) and the single
+/// stream of a server without ranges. Body bytes never pass through here: connections write them to the ``DownloadStore``;
 /// only outcomes arrive. Transfer thread only.
 final class TransferRun: ConnectionDelegate, HostWatcher {
     let loop: TransferLoop
@@ -49,8 +48,6 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     var controllerTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private(set) var stopped = false
-    /// What the bytes themselves showed about a pool's variants (``VersionWatch``).
-    var versions = VersionWatch()
 
     /// What the run reads from the configuration, once.
     struct Settings {
@@ -132,22 +129,21 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
 
     /// Takes over the probe's `connection`, whose response carries `first`, plans the other
     /// connections and starts them (after the current callbacks).
-    func start(from connection: Connection, first: RangeRequest) throws(DownloadError) {
+    /// `watch`: what the probe showed of the first source's validators (a pool it proved).
+    func start(from connection: Connection, first: RangeRequest, watch: ValidatorWatch) throws(DownloadError) {
         guard let plan = store.plan else { return }
         let machine = TransferMachine(
             plan: plan, ledger: store.ledger, settings: settings.machine,
-            target: settings.configuration.connections.initial, environment: self)
+            target: settings.configuration.connections.initial, environment: self, firstWatch: watch)
         machine.checksEachResponse = store.checksEachResponse
         self.machine = machine
         pool.adoptProbe(connection, delegate: self)
         var first = first
         first.response = store.beginResponse(validators: object.identity.validators)
-        versions.anchor = first.response
         guard let segment = machine.start(first: first, at: .now) else {
             throw .invalidResponse("internal: the probe's range \(first.own) is not missing")
         }
         connection.adopt(.segment(segment, request: first), store: store, object: object)
-        store.variants = { [weak self] in self?.sources.primary.object.identity.variants ?? [] }
         let mirrors = settings.mirrors
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
         guard machine.isWorthSplitting else {
@@ -232,7 +228,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             case .complete:
                 delegate?.transferDidComplete(self)
             case .objectChanged(let message):
-                delegate?.transfer(self, foundObjectChanged: message, versions: store.versionsInDisagreement)
+                delegate?.transfer(self, foundObjectChanged: message)
             case .fail(let error):
                 delegate?.transfer(self, didFailWith: error)
             case .note(let note):
@@ -256,8 +252,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             "request", metadata: ["connection": "\(send.slot)", "range": "\(range)", "source": "\(send.source)"])
         connection.attach(to: store, object: object)
         let request = source.headers.request(
-            for: object.url, precondition: send.unconditional ? nil : object.precondition, range: .bounded(range),
-            options: settings.options)
+            for: object.url, precondition: object.precondition, range: .bounded(range), options: settings.options)
         connection.begin(job, url: object.url, request: request)
         counters.willSend(busy: pool.busyCount)
     }
@@ -271,8 +266,31 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             logger.debug("hedging a slow tail", metadata: ["segment": "\(segment)", "rate": "\(rate)"])
         case .bridging(let offset, let range):
             logger.debug("bridging a break", metadata: ["offset": "\(offset)", "range": "\(range)"])
-        case .askingWithoutPrecondition:
-            logger.info("the server's copy has other validators (412); asking again without them, the bytes decide")
+        case .askingAgain(let index, let error):
+            let message =
+                "the server answered under other validators; asking again on a new connection (a change, or a pool's "
+                + "other node)"
+            logger.info(
+                "\(message)",
+                metadata: ["source": "\(sources.sources[index].hostAndPort)", "error": "\(error)"])
+        case .poolProven(let index):
+            let message =
+                "the server serves the download's validators and others at once (a pool's nodes); only responses "
+                + "under the download's are used"
+            logger.info(
+                "\(message)",
+                metadata: ["source": "\(sources.sources[index].hostAndPort)"])
+        case .unconfirmed(let index, let tries):
+            let message =
+                "could not confirm that the server still serves the object after its last bytes arrived "
+                + "(\(Wording.tries(tries))); keeping the bytes, which agree with each other"
+            logger.warning(
+                "\(message)",
+                metadata: ["source": "\(sources.sources[index].hostAndPort)"])
+        case .confirming(let index):
+            logger.debug(
+                "every byte is here; confirming the server still serves the object",
+                metadata: ["source": "\(sources.sources[index].hostAndPort)"])
         case .requestEnded(let slot, let range, let bytes):
             logger.trace(
                 "request ended", metadata: ["connection": "\(slot)", "range": "\(range)", "bytes": "\(bytes)"])
@@ -291,9 +309,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     // MARK: ConnectionDelegate
 
     func connectionWasAnswered(_ connection: Connection) {
-        guard !stopped, let index = machine?.source(of: connection.id),
-            sources.answered(sources.sources[index], at: .now)
-        else { return }
+        guard !stopped, let machine, let index = machine.source(of: connection.id) else { return }
+        if connection.servedPinned { perform(machine.pinnedHead(slot: connection.id)) }
+        guard sources.answered(sources.sources[index], at: .now) else { return }
         // A recovering source may take more requests now.
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
@@ -302,12 +320,6 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         guard !stopped else { return }
         // Without a machine the run is a single stream.
         guard let machine else { return streamEnded(outcome) }
-        if case .segment(_, let request)? = machine.work(of: connection.id), let variant = connection.variant,
-            let index = machine.source(of: connection.id)
-        {
-            versions.heard(variant, from: sources.sources[index], in: request.response)
-        }
-        learnVariants()
         // The request's bytes may be what a check waits for: with a fixed count nothing else
         // settles it (no controller ticks), and the source would never join.
         settleChecks(machine)

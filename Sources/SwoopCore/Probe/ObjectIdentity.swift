@@ -19,13 +19,6 @@ package struct ObjectIdentity: Sendable, Equatable {
     /// observed (records on disk keep no coding). The bytes are kept as stored, never decoded, so
     /// every response of a download must name the same coding.
     package var contentCoding: String?
-    /// Other validators the same bytes were served under (the nodes of a pool, whose copies have
-    /// different mtimes), learnt by comparing bytes (``AgreementLedger``), never from headers.
-    package var variants: [Validators] = []
-    /// Validators known to belong to another version of the object (a pool serving two): a
-    /// response that carries them is refused at its head.
-    package var otherVersions: [Validators] = []
-
     /// A response's validators: the `ETag` and `Last-Modified` as sent.
     package struct Validators: Hashable, Sendable, CustomStringConvertible {
         package var etag: String?
@@ -52,37 +45,9 @@ package struct ObjectIdentity: Sendable, Equatable {
         self.contentCoding = contentCoding
     }
 
-    /// The validators first seen (the probe's, or the record's).
+    /// The validators the download is pinned to (the probe's, or the record's): every byte it
+    /// uses was served under them (``ValidatorWatch``).
     package var validators: Validators { Validators(etag: etag, lastModified: lastModified) }
-
-    /// Every set of validators these bytes are known under: the first, then the variants.
-    package var knownValidators: [Validators] { [validators] + variants }
-
-    /// Adds `other` to the variants, if it is new. Returns whether it was.
-    @discardableResult
-    package mutating func learn(_ other: Validators) -> Bool {
-        guard !knownValidators.contains(other), other.etag != nil || other.lastModified != nil else { return false }
-        variants.append(other)
-        otherVersions.removeAll { $0 == other }
-        return true
-    }
-
-    /// Whether `observed` is one of the validators these bytes are known under.
-    package func isKnown(_ observed: Validators) -> Bool {
-        knownValidators.contains { known in
-            if let strong = known.etag, !strong.hasPrefix("W/") { return ETagForm.same(observed.etag, strong) }
-            if let etag = known.etag, let other = observed.etag, Self.weakTag(etag) != Self.weakTag(other) {
-                return false
-            }
-            if let date = known.lastModified, let other = observed.lastModified { return date == other }
-            return true
-        }
-    }
-
-    /// Whether `observed` is known to be another version's.
-    package func isOtherVersion(_ observed: Validators) -> Bool {
-        !isKnown(observed) && otherVersions.contains(observed)
-    }
 
     /// The ETag if it is strong, the only kind `If-Match` can use (RFC 9110 §13.1.1).
     package var strongETag: String? {
@@ -90,17 +55,14 @@ package struct ObjectIdentity: Sendable, Equatable {
         return etag
     }
 
-    /// The precondition requests for this object carry: `If-Match` with every strong ETag it is
-    /// known under (RFC 9110 §13.1.1 allows a list), else `If-Unmodified-Since` with the latest
-    /// Last-Modified date it is known under (which every node's copy satisfies), else none.
+    /// The precondition requests for this object carry: `If-Match` with its ETag when it is strong
+    /// (RFC 9110 §13.1.1), else `If-Unmodified-Since` with its Last-Modified date, else none. One
+    /// value, the pinned one: a pool's other nodes answer `412`, which is asked again elsewhere
+    /// (``ValidatorWatch``), so their bytes are never used as this object's.
     package var precondition: (name: String, value: String)? {
-        let known = knownValidators
-        let strong = known.compactMap { $0.etag.flatMap { $0.hasPrefix("W/") ? nil : $0 } }
-        if strongETag != nil, !strong.isEmpty { return ("If-Match", strong.joined(separator: ", ")) }
+        if let strong = strongETag { return ("If-Match", strong) }
         guard let lastModified else { return nil }
-        let dates = known.compactMap(\.lastModified)
-        let latest = dates.max { (HTTPDate.seconds($0) ?? .min) < (HTTPDate.seconds($1) ?? .min) } ?? lastModified
-        return ("If-Unmodified-Since", HTTPDate.seconds(latest) == nil ? lastModified : latest)
+        return ("If-Unmodified-Since", lastModified)
     }
 
     /// Whether this identity alone proves that an object found at another URL is the same one.
@@ -141,7 +103,6 @@ package struct ObjectIdentity: Sendable, Equatable {
         if let coding = contentCoding, let other = observed.contentCoding, coding != other {
             return .changed("its Content-Encoding \(coding) became \(other)")
         }
-        if !variants.isEmpty, isKnown(observed.validators) { return .same }
         if let expected = strongETag {
             guard let etag = observed.etag else {
                 return observation == .representation

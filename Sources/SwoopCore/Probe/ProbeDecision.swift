@@ -89,6 +89,9 @@ package struct ProbeDecision {
     /// Resolves a redirect's `Location` against the URL that answered it (parsing URLs is not
     /// this type's: it is given the parser).
     package let resolve: (_ base: RemoteURL, _ location: String) throws(DownloadError) -> RemoteURL
+    /// Whether answers under other validators than those held are a change or a pool's other
+    /// node (``ValidatorWatch``): each head decided is the answer to the request sent last.
+    package private(set) var watch = ValidatorWatch()
 
     package init(
         url: RemoteURL, originalURL: RemoteURL, basis: ProbeBasis, redirects: Int = 0, maxRedirects: Int,
@@ -111,6 +114,10 @@ package struct ProbeDecision {
         case alreadyComplete
         /// The partial download already holds every byte of this object: finalize it.
         case finishResumed(RemoteObject)
+        /// The server answered under other validators than those held (`why`), or refused them with
+        /// `412`: a change, or a pool's other node. Ask again, on a new connection
+        /// (``ValidatorWatch`` decides after a few such answers).
+        case askAgain(String)
         /// The object is empty.
         case empty(RemoteObject)
         /// The server serves ranges: plan the object; this response carries `first` (its own
@@ -119,7 +126,9 @@ package struct ProbeDecision {
         /// The server ignores ranges: this response is the whole download. `discardsPartial`: a
         /// partial download existed and cannot be continued.
         case stream(RemoteObject, discardsPartial: Bool)
-        /// The local partial state is not this object's: discard it and start over.
+        /// What the disk holds is not this object's, or not its current version (a finished file
+        /// whose object changed): fetch the object anew (a finished file is replaced once the new
+        /// one is whole), or fail when changes are not to be followed.
         case restart(String)
         /// This response's bytes at `range` (`found`'s) are to be compared with the bytes held
         /// there (``LocalObject/samples``): ``confirmed(_:at:found:)`` decides once they arrived.
@@ -127,9 +136,6 @@ package struct ProbeDecision {
         /// Ask again without a `Range` header: a `416` to byte 0 (an empty object, or a server
         /// that refuses ranges of small objects) or to a range of a file held whole.
         case withoutRange
-        /// Ask again without the precondition: the server's copy has validators other than the
-        /// ones held (a pool's node, or a changed object); the bytes decide.
-        case withoutPrecondition
         /// The download fails with `error` (a new probe may follow if it is transient).
         case fail(DownloadError)
     }
@@ -235,21 +241,54 @@ package struct ProbeDecision {
         let matches = Int64(bytes.count) == range.count && local.held(range) == bytes
         switch basis {
         case .completed:
-            return matches
-                ? .alreadyComplete
-                : .fail(targetDiffers("the object on the server has changed since (bytes \(range) differ)"))
+            return matches ? .alreadyComplete : changedSinceHeld("bytes \(range) differ, under the same validators")
         case .resuming:
-            return matches
-                ? .finishResumed(found)
-                : .restart("the object changed on the server since the partial download (bytes \(range) differ)")
+            return matches ? .finishResumed(found) : changedSinceHeld("bytes \(range) differ")
         case .fresh:
             return .fail(.invalidResponse("internal: nothing held to compare with"))
         }
     }
 
-    /// Decides what the response head to a probe of `requested` means.
-    package func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
-        let decided = decideAnySize(head, requested: requested)
+    /// The object changed since what the disk holds was fetched (`why`): fetch it anew.
+    private func changedSinceHeld(_ why: String) -> Step {
+        switch basis {
+        case .completed(let record):
+            .restart("the object changed on the server since \(record.path) was downloaded: \(why)")
+        case .resuming:
+            .restart("the object changed on the server since the partial download: \(why)")
+        case .fresh:
+            .fail(.invalidResponse("internal: nothing held to compare with"))
+        }
+    }
+
+    /// The head answered the last request under other validators than those held, or refused
+    /// them (`why`): asked again on a new connection until the watch tells a pool from a change.
+    private mutating func otherValidators(_ why: String, request: Int) -> Step {
+        switch watch.otherAnswer(to: request) {
+        case .askAgain:
+            return .askAgain(why)
+        case .changed(let answers):
+            return changedSinceHeld(
+                "\(why), and \(answers) answers in a row, on new connections, did not carry the validators held")
+        }
+    }
+
+    /// How `found`'s validators differ from those held (`nil`: they do not, or nothing is held,
+    /// or the head carries none to compare, where the bytes held decide): a head under others is
+    /// not used, whatever its bytes (``ValidatorWatch``). Sizes are compared before.
+    private func otherThanHeld(_ found: RemoteObject) -> String? {
+        guard var held = basis.identity else { return nil }
+        held.size = nil
+        switch held.compare(found.identity) {
+        case .same, .validatorMissing: return nil
+        case .changed(let what): return what
+        }
+    }
+
+    /// Decides what the response head to a probe of `requested` means (the answer to the request
+    /// sent last).
+    package mutating func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
+        let decided = decideAnySize(head, requested: requested, answering: watch.willSend())
         guard let expected = expectedSize, let size = objectSize(decided.step), size != expected else { return decided }
         let error = DownloadError(
             .sizeMismatch, "\(url.redacted) is \(Wording.bytes(size)), not the \(expected) expected",
@@ -264,11 +303,13 @@ package struct ProbeDecision {
             found.size
         case .empty: 0
         case .alreadyComplete: if case .completed(let record) = basis { record.size } else { nil }
-        case .redirect, .restart, .fail, .withoutRange, .withoutPrecondition: nil
+        case .redirect, .restart, .fail, .withoutRange, .askAgain: nil
         }
     }
 
-    private func decideAnySize(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
+    private mutating func decideAnySize(
+        _ head: ResponseHead, requested: RequestedRange, answering request: Int
+    ) -> (step: Step, body: BodyDisposition) {
         let result: ResponseValidator.ProbeResult
         do {
             result = try ResponseValidator.probe(head, requested: requested, url: url)
@@ -296,33 +337,31 @@ package struct ProbeDecision {
             return (.redirect(next), .discard)
         case .preconditionFailed:
             switch basis {
-            case .completed, .resuming:
-                // Validators lie both ways (a pool's nodes differ; a cache keeps old ones): the
-                // bytes held decide, so ask again without the precondition.
-                return (.withoutPrecondition, .discard)
+            case .completed(let held), .resuming(let held):
+                // The validators held are gone (a change), or this was a pool's other node.
+                let why = "the server refused \(held.identity.precondition?.name ?? "the precondition") (412)"
+                return (otherValidators(why, request: request), .discard)
             case .fresh:
                 return (.fail(.httpStatus(412, url: url.redacted)), .discard)
             }
         case .unsatisfiable(let total, let etag):
             return (nothingAt(requested, total: total, etag: etag, lastModified: head.lastModified), .discard)
         case .partial(let found, let range):
+            if let held = basis.identity?.size, held != found.size {
+                let sizes = "its size \(held) became \(Wording.bytes(found.size ?? 0))"
+                return (changedSinceHeld(sizes), .abort)
+            }
+            if let other = otherThanHeld(found) { return (otherValidators(other, request: request), .abort) }
+            watch.pinnedAnswer(to: request)
             switch basis {
-            case .completed(let record):
-                // The last few KiB, asked for to compare with the file's: the bytes decide, not
-                // the validators (a pool's nodes send different ones for the same bytes).
-                guard found.size == record.size else {
-                    let sizes = "the object on the server now has \(Wording.bytes(found.size ?? 0)), not \(record.size)"
-                    return (.fail(targetDiffers(sizes)), .abort)
-                }
+            case .completed:
+                // 1 KiB from its middle, under the validators held, compared with the file's too
+                // (a server may keep its validators over a change: the bytes held are the reference).
                 return (.compareHeld(found, range: range), .deliver)
             case .resuming(let map):
-                guard found.size == map.size else {
-                    let what = "its size \(map.size) became \(Wording.bytes(found.size ?? 0))"
-                    return (.restart("the object changed on the server since the partial download: \(what)"), .abort)
-                }
                 if map.isComplete { return (.compareHeld(found, range: range), .deliver) }
-                // New validators are not a change by themselves: the overlap with the bytes
-                // held decides (the store compares them before the new bytes count).
+                // Under the validators held: the overlap with the bytes held is compared too
+                // (the store compares it before the new bytes count).
                 guard let planned = Self.firstRequest(for: map, sent: requested),
                     let first = planned.truncated(to: range)
                 else {
@@ -342,11 +381,13 @@ package struct ProbeDecision {
             }
             switch basis {
             case .completed(let record):
-                // The whole object follows: its size and first few KiB decide (a 200 may not say
-                // its size, chunked; without it, nothing is confirmed).
+                // The whole object follows: its validators, size and first few KiB decide (a 200
+                // may not say its size, chunked; without it, nothing is confirmed).
                 guard found.size == record.size else {
-                    return (.fail(targetDiffers("differs from the object on the server")), .abort)
+                    return (changedSinceHeld("its size is not \(Wording.bytes(record.size)) now"), .abort)
                 }
+                if let other = otherThanHeld(found) { return (otherValidators(other, request: request), .abort) }
+                watch.pinnedAnswer(to: request)
                 return (.compareHeld(found, range: ByteRange(0, min(record.size, Self.confirmationWindow))), .deliver)
             case .resuming:
                 return (.stream(found, discardsPartial: true), .deliver)
@@ -376,7 +417,7 @@ package struct ProbeDecision {
                     httpStatus: 416))
         case .completed(let record):
             if let total, total != record.size {
-                return .fail(targetDiffers("differs from the object on the server (\(Wording.bytes(total)))"))
+                return changedSinceHeld("its size \(record.size) became \(Wording.bytes(total))")
             }
             return .withoutRange
         case .resuming(let map):
@@ -386,10 +427,6 @@ package struct ProbeDecision {
             }
             return .withoutRange
         }
-    }
-
-    private func targetDiffers(_ why: String) -> DownloadError {
-        DownloadError(.targetExists, "\(basis.path ?? "the target") already exists and \(why)", remedy: .replaceTarget)
     }
 
     /// A 200 `text/html` answer to a range request for a file whose name says it is something

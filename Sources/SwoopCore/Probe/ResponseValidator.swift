@@ -93,20 +93,17 @@ package enum ResponseValidator {
 
     /// What a segment's response head says about the bytes that follow.
     package enum SegmentVerdict: Equatable {
-        /// The validators are ones the object's bytes are known under.
-        case known
-        /// Validators the object was not seen under: its bytes may be the same (a pool's node
-        /// with another mtime) or not. Its overlap with the bytes held decides.
-        case variant(ObjectIdentity.Validators)
-        /// Validators known to be another version's (a pool serving two): refuse the response.
-        case otherVersion(ObjectIdentity.Validators)
+        /// The validators the download is pinned to: its bytes are the object's.
+        case pinned
+        /// Other validators: another version, or a pool's other node (``ValidatorWatch`` tells
+        /// which over time). Its bytes are not used.
+        case other(ObjectIdentity.Validators)
     }
 
     /// Checks a segment's response framing as a whole: a 206 (or a 200 that says with
     /// `Content-Range` it is partial) for exactly the `requested` bytes of an object of the
     /// planned size, with a matching `Content-Length`, the same content coding, and validators
-    /// that are known, new (a ``SegmentVerdict/variant(_:)``: the bytes decide) or another
-    /// version's.
+    /// that are the pinned ones or others (``SegmentVerdict``).
     ///
     /// A response may hold fewer bytes than asked, from the first byte asked for (a store that
     /// caps the bytes per response says so in its `Content-Range`): `holds` is what it holds.
@@ -176,9 +173,9 @@ package enum ResponseValidator {
         }
     }
 
-    /// The response's validators against the object's: known ones, a variant (bytes decide), or
-    /// another version's. A changed content coding is another object whatever the bytes, and a
-    /// missing strong ETag a broken response (``ObjectIdentity/compare(_:observedIn:)``).
+    /// The response's validators against the pinned ones (``ObjectIdentity/compare(_:observedIn:)``).
+    /// A changed content coding is another object whatever the validators, and a missing strong
+    /// ETag a broken response.
     package static func checkIdentity(
         _ head: ResponseHead, object: RemoteObject
     ) throws(DownloadError) -> SegmentVerdict {
@@ -192,12 +189,11 @@ package enum ResponseValidator {
         }
         switch identity.compare(observed) {
         case .same:
-            return .known
+            return .pinned
         case .validatorMissing(let what):
             throw .invalidResponse("\(what) at \(object.url)")
         case .changed:
-            return identity.isOtherVersion(observed.validators)
-                ? .otherVersion(observed.validators) : .variant(observed.validators)
+            return .other(observed.validators)
         }
     }
 

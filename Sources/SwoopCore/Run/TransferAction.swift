@@ -24,13 +24,12 @@ package enum TransferWork: Equatable {
     }
 }
 
-/// One request the machine sends: on `slot`, to `source`, for `work`; `unconditional` leaves the
-/// precondition (`If-Match`) out, once after a `412` and on every bridge (the bytes decide).
+/// One request the machine sends: on `slot`, to `source`, for `work`, with the source's
+/// precondition (its pinned validators).
 package struct TransferSend: Equatable {
     package var slot: Int
     package var source: Int
     package var work: TransferWork
-    package var unconditional: Bool
 }
 
 /// How a slot's request ended, as the machine needs to know it.
@@ -45,12 +44,13 @@ package struct RequestEnd {
         case failed(DownloadError, retryAfter: Int?)
     }
 
-    /// Why a segment's response was refused at its head.
+    /// Why a response was refused at its head: it was not under its source's pinned validators
+    /// (``ValidatorWatch`` decides what follows).
     package enum Refusal: Equatable {
-        /// `412`: the server's copy has none of the validators sent: ask once without them.
+        /// `412`: the server's copy does not have the pinned validators.
         case preconditionFailed
-        /// Validators known to be another version's (a pool serving two): ask on a new connection.
-        case otherVersion
+        /// Its head carried other validators.
+        case otherValidators
     }
 
     package var outcome: Outcome
@@ -59,17 +59,20 @@ package struct RequestEnd {
     /// Its response head arrived (a failure after it is the response's, not the server's).
     package var answered: Bool
     package var refusal: Refusal?
+    /// Its head carried its source's pinned validators (its bytes are the object's).
+    package var pinned: Bool
     /// The failure is the first source refusing an expired URL, and a fresh one can be fetched.
     package var urlExpired: Bool
 
     package init(
-        _ outcome: Outcome, bytes: Int64 = 0, answered: Bool = false, refusal: Refusal? = nil,
+        _ outcome: Outcome, bytes: Int64 = 0, answered: Bool = false, refusal: Refusal? = nil, pinned: Bool = false,
         urlExpired: Bool = false
     ) {
         self.outcome = outcome
         self.bytes = bytes
         self.answered = answered
         self.refusal = refusal
+        self.pinned = pinned
         self.urlExpired = urlExpired
     }
 }
@@ -95,7 +98,7 @@ package enum TransferAction {
     case wake(at: ContinuousClock.Instant)
     /// Every byte is stored, one version, and nothing is in flight.
     case complete
-    /// The object changed (or its servers serve two versions): the download starts over.
+    /// The object changed: the download starts over.
     case objectChanged(String)
     /// The download fails.
     case fail(DownloadError)
@@ -108,6 +111,13 @@ package enum TransferNote {
     case retrying(range: ByteRange, error: DownloadError, delay: Duration)
     case hedging(segment: String, rate: Int)
     case bridging(offset: Int64, range: ByteRange)
-    case askingWithoutPrecondition
+    /// `source` answered under other validators (`error` says how): asked again on a new connection.
+    case askingAgain(source: Int, error: DownloadError)
+    /// `source` was seen serving its pinned validators and others at once: a pool.
+    case poolProven(source: Int)
+    /// Every byte is here: `source` is asked whether it still serves the pinned validators.
+    case confirming(source: Int)
+    /// `source` did not answer the confirmation in `tries` tries: left unasked.
+    case unconfirmed(source: Int, tries: Int)
     case requestEnded(slot: Int, range: ByteRange, bytes: Int64)
 }

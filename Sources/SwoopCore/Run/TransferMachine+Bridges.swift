@@ -14,7 +14,7 @@ extension TransferMachine {
             bridgesInFlight.insert(point)
             bridgeTries[point, default: 0] += 1
             actions.append(.note(.bridging(offset: point, range: request.sent)))
-            send(.bridge(request), slot: index, source: source, unconditional: true, at: now, into: &actions)
+            send(.bridge(request), slot: index, source: source, at: now, into: &actions)
         }
     }
 
@@ -27,10 +27,13 @@ extension TransferMachine {
         bridgesInFlight.remove(point)
         if case .failed(let error, _) = end.outcome {
             if let source { environment.source(source, abandonsTrialOf: slot) }
-            if error.kind == .objectChanged, end.refusal == nil {
+            if error.kind == .objectChanged {
                 actions.append(.objectChanged(error.message))
                 return
             }
+        }
+        if case .asking(let asked) = confirmation, asked == source {
+            return confirmationEnded(end, source: asked, at: now, into: &actions)
         }
         let maxTries = settings.failures.maxTries
         if let ledger, ledger.breaks.contains(point), bridgeTries[point, default: 0] >= maxTries {

@@ -1,7 +1,6 @@
-/// What a failed segment request means: an expired URL waits for a fresh one, a refusal is asked
-/// again (without the precondition, or on a new connection), a changed object starts over, and
-/// otherwise the failure policy's verdict: retry the range, wait for its source, another source,
-/// or fail.
+/// What a failed segment request means: an expired URL waits for a fresh one, a changed object
+/// starts over, and otherwise the failure policy's verdict: retry the range, wait for its source,
+/// another source, or fail. (Answers under other validators are ``TransferMachine+Versions.swift``'s.)
 extension TransferMachine {
     func requestFailed(
         _ segment: Segment, requested: ByteRange, error: DownloadError, retryAfter: Int?, slot: Int, source: Int?,
@@ -14,10 +13,6 @@ extension TransferMachine {
             // The shell holds the source back while the fresh URL is checked, then dispatches.
             actions.append(.refresh(refusedOn: slot))
             return
-        }
-        if let refusal = end.refusal {
-            if let source { environment.source(source, abandonsTrialOf: slot) }  // an answer, not a usable one
-            return refused(segment, refusal, slot: slot, error: error, at: now, into: &actions)
         }
         let finding: FailedRequest.Finding
         if error.kind == .objectChanged {
@@ -74,31 +69,5 @@ extension TransferMachine {
         let others = environment.whyOthersCannotHelp.map { "; no other source can take over: " + $0 } ?? ""
         guard error.isTransient else { return error.adding(others) }
         return error.replacing(reason: reason + others, remedy: .resume)
-    }
-
-    /// A segment's response refused at its head: a `412` is asked again at once without the
-    /// precondition (the bytes decide); another version's is asked again on a new connection,
-    /// until too many in a row.
-    private func refused(
-        _ segment: Segment, _ refusal: RequestEnd.Refusal, slot: Int, error: DownloadError,
-        at now: ContinuousClock.Instant, into actions: inout [TransferAction]
-    ) {
-        switch refusal {
-        case .preconditionFailed:
-            unconditional.insert(ObjectIdentifier(segment))
-            actions.append(.note(.askingWithoutPrecondition))
-        case .otherVersion:
-            refusedInARow += 1
-            if refusedInARow > Self.refusalLimit {
-                let message =
-                    "the server serves different versions of the object: \(refusedInARow) responses in a "
-                    + "row were another version (\(error.reason))"
-                actions.append(.fail(DownloadError(.objectChanged, message)))
-                return
-            }
-            actions.append(.renew(slot: slot))
-        }
-        plan.release(segment, failed: false)
-        dispatch(at: now, into: &actions)
     }
 }

@@ -18,14 +18,20 @@ package final class TransferMachine {
         package var hedgesSlowTail: Bool
         /// A fault switch of the tests: the transfer sends nothing.
         package var sendsNothing: Bool
+        /// An object that arrived in the probe's one response is confirmed by a request after it
+        /// (``confirm(at:into:)``) when that response lasted this long: shorter, a rewrite in
+        /// place inside it is left unasked, as curl leaves it (a request more per small file).
+        package var confirmsOneResponseAfter: Duration
 
         package init(
-            policy: TransferPolicy, failures: FailurePolicy, hedgesSlowTail: Bool, sendsNothing: Bool = false
+            policy: TransferPolicy, failures: FailurePolicy, hedgesSlowTail: Bool, sendsNothing: Bool = false,
+            confirmsOneResponseAfter: Duration = .milliseconds(100)
         ) {
             self.policy = policy
             self.failures = failures
             self.hedgesSlowTail = hedgesSlowTail
             self.sendsNothing = sendsNothing
+            self.confirmsOneResponseAfter = confirmsOneResponseAfter
         }
     }
 
@@ -33,6 +39,8 @@ package final class TransferMachine {
     struct Slot {
         var work: TransferWork?
         var source: Int?
+        /// The request's number in its source's ``ValidatorWatch``.
+        var request = 0
     }
 
     /// The bytes still to fetch and who fetches them.
@@ -51,28 +59,30 @@ package final class TransferMachine {
     package var checksEachResponse = false
     var slots: [Slot] = []
     package private(set) var stopped = false
-    /// The probe's range, near which a source's bytes are compared.
+    /// The probe's range, near which a source's bytes are compared, and when its head arrived.
     package private(set) var firstRange = ByteRange(0, 0)
+    var startedAt: ContinuousClock.Instant?
     /// An in-order sink's window and the pieces kept within it.
     var window: (size: Int64, piece: Int64)?
-    /// Segments whose next request goes without the precondition (after a `412`).
-    var unconditional: Set<ObjectIdentifier> = []
-    /// Responses refused in a row for carrying another version's validators.
-    package internal(set) var refusedInARow = 0
+    /// Per source: whether its answers under other validators are a change or a pool's other node.
+    package internal(set) var watches: [Int: ValidatorWatch] = [:]
+    /// Sources the machine sent requests to, those confirmed after every byte arrived, and the
+    /// confirmation in flight (``confirm(at:into:)``) with the failed tries so far.
+    var asked: Set<Int> = []
+    var confirmed: Set<Int> = []
+    var confirmation = Confirmation.notYet
+    var confirmationTries = 0
     /// Breaks a bridge is asking about now, and the tries of each so far.
     var bridgesInFlight: Set<Int64> = []
     var bridgeTries: [Int64: Int] = [:]
     /// Backoff jitter.
     var random: any RandomNumberGenerator
 
-    /// The most responses of another version refused in a row before the download gives up on a
-    /// server that serves two versions (each refusal is retried on a new connection, which a
-    /// balancer may send to another node).
-    package static let refusalLimit = 16
-
+    /// `firstWatch`: what the probe showed of the first source's validators (a pool it proved).
     package init(
         plan: SegmentScheduler, ledger: AgreementLedger?, settings: Settings, target: Int,
-        environment: any TransferEnvironment, random: any RandomNumberGenerator = SystemRandomNumberGenerator()
+        environment: any TransferEnvironment, firstWatch: ValidatorWatch = ValidatorWatch(),
+        random: any RandomNumberGenerator = SystemRandomNumberGenerator()
     ) {
         self.plan = plan
         self.ledger = ledger
@@ -80,6 +90,7 @@ package final class TransferMachine {
         self.target = max(1, target)
         self.environment = environment
         self.random = random
+        watches[0] = firstWatch
     }
 
     /// Whether `slot` has a request in flight.
@@ -108,7 +119,8 @@ package final class TransferMachine {
         let reserved = ByteRange(range.lowerBound, plan.layout.alignUp(range.upperBound))
         guard slots.isEmpty, let segment = plan.reserve(reserved, ownerID: 0) else { return nil }
         firstRange = range
-        slots = [Slot(work: .segment(segment, first), source: 0)]
+        startedAt = now
+        slots = [Slot(work: .segment(segment, first), source: 0, request: watches[0, default: ValidatorWatch()].willSend())]
         plan.noteRequested(segment, upTo: range.upperBound)
         environment.source(0, willSendFrom: 0, at: now)
         return segment
@@ -167,9 +179,10 @@ package final class TransferMachine {
     func dispatch(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) {
         guard !stopped, !settings.sendsNothing else { return }
         if plan.isComplete {
-            // Every byte is here; it is one version only once every piece was seen to agree.
+            // Every byte is here; it is one version only once every piece was seen to agree, and
+            // the server still serves it when the last of them has arrived.
             if !(ledger?.isStitched ?? true) { return bridgeBreaks(at: now, into: &actions) }
-            if !isAnyBusy { actions.append(.complete) }
+            if !isAnyBusy && confirm(at: now, into: &actions) { actions.append(.complete) }
             return
         }
         let samples = connectionSamples(at: now)
@@ -254,21 +267,19 @@ package final class TransferMachine {
                     range, size: plan.layout.objectSize, window: ledger.window,
                     heldAfter: ledger.needsTrail(at: range.upperBound), response: ledger.beginResponse())
             } ?? RangeRequest(own: range)
-        // After a 412, once without the precondition: the overlap decides.
-        let unconditional = unconditional.remove(ObjectIdentifier(segment)) != nil
-        send(
-            .segment(segment, ranged), slot: slot, source: source, unconditional: unconditional, at: now,
-            into: &actions)
+        send(.segment(segment, ranged), slot: slot, source: source, at: now, into: &actions)
     }
 
     func send(
-        _ work: TransferWork, slot: Int, source: Int, unconditional: Bool, at now: ContinuousClock.Instant,
+        _ work: TransferWork, slot: Int, source: Int, at now: ContinuousClock.Instant,
         into actions: inout [TransferAction]
     ) {
         open(upTo: slot)
-        slots[slot] = Slot(work: work, source: source)
+        let request = watches[source, default: ValidatorWatch()].willSend()
+        slots[slot] = Slot(work: work, source: source, request: request)
+        asked.insert(source)
         environment.source(source, willSendFrom: slot, at: now)
-        actions.append(.send(TransferSend(slot: slot, source: source, work: work, unconditional: unconditional)))
+        actions.append(.send(TransferSend(slot: slot, source: source, work: work)))
     }
 
     /// Where to cut `victim`'s request in flight for an idle connection (see
@@ -323,10 +334,15 @@ package final class TransferMachine {
     /// `slot`'s request ended: continue on the same slot, retry, give up, or start over.
     package func requestEnded(slot: Int, _ end: RequestEnd, at now: ContinuousClock.Instant) -> [TransferAction] {
         guard !stopped, let work = work(of: slot) else { return [] }
-        let source = slots[slot].source
+        let (source, request) = (slots[slot].source, slots[slot].request)
         slots[slot] = Slot()
         if let source { environment.source(source, endedFrom: slot, bytes: end.bytes) }
         var actions: [TransferAction] = [.note(.requestEnded(slot: slot, range: work.range, bytes: end.bytes))]
+        if let source, end.pinned { pinnedAnswer(source: source, request: request, into: &actions) }
+        if let source, end.refusal != nil {
+            otherValidators(work, request: request, slot: slot, source: source, end, at: now, into: &actions)
+            return actions
+        }
         switch work {
         case .segment(let segment, let request):
             segmentEnded(segment, request: request, slot: slot, source: source, end, at: now, into: &actions)
@@ -340,7 +356,6 @@ package final class TransferMachine {
         _ segment: Segment, request: RangeRequest, slot: Int, source: Int?, _ end: RequestEnd,
         at now: ContinuousClock.Instant, into actions: inout [TransferAction]
     ) {
-        if source != nil, end.bytes > 0 { refusedInARow = 0 }
         if case .failed(let error, let retryAfter) = end.outcome {
             return requestFailed(
                 segment, requested: request.sent, error: error, retryAfter: retryAfter, slot: slot, source: source,

@@ -89,9 +89,15 @@ package protocol BodySink: AnyObject {
     /// Stops without finishing: releases what is open, deletes the partial state when
     /// `discarding`, then calls `then` on the transfer thread (after any checkpoint in flight).
     func close(discarding: Bool, then: @escaping () -> Void)
+    /// The file at the target is an earlier version of this download's object (a file it
+    /// finished, whose object changed since): the new one replaces it once whole.
+    func replacesTarget()
 }
 
 extension BodySink {
+    // Sinks that keep no file at the target.
+    package func replacesTarget() {}
+
     // Sinks that open without the disk (the benchmark's discard, a pipe).
     package func opensAtOnce(size: Int64?, resuming: Bool) -> Bool { true }
     package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {

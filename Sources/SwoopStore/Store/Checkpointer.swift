@@ -18,8 +18,6 @@ package final class Checkpointer {
     package var onFailure: ((DownloadError) -> Void)?
     /// The CRCs checked so far, recorded with the chunks (only stretches already complete).
     package var crcRuns: (() -> CRCRuns?)?
-    /// Validators the object's bytes were also served under (a pool's), recorded with the chunks.
-    package var variants: (() -> [ObjectIdentity.Validators])?
 
     /// `since`: when the download started. The interval counts from there, not from when the
     /// transfer began a few milliseconds later: progress ticks come every interval too, and the
@@ -46,7 +44,6 @@ package final class Checkpointer {
         var map = template
         map.chunks = chunks
         map.crcRuns = crcRuns?()
-        if let variants { map.variants = variants() }
         sink.checkpoint(map) { [self] failure in
             inFlight = false
             if let failure {

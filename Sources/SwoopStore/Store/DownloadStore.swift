@@ -165,8 +165,7 @@ package final class DownloadStore {
 
     // MARK: Agreement
 
-    /// A new response of this download, whose head carried `validators` (for messages and for
-    /// learning a pool's variants).
+    /// A new response of this download, whose head carried `validators` (for messages).
     package func beginResponse(validators: ObjectIdentity.Validators?) -> AgreementLedger.ResponseID {
         guard let ledger else { return -1 }
         let id = ledger.beginResponse()
@@ -220,13 +219,8 @@ package final class DownloadStore {
         default:
             break
         }
-        versionsInDisagreement = [earlier, later].compactMap { $0 }
         return DownloadError(.objectChanged, message)
     }
-
-    /// The validators of the two responses of the last disagreement (for a pool serving two
-    /// versions: which to refuse after starting over).
-    package private(set) var versionsInDisagreement: [ObjectIdentity.Validators] = []
 
     /// Stores a single stream's next bytes.
     @inline(__always)
@@ -278,12 +272,6 @@ package final class DownloadStore {
             chunks.remove(Int((point - 1) / plan.layout.chunkSize))
         }
         return chunks
-    }
-
-    /// Validators learnt since the download began, recorded with each checkpoint.
-    package var variants: (() -> [ObjectIdentity.Validators])? {
-        get { checkpointer?.variants }
-        set { checkpointer?.variants = newValue }
     }
 }
 

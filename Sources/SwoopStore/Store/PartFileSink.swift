@@ -20,7 +20,7 @@ package final class PartFileSink: BodySink {
     private let opening: DiskQueue
     private let publisher: PublishQueue
     private let writer: WriteBehind
-    private let overwritesTarget: Bool
+    private var overwritesTarget: Bool
     private var part: PartFile? {
         didSet {
             guard part !== oldValue else { return }
@@ -312,6 +312,10 @@ package final class PartFileSink: BodySink {
                     return error
                 }
             }, then: then)
+    }
+
+    package func replacesTarget() {
+        overwritesTarget = true
     }
 
     package func close(discarding: Bool, then: @escaping () -> Void) {

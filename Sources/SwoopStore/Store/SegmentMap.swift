@@ -13,8 +13,11 @@ import SwoopCore
 /// | SHA-256 of everything before (32 bytes)
 ///
 /// CRC runs: algorithm (u16 length + name) | count u32 | count x (start i64, end i64, crc u64)
-/// Variants, when flags bit 1 is set (after the CRC runs): count u16 | count x (ETag, Last-Modified)
 /// ```
+///
+/// Flags bit 1 marked a map whose bytes an earlier Swoop took under other validators too (a pool's
+/// "variants", accepted when a few KiB of overlap agreed): such a map is not trusted
+/// (``SegmentMapError/bytesUnderOtherValidators``), since a sample of bytes cannot show the rest agree.
 ///
 /// The URL is stored without credentials, query or fragment. Nothing else about the request
 /// (headers, tokens) is stored.
@@ -32,9 +35,6 @@ package struct SegmentMap: Equatable, Sendable {
     /// The CRCs of stretches already checked (a download verified by a CRC), so a resumed run
     /// does not read them again.
     package var crcRuns: CRCRuns?
-    /// Other validators the same bytes were served under (a pool's nodes), learnt by comparing
-    /// bytes: a resumed run's precondition lists them too.
-    package var variants: [ObjectIdentity.Validators] = []
 
     package init(
         objectSize: Int64, chunkSize: Int64, etag: String? = nil, lastModified: String? = nil, url: String,
@@ -72,11 +72,9 @@ package struct SegmentMap: Equatable, Sendable {
         return ranges
     }
 
-    /// The object the map's bytes belong to.
+    /// The object the map's bytes belong to: every byte was served under these validators.
     package var identity: ObjectIdentity {
-        var identity = ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified)
-        for variant in variants { identity.learn(variant) }
-        return identity
+        ObjectIdentity(size: objectSize, etag: etag, lastModified: lastModified)
     }
 
     package func encoded() -> [UInt8] {
@@ -84,7 +82,7 @@ package struct SegmentMap: Equatable, Sendable {
         out.reserveCapacity(96 + url.utf8.count + chunks.count / 8)
         out += Self.magic
         out.appendLittleEndian(Self.currentVersion)
-        out.appendLittleEndian(UInt16(crcRuns == nil ? 0 : Self.hasCRCRuns) | (variants.isEmpty ? 0 : Self.hasVariants))
+        out.appendLittleEndian(UInt16(crcRuns == nil ? 0 : Self.hasCRCRuns))
         out.appendLittleEndian(objectSize)
         out.appendLittleEndian(chunkSize)
         out.appendString(etag ?? "")
@@ -102,14 +100,6 @@ package struct SegmentMap: Equatable, Sendable {
                 out.appendLittleEndian(run.crc)
             }
         }
-        if !variants.isEmpty {
-            let kept = variants.prefix(Int(UInt16.max))
-            out.appendLittleEndian(UInt16(kept.count))
-            for variant in kept {
-                out.appendString(variant.etag ?? "")
-                out.appendString(variant.lastModified ?? "")
-            }
-        }
         out += Array(SHA256.hash(data: out))
         return out
     }
@@ -125,7 +115,8 @@ package struct SegmentMap: Equatable, Sendable {
         guard digest == Array(bytes.suffix(32)) else { throw .checksumMismatch }
         reader.end = bytes.count - 32
         let flags: UInt16 = try reader.read()
-        guard flags & ~(Self.hasCRCRuns | Self.hasVariants) == 0 else { throw .malformed("unknown flags \(flags)") }
+        guard flags & Self.hadVariants == 0 else { throw .bytesUnderOtherValidators }
+        guard flags & ~Self.hasCRCRuns == 0 else { throw .malformed("unknown flags \(flags)") }
         let objectSize: Int64 = try reader.read()
         let chunkSize: Int64 = try reader.read()
         // Bounds that keep every later computation (chunk counts, offsets) far from overflow.
@@ -158,29 +149,19 @@ package struct SegmentMap: Equatable, Sendable {
             }
             crcRuns = decoded
         }
-        var variants: [ObjectIdentity.Validators] = []
-        if flags & Self.hasVariants != 0 {
-            let count: UInt16 = try reader.read()
-            for _ in 0..<count {
-                let etag = try reader.readString()
-                let date = try reader.readString()
-                variants.append(.init(etag: etag.isEmpty ? nil : etag, lastModified: date.isEmpty ? nil : date))
-            }
-        }
         guard reader.offset == reader.end else { throw .malformed("\(reader.end - reader.offset) trailing bytes") }
         guard let chunks = ChunkSet(count: layout.chunkCount, bitmap: bitmap) else {
             throw .malformed(
                 "bitmap of \(Wording.bytes(bitmapLength)) for \(Wording.count(layout.chunkCount, "chunk"))")
         }
-        var map = SegmentMap(
+        return SegmentMap(
             objectSize: objectSize, chunkSize: chunkSize, etag: etag.isEmpty ? nil : etag,
             lastModified: lastModified.isEmpty ? nil : lastModified, url: url, chunks: chunks, crcRuns: crcRuns)
-        map.variants = variants
-        return map
     }
 
     private static let hasCRCRuns: UInt16 = 1
-    private static let hasVariants: UInt16 = 2
+    /// See the type's comment: no longer written.
+    private static let hadVariants: UInt16 = 2
 }
 
 /// Why a segment map was not trusted.
@@ -190,6 +171,8 @@ package enum SegmentMapError: Error, Equatable, CustomStringConvertible {
     case unsupportedVersion(UInt16)
     case checksumMismatch
     case malformed(String)
+    /// An earlier Swoop took some of its bytes under other validators (see ``SegmentMap``).
+    case bytesUnderOtherValidators
 
     package var description: String {
         switch self {
@@ -198,6 +181,8 @@ package enum SegmentMapError: Error, Equatable, CustomStringConvertible {
         case .unsupportedVersion(let version):
             "it is from another version of Swoop (format \(version), this one reads \(SegmentMap.currentVersion))"
         case .checksumMismatch: "it is corrupt (checksum mismatch)"
+        case .bytesUnderOtherValidators:
+            "an earlier Swoop took some of its bytes under other validators, which this one does not trust"
         case .malformed(let detail): "it is malformed (\(detail))"
         }
     }

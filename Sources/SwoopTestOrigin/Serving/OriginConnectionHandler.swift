@@ -182,10 +182,15 @@ final class OriginConnectionHandler: ChannelInboundHandler {
     private func writeSlice(of response: Response, count: Int, context: ChannelHandlerContext) {
         var buffer = context.channel.allocator.buffer(capacity: count)
         switch response.plan.body {
-        case .payload(let seed, let offset, let flip):
+        case .payload(var object, let offset, let flip):
             let at = offset + response.queued
+            if let path = response.plan.readsInPlace, let current = core.object(at: path),
+                current.seed == object.seed, current.size == object.size, current.edits != object.edits
+            {
+                object = current
+            }
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { memory in
-                Payload.fill(UnsafeMutableRawBufferPointer(rebasing: memory[0..<count]), seed: seed, offset: at)
+                object.fill(UnsafeMutableRawBufferPointer(rebasing: memory[0..<count]), offset: at)
                 if let flip, flip >= at, flip < at + Int64(count) { memory[Int(flip - at)] ^= 0xFF }
                 return count
             }

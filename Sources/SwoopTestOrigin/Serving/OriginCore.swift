@@ -66,10 +66,15 @@ final class OriginCore: Sendable {
             memory[path, default: PathMemory()].replaced = (old, now)
         }
 
-        /// The object at `path` replaced by its next content generation (seed + 1).
-        mutating func change(_ path: String, now: ContinuousClock.Instant) {
+        /// The object at `path` replaced by its next content generation (seed + 1), or with
+        /// `blocks`, those 4 KiB blocks rewritten in place.
+        mutating func change(_ path: String, rewriting blocks: [Int64]? = nil, now: ContinuousClock.Instant) {
             guard var object = objects[path] else { return }
-            object.seed &+= 1
+            if let blocks {
+                object = object.rewritten(blocksAt: blocks)
+            } else {
+                object.seed &+= 1
+            }
             replace(path, with: object, now: now)
         }
 
@@ -130,9 +135,9 @@ final class OriginCore: Sendable {
         state.withLock { $0.objects[path] }
     }
 
-    func changeObject(at path: String) {
+    func changeObject(at path: String, rewriting blocks: [Int64]? = nil) {
         let now = ContinuousClock.now
-        state.withLock { $0.change(path, now: now) }
+        state.withLock { $0.change(path, rewriting: blocks, now: now) }
     }
 
     func setRedirect(_ redirect: Redirect, from path: String) {
@@ -238,7 +243,7 @@ final class OriginCore: Sendable {
             state.bodyByteCount.sent += count
             if state.bodyByteCount.sent >= trigger.bytes {
                 state.bodyByteCount.fired = true
-                state.change(trigger.path, now: now)
+                state.change(trigger.path, rewriting: trigger.rewritingBlocksAt, now: now)
             }
         }
     }

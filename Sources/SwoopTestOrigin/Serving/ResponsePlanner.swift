@@ -12,9 +12,9 @@ import NIOHTTP1
 /// out on the wire by ``OriginConnectionHandler``.
 struct ResponsePlan: Sendable {
     enum Body: Sendable {
-        /// Bytes of a ``Payload`` stream from `offset` on; the byte at object offset `flip`, if
-        /// any, is sent wrong.
-        case payload(seed: UInt64, offset: Int64, flip: Int64?)
+        /// Bytes of `object` from `offset` on; the byte at object offset `flip`, if any, is sent
+        /// wrong.
+        case payload(TestObject, offset: Int64, flip: Int64?)
         /// A fixed small body (error pages, the busy page).
         case fixed([UInt8])
     }
@@ -43,6 +43,10 @@ struct ResponsePlan: Sendable {
     var record: RecordedRequest
     /// The arming of `changeAfterBodyBytes` whose count this response's body bytes add to.
     var countedArming: Int? = nil
+    /// The path whose object is read again for each slice of the body: when it is this
+    /// response's object rewritten in place, the rest of the body is its new bytes (a server
+    /// reading a file patched under it). Not for a view a lying switch or a pool made.
+    var readsInPlace: String? = nil
 }
 
 /// HTTP semantics of the origin: redirects, 404, preconditions (RFC 9110 §13), single byte
@@ -193,9 +197,10 @@ struct ResponsePlanner {
             flip = fault.offset
             plan.faults.append("flip@\(fault.offset)")
         }
-        plan.body = .payload(seed: object.seed, offset: first, flip: flip)
+        plan.body = .payload(object, offset: first, flip: flip)
+        if view.faults.isEmpty { plan.readsInPlace = target.path }
         if faults.contentDigest {
-            let digest = SHA256.hash(data: Payload.bytes(seed: object.seed, offset: first, count: Int(plan.bodyLength)))
+            let digest = SHA256.hash(data: object.bytes(offset: first, count: Int(plan.bodyLength)))
             plan.head.headers.add(name: "Content-Digest", value: "sha-256=:\(base64(Array(digest))):")
         }
         if let range {

@@ -26,11 +26,11 @@ func withDownloader<T>(
 }
 
 extension TestObject {
-    /// SHA-256 (hex) of the object's bytes, computed once per size and seed, on a thread of its own
-    /// (see ``TestData``).
+    /// SHA-256 (hex) of the object's bytes, computed once per size, seed and edits, on a thread of
+    /// its own (see ``TestData``).
     var sha256: String {
         get async throws {
-            let key = ObjectDigests.Key(size: size, seed: seed)
+            let key = ObjectDigests.Key(size: size, seed: seed, edits: edits)
             if let known = ObjectDigests.known.withLock({ $0[key] }) { return known }
             let object = self
             let digest = try await offThePool { object.sha256Blocking }
@@ -45,9 +45,7 @@ extension TestObject {
         var offset: Int64 = 0
         while offset < size {
             let count = Int(min(Int64(buffer.count), size - offset))
-            buffer.withUnsafeMutableBytes {
-                Payload.fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), seed: seed, offset: offset)
-            }
+            buffer.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), offset: offset) }
             hasher.update(data: buffer[0..<count])
             offset += Int64(count)
         }
@@ -55,11 +53,12 @@ extension TestObject {
     }
 }
 
-/// The digests of the test objects computed so far: their bytes depend on the size and the seed alone.
+/// The digests of the test objects computed so far: their bytes depend on the size, the seed and the edits alone.
 private enum ObjectDigests {
     struct Key: Hashable {
         var size: Int64
         var seed: UInt64
+        var edits: [TestObject.Edit]
     }
     static let known = Mutex<[Key: String]>([:])
 }
