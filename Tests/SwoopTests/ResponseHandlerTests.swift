@@ -110,7 +110,7 @@ struct ResponseHandlerTests {
         await fixture.shutdown()
     }
 
-    @Test("heads refused: a 200 to a range, other bytes, another ETag where nothing can be read back")
+    @Test("heads refused: a 200 to a range, other bytes, another ETag, a 412")
     func refusedHeads() async throws {
         let fixture = try Fixture()
         let wholeObject = fixture.response(for: ByteRange(0, 1 << 20))
@@ -124,13 +124,13 @@ struct ResponseHandlerTests {
         let changed = fixture.response(for: ByteRange(0, 1 << 20))
         let head = fixture.head(206, range: "bytes 0-1048575/4194304", etag: "\"v2\"")
         #expect(changed.head(head, on: fixture.connection) == .abort)
-        #expect(changed.failure?.kind == .objectChanged, "a discard sink cannot read bytes back: the ETag decides")
-        #expect(changed.refusal == nil)
+        #expect(changed.failure?.kind == .objectChanged)
+        #expect(changed.refusal == .otherValidators, "another ETag is refused; the source's watch decides what follows")
 
         let precondition = fixture.response(for: ByteRange(0, 1 << 20))
         #expect(precondition.head(fixture.head(412, range: nil), on: fixture.connection) == .abort)
         #expect(precondition.failure?.httpStatus == 412)
-        #expect(precondition.refusal == nil, "without a ledger a 412 is not asked again: nothing can decide")
+        #expect(precondition.refusal == .preconditionFailed)
         #expect(fixture.recorder.answered == 0, "no refused head counts as the server's answer to the transfer")
         await fixture.shutdown()
     }
