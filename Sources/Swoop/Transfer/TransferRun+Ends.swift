@@ -1,8 +1,7 @@
 import SwoopStore
 import SwoopTransfer
 
-/// How an ended exchange reaches the machine, a fresh URL for an expired one, and the single
-/// stream's end.
+/// How an ended exchange reaches the machine, and a fresh URL for an expired one.
 extension TransferRun {
     /// What the machine needs to know of `connection`'s ended request.
     func end(of connection: Connection, _ outcome: Connection.Outcome) -> RequestEnd {
@@ -43,24 +42,5 @@ extension TransferRun {
             let range = sources.sampleRange(near: machine.firstRange)
         else { return nil }
         return (refresher, checks, range)
-    }
-
-    /// The single stream ended.
-    func streamEnded(_ outcome: Connection.Outcome) {
-        switch outcome {
-        case .completed:
-            if let size = object.size, store.streamPosition != size {
-                let message = "the server closed the connection after \(store.streamPosition) of \(Wording.bytes(size))"
-                delegate?.transfer(self, streamBrokeOff: .invalidResponse(message))
-                return
-            }
-            delegate?.transferDidComplete(self)
-        case .failed(let error, _) where error.isTransient:
-            delegate?.transfer(self, streamBrokeOff: error)
-        case .failed(let error, _):
-            delegate?.transfer(self, didFailWith: error)
-        case .stopped, .cancelled:
-            break
-        }
     }
 }

@@ -48,6 +48,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     var controllerTimer: LoopTimer?
     private var retryTimer: LoopTimer?
     private(set) var stopped = false
+    /// When the single stream began, and the confirmation after it (``TransferRun+Stream.swift``).
+    var streamStartedAt: ContinuousClock.Instant?
+    var streamCheck = StreamCheck()
 
     /// What the run reads from the configuration, once.
     struct Settings {
@@ -172,6 +175,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     func startStream(from connection: Connection) {
         pool.adoptProbe(connection, delegate: self)
         connection.adopt(.stream, store: store, object: object)
+        streamStartedAt = .now
         // An in-order sink pauses the stream when its window is full; room lets it go on.
         store.sink.observeRoom { [weak connection] _ in connection?.resumeIfPaused() }
         logger.info("the server does not support ranges; downloading in one stream")
@@ -318,8 +322,11 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
 
     func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
         guard !stopped else { return }
-        // Without a machine the run is a single stream.
-        guard let machine else { return streamEnded(outcome) }
+        // Without a machine the run is a single stream, and maybe the confirmation after it.
+        guard let machine else {
+            if case .probe = job { return streamCheckEnded() }
+            return streamEnded(outcome)
+        }
         // The request's bytes may be what a check waits for: with a fixed count nothing else
         // settles it (no controller ticks), and the source would never join.
         settleChecks(machine)

@@ -27,13 +27,14 @@ final class ConformanceLab: Sendable {
         async let h2o = attempt { try await H2OServer.start() }
         async let python = attempt { try await PythonHTTPServer.start() }
         async let seaweed = attempt { try await SeaweedS3Server.start() }
+        async let nginx = attempt { try await NginxConformanceServer.start() }
         let h2oResult = await h2o
         let h2oTLS = h2oResult.map { server -> any ConformanceServer in (server as? H2OServer)?.tls ?? server }
         return ConformanceLab(
             pool: pool,
             servers: [
                 .apache: await apache, .lighttpd: await lighttpd, .caddy: await caddy, .h2o: h2oResult, .h2oTLS: h2oTLS,
-                .python: await python, .seaweedS3: await seaweed,
+                .python: await python, .seaweedS3: await seaweed, .nginx: await nginx,
             ])
     }
 

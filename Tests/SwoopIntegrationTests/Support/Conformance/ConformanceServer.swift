@@ -21,6 +21,11 @@ protocol ConformanceServer: AnyObject, Sendable {
     /// Makes `file`'s bytes the object at `path` (such as `plain/a.bin`), replacing any object
     /// there in one step (a rename, a PUT), and returns the URL a client downloads it from.
     func publish(_ file: URL, at path: String) async throws -> String
+    /// Changes the object at `path` to `file`'s bytes, which differ from its own in the
+    /// `blockSize`-byte blocks at `blocks` only, as a server's file is patched: in place, where
+    /// the server serves files (the same inode, so responses under way read the new bytes; its
+    /// modification time moves on), or by a new PUT of the object (a store).
+    func rewrite(_ path: String, to file: URL, blocks: [Int64], blockSize: Int) async throws
     /// The requests for `path` its access log holds, oldest first; `nil` when it keeps no log of
     /// the body bytes it sends.
     func served(_ path: String) throws -> [ServedRequest]?
@@ -35,6 +40,10 @@ protocol ConformanceServer: AnyObject, Sendable {
 extension ConformanceServer {
     func settleLog() async throws {}
     var caFile: URL? { nil }
+
+    func rewrite(_ path: String, to file: URL, blocks: [Int64], blockSize: Int) async throws {
+        _ = try await publish(file, at: path)
+    }
 }
 
 /// A server of the files under a document root, logging one line per request.
@@ -51,6 +60,10 @@ extension DocumentRootServer {
     func publish(_ file: URL, at path: String) async throws -> String {
         try DocumentRoot.place(file, at: path, in: root)
         return "\(baseURL)/\(path)"
+    }
+
+    func rewrite(_ path: String, to file: URL, blocks: [Int64], blockSize: Int) async throws {
+        try DocumentRoot.patch(root.appendingPathComponent(path), from: file, blocks: blocks, blockSize: blockSize)
     }
 
     func served(_ path: String) throws -> [ServedRequest]? {
@@ -109,6 +122,23 @@ enum DocumentRoot {
         guard rename(staged.path, target.path) == 0 else {
             throw TestFailure("cannot rename \(staged.path) to \(target.path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Writes `file`'s bytes of the blocks at `blocks` into `target` where it lies (no new inode,
+    /// no truncation), as a database or `rsync --inplace` patches a file; the write moves its
+    /// modification time to now.
+    static func patch(_ target: URL, from file: URL, blocks: [Int64], blockSize: Int) throws {
+        let source = try FileHandle(forReadingFrom: file)
+        defer { try? source.close() }
+        let destination = try FileHandle(forUpdating: target)
+        defer { try? destination.close() }
+        for offset in blocks {
+            try source.seek(toOffset: UInt64(offset))
+            let bytes = try source.read(upToCount: blockSize) ?? Data()
+            try destination.seek(toOffset: UInt64(offset))
+            try destination.write(contentsOf: bytes)
+        }
+        try destination.synchronize()
     }
 
     /// Makes `directory` and a `www` inside it, both readable by every user (Apache's workers run

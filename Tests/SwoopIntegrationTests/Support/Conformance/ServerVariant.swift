@@ -15,10 +15,11 @@ enum ServerVariant: String, CaseIterable, Sendable, CustomStringConvertible, Cus
     case pythonHTTPServer = "python-http.server"
     case seaweedS3 = "seaweedfs-s3"
     case seaweedS3Gzip = "seaweedfs-s3-gzip"
+    case nginx
 
     /// The server process a variant runs on.
     enum Host: Sendable, Hashable {
-        case apache, lighttpd, caddy, h2o, h2oTLS, python, seaweedS3
+        case apache, lighttpd, caddy, h2o, h2oTLS, python, seaweedS3, nginx
     }
 
     var host: Host {
@@ -30,6 +31,7 @@ enum ServerVariant: String, CaseIterable, Sendable, CustomStringConvertible, Cus
         case .h2oTLS: .h2oTLS
         case .pythonHTTPServer: .python
         case .seaweedS3, .seaweedS3Gzip: .seaweedS3
+        case .nginx: .nginx
         }
     }
 
