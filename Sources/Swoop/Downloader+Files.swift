@@ -25,10 +25,15 @@ extension Downloader.Configuration {
     }
 
     /// What to do when the object on the server changes mid-download.
+    /// What a download does when its object changed on the server: its pinned validators went
+    /// (four answers in a row under others, on new connections), or two responses' bytes differed.
     public enum ObjectChangePolicy: Sendable, Equatable {
-        /// Discard what was downloaded and start over once.
+        /// Discard what was downloaded and start over on the new version, within
+        /// ``RetryPolicy/maxTries``; a finished file of the earlier version is replaced once the
+        /// new one is whole.
         case restart
-        /// Fail with ``DownloadError/Kind/objectChanged``.
+        /// Fail with ``DownloadError/Kind/objectChanged``, keeping nothing (a finished file of the
+        /// earlier version is left as it was).
         case fail
     }
 }

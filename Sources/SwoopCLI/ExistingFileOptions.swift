@@ -12,8 +12,8 @@ struct ExistingFileOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "When the object changes mid-download (two responses' bytes differ, or its validators): restart "
-                + "(up to --max-tries times) or fail."))
+            "When the object changed on the server (its validators went, or two responses' bytes differ), also since a "
+                + "partial or finished download: start over on the new version (up to --max-tries times) or fail."))
     var onChange: Downloader.Configuration.ObjectChangePolicy = .restart
 
     @Flag(

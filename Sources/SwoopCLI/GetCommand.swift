@@ -19,14 +19,18 @@ struct Get: AsyncParsableCommand {
             and renamed to FILE when complete. Interrupted downloads resume when the same \
             command is run again.
 
-            The bytes decide, not the server's validators: every request also asks for up to \
-            4 KiB of the bytes around its own and compares them with the bytes of its neighbours, \
-            so a file is renamed into place only when every piece agrees with the next (a pool \
-            whose nodes send other ETags for the same bytes is fine; a file replaced mid-download \
-            starts over, up to --max-tries times, or fails with --on-change fail). A finished file \
-            is confirmed on a rerun by 1 KiB from its middle. What overlap cannot see is a change \
-            that leaves every compared window as it was; only a digest (--checksum, or one the \
-            server publishes) covers every byte.
+            One version, never a mix: every request carries the first response's validators \
+            (If-Match), and an answer under others is asked again on a new connection; when the \
+            old ones do not come back in four answers the object changed, and the download starts \
+            over on the new version (up to --max-tries times; --on-change fail stops instead), \
+            while a pool that serves both is proven and only its first node's bytes are used. \
+            Every request also asks for up to 4 KiB of the bytes around its own, compared with \
+            its neighbours', and once every byte is here one small request asks whether the \
+            server still serves that version. A finished file is confirmed on a rerun by 1 KiB \
+            from its middle under its validators, and fetched anew if its object changed. What \
+            cannot be known is a change under validators that stay the same and away from every \
+            compared window; only a digest (--checksum, or one the server publishes) covers \
+            every byte.
             """
     )
 

@@ -54,6 +54,20 @@ struct TransferPolicyTests {
         #expect(policy.requestSize(rate: 1e12, timeToFirstByte: 1) == 1 << 30, "never above 1 GiB")
     }
 
+    @Test("in a proven pool, requests grow by the share of answers another node refused")
+    func requestSizeInAPool() {
+        let rate = Double(10 * MiB)
+        #expect(policy.requestSize(rate: rate, timeToFirstByte: 0.001, refused: 0.5) == 10 * MiB, "twice 5 MiB")
+        #expect(policy.requestSize(rate: 0, timeToFirstByte: 0, refused: 0.5) == 8 * MiB)
+        #expect(policy.requestSize(rate: rate, timeToFirstByte: 0.001, refused: 0.99) == 20 * MiB, "at most 4 times")
+        var watch = ValidatorWatch()
+        #expect(watch.refusedShare == 0)
+        _ = watch.otherAnswer(to: watch.willSend())
+        #expect(watch.refusedShare == 0, "a doubt is no pool yet")
+        watch.pinnedAnswer(to: watch.willSend())
+        #expect(watch.isPool && watch.refusedShare == 0.5)
+    }
+
     @Test func nextRequestTakesSmallRemaindersAlong() {
         #expect(
             policy.nextRequest(position: 0, end: 100 * MiB, hedged: false, size: 10 * MiB) == ByteRange(0, 10 * MiB))

@@ -44,4 +44,48 @@ struct PoolConformanceTests {
         }
         #expect(versions.contains(try await TestData.sha256(of: target)))
     }
+
+    @Test(
+        "the same bytes on both nodes: every byte under one node's validators, at most twice one node's requests",
+        arguments: [[String](), ["-c", "1"], ["-c", "8"]])
+    func requestsOfAPool(_ count: [String]) async throws {
+        let size: Int64 = 24 << 20
+        let pool = try await NginxPool.start(copies: .sameBytes, size: size, seed: 12, fileName: "pool.bin")
+        defer { pool.stop() }
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        // The same download from the balancer (validators alternating from one response to the
+        // next) and from one node alone, with the same cap on each.
+        let flags = ["--limit-rate", "16m", "--json", "-q"] + count
+        let throughPool = try await CLI.run([pool.url, "-o", "pool.bin"] + flags, in: scratch.url)
+        let alone = try await CLI.run([pool.nodes[0].baseURL + pool.path, "-o", "alone.bin"] + flags, in: scratch.url)
+        #expect(throughPool.status == 0 && alone.status == 0, "\(throughPool.stderr) \(alone.stderr)")
+        let expected = try await TestObject(size: size, seed: 12).sha256
+        #expect(try await TestData.sha256(of: scratch.path("pool.bin")) == expected)
+        let pooled = try #require(try Self.summary(throughPool.stdout))
+        let single = try #require(try Self.summary(alone.stdout))
+        // The file's validators are one node's: the one every byte was served under.
+        #expect(pool.nodes.map(\.etag).contains(pooled.etag ?? ""), "\(throughPool.stdout)")
+        #expect(pooled.objectChanges == nil, "a pool is not a change: \(throughPool.stdout)")
+        // About half the answers through the round robin are the other node's 412s, each asked
+        // again (a request more), and a proven pool's requests are twice as large. With the
+        // default and -c 1: 5 requests against 3. With -c 8 each of the 8 segments' requests meets
+        // the other node about every other time, and requests cannot be fewer than the segments:
+        // 18-25 against 11-12, the bound a little wider there.
+        let bound = count == ["-c", "8"] ? 5 * single.requests / 2 : 2 * single.requests
+        #expect(
+            pooled.requests <= bound,
+            "\(count): \(pooled.requests) requests through the pool, \(single.requests) from one node")
+    }
+
+    struct Summary: Decodable {
+        var requests: Int
+        var etag: String?
+        var objectChanges: Int?
+    }
+
+    static func summary(_ stdout: String) throws -> Summary? {
+        guard let line = stdout.split(separator: "\n").last else { return nil }
+        return try JSONDecoder().decode(Summary.self, from: Data(line.utf8))
+    }
 }

@@ -49,8 +49,9 @@ package struct ValidatorWatch: Sendable, Equatable {
     /// Other answers in the current run (to requests numbered `runStart` or later, and the one
     /// that began it).
     package private(set) var otherInARow = 0
-    /// Other answers in all (for reports).
+    /// Other answers in all, and answers under the pinned validators.
     package private(set) var otherAnswers = 0
+    package private(set) var pinnedAnswers = 0
     /// Requests numbered from here on were sent after the current run began.
     private var runStart = 0
 
@@ -71,6 +72,7 @@ package struct ValidatorWatch: Sendable, Equatable {
 
     /// Request `request` was answered under the pinned validators.
     package mutating func pinnedAnswer(to request: Int) {
+        pinnedAnswers += 1
         guard request >= runStart else { return }
         if state == .doubting { state = .pool }
         otherInARow = 0
@@ -100,4 +102,11 @@ package struct ValidatorWatch: Sendable, Equatable {
 
     /// Whether a pool was proven.
     package var isPool: Bool { state == .pool }
+
+    /// In a proven pool, the share of its answers that were another node's (each asked again):
+    /// the requests' cost grows by as much. 0 otherwise.
+    package var refusedShare: Double {
+        guard isPool, otherAnswers + pinnedAnswers > 0 else { return 0 }
+        return Double(otherAnswers) / Double(otherAnswers + pinnedAnswers)
+    }
 }

@@ -257,7 +257,8 @@ package final class TransferMachine {
     ) {
         let policy = settings.policy
         let size = policy.requestSize(
-            rate: sample.rate, timeToFirstByte: sample.timeToFirstByte, requestCost: requestCost)
+            rate: sample.rate, timeToFirstByte: sample.timeToFirstByte, requestCost: requestCost,
+            refused: watches[source]?.refusedShare ?? 0)
         let range = policy.nextRequest(
             position: segment.position, end: segment.end, hedged: segment.partner != nil, size: size)
         plan.noteRequested(segment, upTo: range.upperBound)
