@@ -182,27 +182,26 @@ struct ConformanceTests {
         // arrived and two ahead (with ranges, requests sent after it find the new validators and
         // the download starts over on the new version). A server without ranges is read in one
         // stream, which reads the new blocks ahead: after it, one request asks whether its
-        // validators moved on.
+        // validators moved on. The download is held still (SIGSTOP) across the rewrite and the
+        // servers' metadata caches' second, so that it lands mid-download on a loaded machine
+        // too; its connections stay open, and the server goes on sending into them.
         do {
             let midBlocks = [(1 << 20) + (12 << 10)] + RewrittenVersions.blocks
             let rewritten = try await versions.rewriting(midBlocks, name: "mid")
             let file = variant.fileName("inplace-mid")
             let url = try await server.publish(try versions.copy("mid"), at: variant.path("inplace-mid"))
-            let run = try CLI.start([url, "-o", file, "--limit-rate", "4m", "--json", "-q"] + trust, in: scratch.url)
+            let run = try CLI.start([url, "-o", file, "--limit-rate", "2m", "--json", "-q"] + trust, in: scratch.url)
             let original = versions.original
             let progressed = try await waitForProgress(run, scratch.path(file), original, atLeast: 4 << 20, variant)
-            #expect(progressed, "\(variant): no progress before the rewrite")
+            run.signal(SIGSTOP)
+            let status = Downloader.status(of: scratch.path(file))
+            let midway = run.process.isRunning && (!variant.acceptsRanges || status.bytesDone < RewrittenVersions.size)
+            #expect(progressed && midway, "\(variant): not mid-download at the rewrite: \(status)")
             try await server.rewrite(variant.path("inplace-mid"), to: rewritten.file, blocks: midBlocks, blockSize: 4096)
+            try await Self.statCacheExpiry()
+            run.signal(SIGCONT)
             let result = try await run.wait(timeout: .seconds(180))
-            if variant.host == .seaweedS3 {
-                // A store's new version is a PUT of 16 MiB, which under the suite's load can end
-                // after the download: then the old version, whole, is right too.
-                let held = try? await TestData.sha256(of: scratch.path(file))
-                let expected = held == versions.original.sha256 ? versions.original : rewritten
-                await expectSaved(result, file, expected, in: scratch, "\(variant), replaced by a PUT mid-download")
-            } else {
-                await expectSaved(result, file, rewritten, in: scratch, "\(variant), rewritten mid-download")
-            }
+            await expectSaved(result, file, rewritten, in: scratch, "\(variant), rewritten mid-download")
         }
         // kill -9, then the rewrite: one block the segment map holds, one it does not.
         do {

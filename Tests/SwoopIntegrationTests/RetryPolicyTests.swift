@@ -26,7 +26,8 @@ struct RetryPolicyTests {
             #expect(result.stderr.contains("does not support ranges"), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("starting over from the first byte"), "stderr: \(result.stderr)")
             #expect(result.stderr.contains("try 2 of 8"), "stderr: \(result.stderr)")
-            #expect(origin.requestCount == 2, "one cut response, one whole one")
+            // One cut response, one whole one, and the request after a stream of 100 ms or more.
+            #expect((2...3).contains(origin.requestCount), "one cut response, one whole one")
         }
     }
 

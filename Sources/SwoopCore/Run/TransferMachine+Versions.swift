@@ -63,7 +63,8 @@ extension TransferMachine {
     /// once (a long response proves a pool long before it ends, while its source's other node
     /// answers `412`s quickly). The event of a response head.
     package func pinnedHead(slot: Int) -> [TransferAction] {
-        guard !stopped, isBusy(slot), let source = slots[slot].source else { return [] }
+        guard !stopped, isBusy(slot), !slots[slot].pinnedHeard, let source = slots[slot].source else { return [] }
+        slots[slot].pinnedHeard = true
         var actions: [TransferAction] = []
         pinnedAnswer(source: source, request: slots[slot].request, into: &actions)
         return actions

@@ -39,8 +39,10 @@ package final class TransferMachine {
     struct Slot {
         var work: TransferWork?
         var source: Int?
-        /// The request's number in its source's ``ValidatorWatch``.
+        /// The request's number in its source's ``ValidatorWatch``, and whether the watch heard its
+        /// head already (``pinnedHead(slot:)``).
         var request = 0
+        var pinnedHeard = false
     }
 
     /// The bytes still to fetch and who fetches them.
@@ -335,11 +337,11 @@ package final class TransferMachine {
     /// `slot`'s request ended: continue on the same slot, retry, give up, or start over.
     package func requestEnded(slot: Int, _ end: RequestEnd, at now: ContinuousClock.Instant) -> [TransferAction] {
         guard !stopped, let work = work(of: slot) else { return [] }
-        let (source, request) = (slots[slot].source, slots[slot].request)
+        let (source, request, heard) = (slots[slot].source, slots[slot].request, slots[slot].pinnedHeard)
         slots[slot] = Slot()
         if let source { environment.source(source, endedFrom: slot, bytes: end.bytes) }
         var actions: [TransferAction] = [.note(.requestEnded(slot: slot, range: work.range, bytes: end.bytes))]
-        if let source, end.pinned { pinnedAnswer(source: source, request: request, into: &actions) }
+        if let source, end.pinned, !heard { pinnedAnswer(source: source, request: request, into: &actions) }
         if let source, end.refusal != nil {
             otherValidators(work, request: request, slot: slot, source: source, end, at: now, into: &actions)
             return actions
