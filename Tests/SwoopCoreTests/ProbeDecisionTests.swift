@@ -242,7 +242,8 @@ struct ProbeDecisionTests {
         let lead = ProbeDecision.window
         let requested = RequestedRange.bounded(ByteRange((2 << 20) - lead, 3 << 20))
         let later = head(
-            206, [
+            206,
+            [
                 ("Content-Range", "bytes \((2 << 20) - lead)-3145727/4194304"),
                 ("Last-Modified", "Wed, 16 Nov 1994 08:00:00 GMT"),
             ])
@@ -341,8 +342,10 @@ struct ProbeDecisionTests {
             head(200, [("Transfer-Encoding", "chunked"), ("ETag", "\"v1\"")]), requested: .from(0))
         guard case .restart = chunked else { Issue.record("an unknown size confirms nothing: \(chunked)"); return }
         // A 200 under other validators is asked again too.
-        guard case .askAgain = done.deciding(
-            head(200, [("Content-Length", "1000"), ("ETag", "\"v2\"")]), requested: .from(0)).step
+        guard
+            case .askAgain = done.deciding(
+                head(200, [("Content-Length", "1000"), ("ETag", "\"v2\"")]), requested: .from(0)
+            ).step
         else { Issue.record("other validators are asked again"); return }
     }
 
@@ -400,4 +403,3 @@ extension ProbeDecision {
         return copy.decide(head, requested: requested)
     }
 }
-

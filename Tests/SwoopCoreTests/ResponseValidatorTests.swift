@@ -211,7 +211,7 @@ struct ResponseValidatorTests {
         _ head: ResponseHead, _ requested: RequestedRange
     ) -> Result<ResponseValidator.ProbeResult, DownloadError> {
         Result(catching: { () throws(DownloadError) in try ResponseValidator.probe(head, requested: requested, url: url)
-            })
+        })
     }
 
     @Test func probePartialOfAShortObject() throws {

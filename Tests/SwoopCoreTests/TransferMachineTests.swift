@@ -122,7 +122,8 @@ struct TransferMachineTests {
 
     /// A `412` to the pinned validators, as the shell reports it.
     private static func preconditionFailed() -> RequestEnd {
-        let failed = DownloadError(.objectChanged, "the server refused If-Match (412 Precondition Failed)", httpStatus: 412)
+        let failed = DownloadError(
+            .objectChanged, "the server refused If-Match (412 Precondition Failed)", httpStatus: 412)
         return RequestEnd(.failed(failed, retryAfter: nil), answered: true, refusal: .preconditionFailed)
     }
 

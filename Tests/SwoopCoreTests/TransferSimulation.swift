@@ -262,7 +262,8 @@ final class TransferSimulation: TransferEnvironment {
                     let reset = DownloadError(.network, "connection reset", curlCode: 56)
                     end(
                         slot,
-                        RequestEnd(.failed(reset, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
+                        RequestEnd(
+                            .failed(reset, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
                     continue
                 }
             }

@@ -66,8 +66,13 @@ final class VersionSimulation: TransferEnvironment {
 
         var description: String {
             var parts = ["\(validators)" + (datesOnly ? " dates" : "")]
-            if !changes.isEmpty { parts.append("changes at \(changes)" + (partial ? " (blocks)" : "") + (inPlace ? " in place" : "")) }
-            if nodes > 1 { parts.append("\(nodes) nodes" + (nodesDiffer ? " with other versions" : "") + (randomNode ? " at random" : "")) }
+            if !changes.isEmpty {
+                parts.append("changes at \(changes)" + (partial ? " (blocks)" : "") + (inPlace ? " in place" : ""))
+            }
+            if nodes > 1 {
+                parts.append(
+                    "\(nodes) nodes" + (nodesDiffer ? " with other versions" : "") + (randomNode ? " at random" : ""))
+            }
             if ignoresPreconditions { parts.append("ignores preconditions") }
             return parts.joined(separator: ", ")
         }
@@ -152,7 +157,8 @@ final class VersionSimulation: TransferEnvironment {
         case 6: server.changes = [Int(random.next() % 30)]; server.validators = .none
         default:
             server.changes = (0..<max(1, changeCount)).map { _ in Int(random.next() % 60) }.sorted()
-            server.validators = [.honest, .stale(steps: Int(random.next() % 30)), .fixed, .none][Int(random.next() % 4)]
+            server.validators =
+                [.honest, .stale(steps: Int(random.next() % 30)), .fixed, .none][Int(random.next() % 4)]
             server.nodes = 1 + Int(random.next() % 3)
             server.nodesDiffer = random.chance(0.5)
         }
@@ -175,7 +181,9 @@ final class VersionSimulation: TransferEnvironment {
                 continue
             }
             let half = max(1, blocks / 2)
-            var rewritten: Set<Int64> = [Int64(random.next() % UInt64(half)), half + Int64(random.next() % UInt64(max(1, blocks - half)))]
+            var rewritten: Set<Int64> = [
+                Int64(random.next() % UInt64(half)), half + Int64(random.next() % UInt64(max(1, blocks - half))),
+            ]
             for _ in 0..<(random.next() % 3) { rewritten.insert(Int64(random.next() % UInt64(blocks))) }
             patches[version] = rewritten.filter { $0 < blocks }
         }
@@ -287,7 +295,8 @@ final class VersionSimulation: TransferEnvironment {
         let plan = SegmentScheduler(layout: layout, missing: missing, minimumSegmentSize: 64 << 10)
         let machine = TransferMachine(
             plan: plan, ledger: ledger,
-            settings: .init(policy: TransferPolicy(minimumSegmentSize: 64 << 10), failures: policy, hedgesSlowTail: true),
+            settings: .init(
+                policy: TransferPolicy(minimumSegmentSize: 64 << 10), failures: policy, hedgesSlowTail: true),
             target: connections, environment: self, firstWatch: probeWatch.isPool ? .provenPool : ValidatorWatch(),
             random: SplitMix64(seed: random.next()))
         self.machine = machine
@@ -366,11 +375,14 @@ final class VersionSimulation: TransferEnvironment {
         var failure: DownloadError?
         var enough = false
         body.withUnsafeBytes { body in
-            let read = { [self] (range: ByteRange) -> [UInt8]? in Array(file[Int(range.lowerBound)..<Int(range.upperBound)]) }
+            let read = { [self] (range: ByteRange) -> [UInt8]? in
+                Array(file[Int(range.lowerBound)..<Int(range.upperBound)])
+            }
             func compare(_ part: Range<Int>) {
                 guard failure == nil, !part.isEmpty, let ledger = machine.ledger else { return }
                 let at = start + Int64(part.lowerBound)
-                if ledger.compare(UnsafeRawBufferPointer(rebasing: body[part]), at: at, from: request.response, read: read)
+                if ledger.compare(
+                    UnsafeRawBufferPointer(rebasing: body[part]), at: at, from: request.response, read: read)
                     != nil
                 {
                     failure = DownloadError(.objectChanged, "bytes at \(at) differ between two responses")
@@ -380,11 +392,14 @@ final class VersionSimulation: TransferEnvironment {
             if failure == nil, let segment, !parts.own.isEmpty {
                 let own = UnsafeRawBufferPointer(rebasing: body[parts.own])
                 let planned = machine.plan.plannedWrite(segment, count: own.count)
-                if planned.write.lowerBound > 0 { compare(parts.own.lowerBound..<(parts.own.lowerBound + planned.write.lowerBound)) }
+                if planned.write.lowerBound > 0 {
+                    compare(parts.own.lowerBound..<(parts.own.lowerBound + planned.write.lowerBound))
+                }
                 if failure == nil, !planned.write.isEmpty, let ledger = machine.ledger {
                     let slice = UnsafeRawBufferPointer(rebasing: own[planned.write])
                     if ledger.write(slice, at: planned.offset, by: request.response) != nil {
-                        failure = DownloadError(.objectChanged, "bytes at \(planned.offset) differ between two responses")
+                        failure = DownloadError(
+                            .objectChanged, "bytes at \(planned.offset) differ between two responses")
                     } else {
                         file.replaceSubrange(Int(planned.offset)..<(Int(planned.offset) + slice.count), with: slice)
                     }
@@ -395,7 +410,9 @@ final class VersionSimulation: TransferEnvironment {
             if !enough { compare(parts.trail) }
         }
         if let failure {
-            end(slot, RequestEnd(.failed(failure, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
+            end(
+                slot,
+                RequestEnd(.failed(failure, retryAfter: nil), bytes: flight.received, answered: true, pinned: true))
         } else if enough || flight.received >= request.sent.count {
             end(slot, RequestEnd(.completed, bytes: flight.received, answered: true, pinned: true))
         }
@@ -431,8 +448,9 @@ final class VersionSimulation: TransferEnvironment {
 
     private func finish() {
         outcome = .finished
-        let threshold = Int(TransferMachine.Settings(policy: .init(minimumSegmentSize: 1), failures: policy, hedgesSlowTail: false)
-            .confirmsOneResponseAfter.seconds * 100)
+        let threshold = Int(
+            TransferMachine.Settings(policy: .init(minimumSegmentSize: 1), failures: policy, hedgesSlowTail: false)
+                .confirmsOneResponseAfter.seconds * 100)
         unconfirmedOneResponse = machine != nil && !machineSent && step - tryStart < threshold
     }
 
@@ -504,7 +522,8 @@ final class VersionSimulation: TransferEnvironment {
         at now: ContinuousClock.Instant
     ) -> SourceHealth.Verdict {
         health.failed(
-            error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: false, policy: policy, at: now,
+            error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: false, policy: policy,
+            at: now,
             by: slot, using: &random)
     }
 

@@ -95,7 +95,8 @@ struct InPlaceChangeTests {
                 origin.addObject(original, at: path)
                 origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
                 let command = [
-                    origin.url(path), "-o", "rewritten.bin", "--checkpoint-interval", "0.1", "--on-change", "fail", "-q",
+                    origin.url(path), "-o", "rewritten.bin", "--checkpoint-interval", "0.1", "--on-change", "fail",
+                    "-q",
                 ]
                 let target = scratch.path("rewritten.bin")
                 let run = try await Self.run(way, command + way.arguments, target: target, origin: origin, path: path)

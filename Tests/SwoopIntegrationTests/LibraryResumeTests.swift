@@ -240,7 +240,8 @@ struct LibraryResumeTests {
             origin.changeObject(at: "/done.bin")
             let refused = try await CLI.run([origin.url("/done.bin"), "--on-change", "fail"], in: scratch.url)
             #expect(refused.status == 4)
-            #expect(refused.stderr.contains("changed") && refused.stderr.contains("left as it was"), "\(refused.stderr)")
+            #expect(
+                refused.stderr.contains("changed") && refused.stderr.contains("left as it was"), "\(refused.stderr)")
             #expect(try await TestData.sha256(of: scratch.path("done.bin")) == object.sha256)
             let changed = try await CLI.run([origin.url("/done.bin"), "--json"], in: scratch.url)
             #expect(changed.status == 0, "stderr: \(changed.stderr)")

@@ -32,8 +32,9 @@ struct OriginDownloadTests {
 
     /// A body without `Content-Length` leaves the size unknown: the part file is created on the disk
     /// queue while the probe's response waits. An empty one has ended by then, and is the download.
-    @Test("a chunked body from a server without ranges, of unknown size: every byte, and an empty one in one request",
-          arguments: [0, 1, 70_000, 3 << 20])
+    @Test(
+        "a chunked body from a server without ranges, of unknown size: every byte, and an empty one in one request",
+        arguments: [0, 1, 70_000, 3 << 20])
     func chunkedWithoutRanges(size: Int) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }

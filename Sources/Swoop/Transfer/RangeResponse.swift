@@ -100,8 +100,9 @@ final class RangeResponse: ResponseHandler {
         self.received += Int64(body.count)
         let parts = request.parts(received: received, count: body.count)
         let start = request.sent.lowerBound + received
-        if !parts.lead.isEmpty, let failure = store.compareOverlap(
-            UnsafeRawBufferPointer(rebasing: body[parts.lead]), at: start, response: request.response)
+        if !parts.lead.isEmpty,
+            let failure = store.compareOverlap(
+                UnsafeRawBufferPointer(rebasing: body[parts.lead]), at: start, response: request.response)
         {
             self.failure = failure
             return .stop
@@ -111,9 +112,10 @@ final class RangeResponse: ResponseHandler {
             let written = store.write(own, for: segment, requestEnd: request.own.upperBound, response: request.response)
             guard case .more = written else { return written.bodyVerdict(failure: &failure) }
         }
-        if !parts.trail.isEmpty, let failure = store.compareOverlap(
-            UnsafeRawBufferPointer(rebasing: body[parts.trail]), at: start + Int64(parts.trail.lowerBound),
-            response: request.response)
+        if !parts.trail.isEmpty,
+            let failure = store.compareOverlap(
+                UnsafeRawBufferPointer(rebasing: body[parts.trail]), at: start + Int64(parts.trail.lowerBound),
+                response: request.response)
         {
             self.failure = failure
             return .stop

@@ -22,8 +22,9 @@ protocol TransferRunDelegate: AnyObject {
 /// and answers its questions (``TransferEnvironment``, in `+Environment`: the sources' shared
 /// health, the budget's permits). It also runs what is not the machine's: the adaptive count
 /// (``TransferRun+Tuning.swift``), mirror checks and fresh URLs (``SourceChecks``) and the single
-/// stream of a server without ranges. Body bytes never pass through here: connections write them to the ``DownloadStore``;
-/// only outcomes arrive. Transfer thread only.
+/// stream of a server without ranges (``TransferRun+Stream.swift``). Body bytes never pass
+/// through here: connections write them to the ``DownloadStore``; only outcomes arrive. Transfer
+/// thread only.
 final class TransferRun: ConnectionDelegate, HostWatcher {
     let loop: TransferLoop
     let settings: Settings

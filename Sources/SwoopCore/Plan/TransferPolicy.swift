@@ -97,7 +97,9 @@ package struct TransferPolicy {
     /// `refused`: the share of the source's answers refused and asked again (a pool's other node:
     /// ``ValidatorWatch/refusedShare``): each request then costs its refusals' round trips too,
     /// so requests grow by as much (at most 4 times).
-    package func requestSize(rate: Double, timeToFirstByte: Double, requestCost: Double = 0, refused: Double = 0) -> Int64 {
+    package func requestSize(
+        rate: Double, timeToFirstByte: Double, requestCost: Double = 0, refused: Double = 0
+    ) -> Int64 {
         let scale = 1 / (1 - min(0.75, max(0, refused)))
         guard rate > 0 else { return requestCost > 0 ? 1 << 30 : Int64(Double(4 << 20) * scale) }
         let seconds = max(0.5, 50 * max(timeToFirstByte, requestCost)) * scale

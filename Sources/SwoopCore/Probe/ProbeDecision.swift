@@ -287,7 +287,8 @@ package struct ProbeDecision {
 
     /// Decides what the response head to a probe of `requested` means (the answer to the request
     /// sent last).
-    package mutating func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition) {
+    package mutating func decide(_ head: ResponseHead, requested: RequestedRange) -> (step: Step, body: BodyDisposition)
+    {
         let decided = decideAnySize(head, requested: requested, answering: watch.willSend())
         guard let expected = expectedSize, let size = objectSize(decided.step), size != expected else { return decided }
         let error = DownloadError(

@@ -184,7 +184,8 @@ package enum ResponseValidator {
         let identity = object.identity
         if let coding = identity.contentCoding, let other = observed.contentCoding, coding != other {
             throw DownloadError(
-                .objectChanged, "the object changed on the server: its Content-Encoding \(coding) became \(other) "
+                .objectChanged,
+                "the object changed on the server: its Content-Encoding \(coding) became \(other) "
                     + "(\(object.url))")
         }
         switch identity.compare(observed) {

@@ -122,7 +122,9 @@ package final class TransferMachine {
         guard slots.isEmpty, let segment = plan.reserve(reserved, ownerID: 0) else { return nil }
         firstRange = range
         startedAt = now
-        slots = [Slot(work: .segment(segment, first), source: 0, request: watches[0, default: ValidatorWatch()].willSend())]
+        slots = [
+            Slot(work: .segment(segment, first), source: 0, request: watches[0, default: ValidatorWatch()].willSend())
+        ]
         plan.noteRequested(segment, upTo: range.upperBound)
         environment.source(0, willSendFrom: 0, at: now)
         return segment

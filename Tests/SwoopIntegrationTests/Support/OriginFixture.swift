@@ -45,7 +45,9 @@ extension TestObject {
         var offset: Int64 = 0
         while offset < size {
             let count = Int(min(Int64(buffer.count), size - offset))
-            buffer.withUnsafeMutableBytes { fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), offset: offset) }
+            buffer.withUnsafeMutableBytes {
+                fill(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), offset: offset)
+            }
             hasher.update(data: buffer[0..<count])
             offset += Int64(count)
         }
