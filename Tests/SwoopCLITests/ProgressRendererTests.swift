@@ -33,4 +33,16 @@ struct ProgressRendererTests {
             limit: nil)
         #expect(ProgressRenderer.worthStarting(report(bytes: 0, of: nil, connections: 0, waiting: wait)))
     }
+
+    @Test("an object that changed on the server: the line says so, with the bytes fetched again")
+    func objectChanged() {
+        var progress = report(bytes: 1 << 20, of: 16 << 20, connections: 4)
+        #expect(!ProgressRenderer.describe(progress).contains("changed"))
+        progress.objectChanges = 1
+        progress.bytesRefetched = 12 << 20
+        let line = ProgressRenderer.describe(progress)
+        #expect(line.contains("object changed: started over, 12.0 MiB fetched again"), "\(line)")
+        progress.objectChanges = 2
+        #expect(ProgressRenderer.describe(progress).contains("started over 2 times"))
+    }
 }

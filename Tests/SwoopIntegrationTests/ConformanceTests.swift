@@ -185,24 +185,27 @@ struct ConformanceTests {
         // validators moved on. The download is held still (SIGSTOP) across the rewrite and the
         // servers' metadata caches' second, so that it lands mid-download on a loaded machine
         // too; its connections stay open, and the server goes on sending into them.
-        do {
+        // nginx, the server of the report, with -c 1 and -c 8 too.
+        let counts: [[String]] = variant == .nginx ? [[], ["-c", "1"], ["-c", "8"]] : [[]]
+        for (index, count) in counts.enumerated() {
             let midBlocks = [(1 << 20) + (12 << 10)] + RewrittenVersions.blocks
-            let rewritten = try await versions.rewriting(midBlocks, name: "mid")
-            let file = variant.fileName("inplace-mid")
-            let url = try await server.publish(try versions.copy("mid"), at: variant.path("inplace-mid"))
-            let run = try CLI.start([url, "-o", file, "--limit-rate", "2m", "--json", "-q"] + trust, in: scratch.url)
+            let rewritten = try await versions.rewriting(midBlocks, name: "mid\(index)")
+            let name = "inplace-mid\(index)"
+            let file = variant.fileName(name)
+            let url = try await server.publish(try versions.copy("mid\(index)"), at: variant.path(name))
+            let command = [url, "-o", file, "--limit-rate", "2m", "--json", "-q"] + count + trust
+            let run = try CLI.start(command, in: scratch.url)
             let original = versions.original
             let progressed = try await waitForProgress(run, scratch.path(file), original, atLeast: 4 << 20, variant)
             run.signal(SIGSTOP)
             let status = Downloader.status(of: scratch.path(file))
             let midway = run.process.isRunning && (!variant.acceptsRanges || status.bytesDone < RewrittenVersions.size)
-            #expect(progressed && midway, "\(variant): not mid-download at the rewrite: \(status)")
-            try await server.rewrite(
-                variant.path("inplace-mid"), to: rewritten.file, blocks: midBlocks, blockSize: 4096)
+            #expect(progressed && midway, "\(variant) \(count): not mid-download at the rewrite: \(status)")
+            try await server.rewrite(variant.path(name), to: rewritten.file, blocks: midBlocks, blockSize: 4096)
             try await Self.statCacheExpiry()
             run.signal(SIGCONT)
             let result = try await run.wait(timeout: .seconds(180))
-            await expectSaved(result, file, rewritten, in: scratch, "\(variant), rewritten mid-download")
+            await expectSaved(result, file, rewritten, in: scratch, "\(variant) \(count), rewritten mid-download")
         }
         // kill -9, then the rewrite: one block the segment map holds, one it does not.
         do {

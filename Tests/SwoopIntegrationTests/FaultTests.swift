@@ -201,7 +201,9 @@ struct FaultTests {
             TestObject(size: 6 << 20, seed: 11), faults: { $0.rangeSupport = false }, within: .seconds(20)
         ) { run, origin in
             _ = expectSuccess(run)
-            #expect(origin.requestCount == 1)
+            // One stream; after a stream of 100 ms or more, one request asks whether the server still
+            // serves its validators (its body not taken).
+            #expect((1...2).contains(origin.requestCount), "\(origin.requests.map(\.status))")
         }
     }
 
