@@ -39,6 +39,33 @@ struct BenchCommandTests {
         }
     }
 
+    @Test("every count and the default measure the link, whatever went before and however early the object ends")
+    func countsAfterCancelledPasses() async throws {
+        try await exclusively {
+            try await withTestOrigin { origin in
+                // 2 MiB/s a connection: 64 connections fetch the 64 MiB object in half a second, within
+                // the 0.6 s ramp-up of a 3 s window, then again and again; each count's last pass is
+                // cancelled when its window ends. Each count must get its connections whatever the
+                // counts before it did (their cancelled connections hold no connection permit).
+                origin.addObject(TestObject(size: 64 << 20, seed: 62), at: "/c.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let result = try await CLI.run(
+                    ["bench", origin.url("/c.bin"), "-c", "16,32,64", "--duration", "3", "--json"], in: scratch.url)
+                #expect(result.status == 0, "\(result.stderr)")
+                let summary = try #require(
+                    try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+                let rows = try #require(summary["results"] as? [[String: Any]])
+                let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
+                #expect(rates.count == 3 && rates.allSatisfy { $0 > 0 }, "\(rates)")
+                #expect(rates.count == 3 && rates[2] > 1.3 * rates[1], "64 connections beyond 32's rate: \(rates)")
+                let adaptive = summary["defaultBytesPerSecond"] as? Double ?? 0
+                #expect(adaptive > (rates.first ?? 0) / 2, "the default: \(adaptive) B/s against \(rates)")
+            }
+        }
+    }
+
     @Test("a small object is fetched again until the window ends")
     func measureSmallObject() async throws {
         try await withTestOrigin { origin in

@@ -90,6 +90,16 @@ final class Connection: ExchangeDelegate {
     /// The host whose connection permit this slot holds while its exchange runs.
     private var permit = ConnectionPermit()
 
+    deinit {
+        // A download that stops cancels its exchanges and lets its connections go: an exchange's
+        // end then reaches no one (its delegate is weak), and its permit would be lost to every
+        // later download of the downloader (swoop bench, whose passes end by cancelling, measured
+        // 0 B/s once they had spent the budget). It goes back here, on the loop thread.
+        guard let host = permit.host else { return }
+        let loop = self.loop
+        loop.execute { loop.budget.release(host: host) }
+    }
+
     /// What one exchange brought besides what its job reads.
     private struct ExchangeState {
         /// A response head arrived: a failure came after the server answered (``FailureScope``).
