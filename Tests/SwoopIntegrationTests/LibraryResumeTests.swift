@@ -276,6 +276,56 @@ struct LibraryResumeTests {
         }
     }
 
+    @Test("a cancelled download's connections give their permits back: the next one gets every connection")
+    func cancelReturnsPermits() async throws {
+        try await exclusively {
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try await withTestOrigin { origin in
+                origin.addObject(TestObject(size: 32 << 20, seed: 27), at: "/slow.bin")
+                origin.addObject(TestObject(size: 8 << 20, seed: 28), at: "/next.bin")
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
+                var configuration = quickConfiguration(connections: 4)
+                configuration.connectionPool.maximumConnectionsPerHost = 4
+                try await withDownloader(configuration) { downloader in
+                    // Cancelled twice with its 4 connections in flight (from the progress handler, on
+                    // the transfer thread), each time letting them go with their exchanges.
+                    for round in 0..<2 {
+                        let cancelling = ProgressTrigger(atBytes: 2 << 20)
+                        let acted = AsyncStream.makeStream(of: Void.self)
+                        let task = try downloader.start(
+                            DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow-\(round).bin"),
+                            progress: cancelling.handler)
+                        cancelling.arm {
+                            task.cancel()
+                            acted.continuation.yield()
+                        }
+                        for await _ in acted.stream { break }
+                        _ = try? await task.result()
+                    }
+                    // Before, each cancel kept its 4 permits: nothing was left for this one, which
+                    // waited for a permit for ever (a second at most here; a minute is the bound).
+                    origin.updateFaults { $0.throttleBytesPerSecond = 4 << 20 }
+                    let next = try downloader.start(
+                        DownloadRequest(url: origin.url("/next.bin")), to: scratch.path("next.bin"))
+                    let result = await withTaskGroup(of: DownloadResult?.self) { group in
+                        group.addTask { try? await next.result() }
+                        group.addTask {
+                            try? await Task.sleep(for: MachineLoad.bound(.seconds(20)))
+                            return nil
+                        }
+                        let first = await group.next() ?? nil
+                        next.cancel()
+                        group.cancelAll()
+                        return first
+                    }
+                    let done = try #require(result, "the next download found no permit")
+                    #expect(done.connectionsUsed == 4, "\(done.connectionsUsed) connections")
+                }
+            }
+        }
+    }
+
     @Test("the library's pause, resume and cancel")
     func pauseResumeCancel() async throws {
         try await exclusively {
