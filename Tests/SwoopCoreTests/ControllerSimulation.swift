@@ -30,8 +30,50 @@ struct ServerModel: CustomStringConvertible {
     var refusesAbove: Int?
     /// Rates vary by up to this fraction every 100 ms (seeded).
     var noise = 0.05
+    /// What disturbs the download on the client's side or the path's (``Disturbance``).
+    var disturbances: [Disturbance] = []
 
     var description: String { name }
+
+    /// Something that changes the rates for a while, or from a moment on.
+    struct Disturbance: CustomStringConvertible {
+        enum Kind {
+            /// The client takes (almost) no bytes: its page cache writing back, its write queue full.
+            case stall
+            /// Another process takes one of the client's two cores: everything it receives halves.
+            case coreTaken
+            /// The path's rates (the link and each connection's cap) change by this factor, for good.
+            case step(Double)
+        }
+
+        var kind: Kind
+        /// When it begins, seconds into the download.
+        var at: Double
+        /// How long it lasts (`.step`: for good).
+        var seconds: Double
+
+        var description: String {
+            switch kind {
+            case .stall: "a stall of \(Self.format(seconds)) s at \(Self.format(at)) s"
+            case .coreTaken: "a core taken for \(Self.format(seconds)) s at \(Self.format(at)) s"
+            case .step(let factor): "rates x\(Self.format(factor)) from \(Self.format(at)) s"
+            }
+        }
+
+        /// The factor on the client's intake (the shared rate) and on the path's rates at `now`.
+        func factors(at now: Double) -> (intake: Double, path: Double) {
+            switch kind {
+            case .stall: (now >= at && now < at + seconds ? 0.02 : 1, 1)
+            case .coreTaken: (now >= at && now < at + seconds ? 0.5 : 1, 1)
+            case .step(let factor): (1, now >= at ? factor : 1)
+            }
+        }
+
+        private static func format(_ value: Double) -> String {
+            let tenths = Int((value * 10).rounded())
+            return "\(tenths / 10).\(tenths % 10)"
+        }
+    }
 
     static func capped(_ cap: Double, link: Double = 1100 * MiB) -> ServerModel {
         ServerModel(name: "a cap of \(Int(cap / MiB)) MiB/s per connection", link: link, perConnectionCap: cap)
@@ -118,6 +160,7 @@ struct ControllerSimulation {
         var started = false
         var restingUntil: Double?
         var decisions: [String] = []
+        var localWait = 0.0
 
         // The probe: the first 1 MiB (or the whole object) on connection 0.
         let probe = Segment(0, min(size, 1 << 20))
@@ -296,16 +339,23 @@ struct ControllerSimulation {
                 let r = slots[$0].request!
                 return !r.refused && r.firstByteAt.map { now >= $0 } == true
             }
+            var (intake, path) = (1.0, 1.0)
+            for disturbance in model.disturbances {
+                let factors = disturbance.factors(at: now)
+                (intake, path) = (intake * factors.intake, path * factors.path)
+                // A stall is the client's disk: its transfer thread waits for room meanwhile.
+                if case .stall = disturbance.kind, factors.intake < 1 { localWait += dt }
+            }
             let link =
-                model.link * noiseFactor
+                model.link * noiseFactor * intake * path
                 / (1 + model.perConnectionOverhead * Double(max(0, flowing.count - model.connectionsWithoutOverhead)))
             let share = flowing.isEmpty ? 0 : link / Double(flowing.count)
             func each(_ slot: Int) -> Double {
-                var cap = model.perConnectionCap
+                var cap = model.perConnectionCap.map { $0 * path }
                 if let burst = model.slowStart, now - (slots[slot].flowingSince ?? now) < burst.seconds {
-                    cap = burst.rate
+                    cap = burst.rate * path
                 }
-                return min(share, cap.map { $0 * noiseFactor } ?? share)
+                return min(share, cap.map { $0 * noiseFactor * intake } ?? share)
             }
             var ended: [Int] = []
             for slot in inFlight {
@@ -347,8 +397,11 @@ struct ControllerSimulation {
                 if model.closesConnections { slots[slot].opened = false }
             }
             if !started {
-                if let firstByte = slots[0].request?.firstByteAt, now >= firstByte { startTransfer() }
-                else if slots[0].request == nil { startTransfer() }
+                if let firstByte = slots[0].request?.firstByteAt, now >= firstByte {
+                    startTransfer()
+                } else if slots[0].request == nil {
+                    startTransfer()
+                }
             }
             if started, !ended.isEmpty || (restingUntil.map { now >= $0 } ?? false) {
                 restingUntil = slots.filter { $0.request == nil && $0.idleUntil > now }.map(\.idleUntil).min()
@@ -379,7 +432,7 @@ struct ControllerSimulation {
                     totalBytes: received, remainingBytes: remaining, now: instant(now), roundTrip: roundTrip,
                     transferring: transferring, waiting: all.count - transferring,
                     firstConnectionRate: slots.dropFirst().allSatisfy({ $0.meter.rate == 0 })
-                        ? slots[0].meter.rate : 0)
+                        ? slots[0].meter.rate : 0, localWait: .seconds(localWait))
                 if let count = running.observe(observation) {
                     decisions.append("\(Int(now * 1000)) ms: \(count) (\(running.lastReason))")
                     target = count

@@ -100,7 +100,8 @@ extension TransferRun {
             totalBytes: counters.bytesReceived, remainingBytes: machine.plan.remainingBytes, now: now,
             roundTrip: TransferPolicy.roundTrip(samples), transferring: transferring,
             waiting: max(0, busy - transferring),
-            firstConnectionRate: samples.dropFirst().allSatisfy({ $0.rate == 0 }) ? samples.first?.rate ?? 0 : 0)
+            firstConnectionRate: samples.dropFirst().allSatisfy({ $0.rate == 0 }) ? samples.first?.rate ?? 0 : 0,
+            localWait: store.sink.localWait)
         let wasSettled = controller.isSettled
         if let count = controller.observe(observation) {
             logger.debug(

@@ -53,10 +53,14 @@ package struct ConnectionController {
         /// yet, else 0: its probe request, running while the others start, shows what one
         /// connection gets (read once).
         package var firstConnectionRate: Double
+        /// How long, in all so far, the client held its bytes back for its own side: the transfer
+        /// thread waiting for room to put them (the disk's write queue full, its page cache writing
+        /// back). A window with much of it measured the machine, not the count.
+        package var localWait: Duration
 
         package init(
             totalBytes: Int64, remainingBytes: Int64, now: ContinuousClock.Instant, roundTrip: Double,
-            transferring: Int, waiting: Int = 0, firstConnectionRate: Double = 0
+            transferring: Int, waiting: Int = 0, firstConnectionRate: Double = 0, localWait: Duration = .zero
         ) {
             self.totalBytes = totalBytes
             self.remainingBytes = remainingBytes
@@ -65,6 +69,7 @@ package struct ConnectionController {
             self.transferring = transferring
             self.waiting = waiting
             self.firstConnectionRate = firstConnectionRate
+            self.localWait = localWait
         }
     }
 
@@ -104,7 +109,20 @@ package struct ConnectionController {
 
     /// When the current count took effect (or the measurement restarted).
     private var changedAt: ContinuousClock.Instant?
-    private var samples: [(time: ContinuousClock.Instant, bytes: Int64, transferring: Int, waiting: Int)] = []
+    private var samples: [Sample] = []
+
+    private struct Sample {
+        var time: ContinuousClock.Instant
+        var bytes: Int64
+        var transferring: Int
+        var waiting: Int
+        var localWait: Duration
+    }
+
+    /// The bytes left at the last observation (the wait before a re-probe follows them).
+    private var remaining: Int64 = .max
+    /// When the step being tried was taken (a window that collapsed is measured again until a while after).
+    private var triedAt: ContinuousClock.Instant?
     /// One connection's rate while the others started, if it was measured before theirs.
     private var soloRate: Double = 0
 
@@ -124,6 +142,19 @@ package struct ConnectionController {
     /// was chosen at: what was measured no longer holds (a page cache that filled, a path that
     /// changed).
     package static let fallen = 0.75
+    /// A window in which the client held its bytes back this share of the time measured the
+    /// machine (its disk), not the count: it is measured again, and the count holds meanwhile.
+    package static let localLimit = 0.25
+    /// A step up whose rate falls below this fraction of the rate it left says more about the
+    /// window than the count (every count collapses while the client stalls): it is measured again,
+    /// up to ``collapseWait`` after the step was taken.
+    package static let collapsed = 0.25
+    package static let collapseWait = Duration.seconds(2)
+    /// A held count is re-probed at least every eighth of the time the rest would take at its rate
+    /// (a second at least): a count held by mistake costs a fraction of what is left, and a probe
+    /// that does not pay a fraction of a second.
+    package static let reprobeShare = 8.0
+    package static let reprobeFloor = Duration.seconds(1)
     /// One connection alone at this rate (bytes/s) or more is fast on its own: 256 MiB/s, above
     /// the per-connection caps and windows more connections exist to get around (a CDN's cap,
     /// a long path's window), and near what a disk or the machine's processors take in.
@@ -222,7 +253,11 @@ package struct ConnectionController {
             restartMeasurement(at: now)
             return nil
         }
-        samples.append((now, observation.totalBytes, observation.transferring, observation.waiting))
+        remaining = observation.remainingBytes
+        samples.append(
+            Sample(
+                time: now, bytes: observation.totalBytes, transferring: observation.transferring,
+                waiting: observation.waiting, localWait: observation.localWait))
         if case .holding(let best, let reprobeAt, let backoff) = phase {
             return hold(best: best, reprobeAt: reprobeAt, backoff: backoff, observation)
         }
@@ -233,6 +268,12 @@ package struct ConnectionController {
         let early = phase == .measuring && soloRate > 0
         let window = early ? Duration.seconds(max(0.03, 2 * observation.roundTrip)) : fullWindow
         guard let measured = measure(since: warmUp, window: window, now: now) else { return nil }
+        if measured.localShare > Self.localLimit {
+            // The machine held the bytes back (its disk): the window says nothing of the count.
+            restartMeasurement(at: now)
+            lastReason = "the client's own side held its bytes back \(Int(measured.localShare * 100))% of the window"
+            return nil
+        }
         if measured.rate <= 0 {
             // Nothing arrived (a server that stopped answering, or busy with every request):
             // there is no throughput to compare. Measure again.
@@ -280,7 +321,7 @@ package struct ConnectionController {
     /// the window has passed.
     private func measure(
         since warmUp: Duration, window: Duration, now: ContinuousClock.Instant
-    ) -> (rate: Double, transferring: Double, waiting: Double, elapsed: Duration)? {
+    ) -> (rate: Double, transferring: Double, waiting: Double, elapsed: Duration, localShare: Double)? {
         guard let changedAt, now - changedAt >= warmUp + window else { return nil }
         let start = changedAt + warmUp
         guard let firstIndex = samples.firstIndex(where: { $0.time >= start }), let last = samples.last,
@@ -291,7 +332,8 @@ package struct ConnectionController {
         let transferring = Double(inWindow.reduce(0) { $0 + $1.transferring }) / Double(inWindow.count)
         let waiting = Double(inWindow.reduce(0) { $0 + $1.waiting }) / Double(inWindow.count)
         let elapsed = last.time - first.time
-        return (Double(last.bytes - first.bytes) / elapsed.seconds, transferring, waiting, elapsed)
+        let localShare = (last.localWait - first.localWait).seconds / elapsed.seconds
+        return (Double(last.bytes - first.bytes) / elapsed.seconds, transferring, waiting, elapsed, localShare)
     }
 
     private mutating func decide(
@@ -321,6 +363,13 @@ package struct ConnectionController {
             // As TCP's slow start, the first step is wide; a step that does not pay is undone.
             return step(from: here, best: here, to: target * 4, at: now)
         case .trying(let from, let best):
+            if target > from.count, rate < Self.collapsed * from.rate, let triedAt, now - triedAt < Self.collapseWait {
+                // More connections do not take three quarters of the rate away: the client stalled
+                // (a page cache writing back, another process), and any count would measure so.
+                lastReason = "\(here) after \(from): the window collapsed, measuring again"
+                restartMeasurement(at: now)
+                return nil
+            }
             if target > from.count {
                 let gain = rate / from.rate
                 lastReason = "\(here) after \(from): gain \(Self.format(gain))"
@@ -361,10 +410,15 @@ package struct ConnectionController {
         return move(to: next, at: now)
     }
 
-    /// Holds at `best`, re-probing after ``reprobeAfter``.
+    /// Holds at `best`, re-probing after ``reprobeAfter`` (doubling after each that did not pay),
+    /// or sooner as what is left asks (``reprobeShare``).
     private mutating func settle(on best: Step, at now: ContinuousClock.Instant) -> Int? {
         lastReason += "; holding \(best.count)"
-        let wait = reprobeBackoff ?? Self.reprobeAfter
+        var wait = reprobeBackoff ?? Self.reprobeAfter
+        if best.rate > 0, remaining < .max {
+            let left = Double(remaining) / best.rate
+            wait = min(wait, max(Self.reprobeFloor, .seconds(left / Self.reprobeShare)))
+        }
         reprobeBackoff = nil
         phase = .holding(best: best, reprobeAt: now + wait, backoff: wait)
         return best.count == target ? nil : move(to: best.count, at: now)
@@ -384,6 +438,10 @@ package struct ConnectionController {
             last.time > first.time
         else { return nil }
         let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
+        if (last.localWait - first.localWait).seconds > Self.localLimit * (last.time - first.time).seconds {
+            // The machine holds the bytes back (its disk): neither more nor fewer connections help.
+            return nil
+        }
         let fell = rate < Self.fallen * best.rate
         guard now >= reprobeAt || fell else { return nil }
         samples.removeAll(keepingCapacity: true)
@@ -415,6 +473,7 @@ package struct ConnectionController {
         guard next != target else { return nil }
         target = next
         changedAt = now
+        triedAt = now
         samples.removeAll(keepingCapacity: true)
         history.append(next)
         return next

@@ -92,11 +92,15 @@ package protocol BodySink: AnyObject {
     /// The file at the target is an earlier version of this download's object (a file it
     /// finished, whose object changed since): the new one replaces it once whole.
     func replacesTarget()
+    /// How long, in all, taking bytes waited for the machine's own side (the disk's write queue
+    /// full): the adaptive count's local-limit signal. Zero where bytes go nowhere that waits.
+    var localWait: Duration { get }
 }
 
 extension BodySink {
     // Sinks that keep no file at the target.
     package func replacesTarget() {}
+    package var localWait: Duration { .zero }
 
     // Sinks that open without the disk (the benchmark's discard, a pipe).
     package func opensAtOnce(size: Int64?, resuming: Bool) -> Bool { true }

@@ -205,6 +205,8 @@ package final class PartFileSink: BodySink {
 
     package var canReadBack: Bool { true }
 
+    package var localWait: Duration { writer.waitedForRoom }
+
     package func read(_ range: ByteRange) -> [UInt8]? {
         if let held {
             guard range.upperBound <= Int64(held.count) else { return nil }

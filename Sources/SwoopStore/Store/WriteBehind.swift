@@ -86,6 +86,10 @@ package final class WriteBehind: @unchecked Sendable {
 
     /// Where the next piece goes in the ring (transfer thread).
     private var head = 0
+    /// How long the transfer thread has waited for room in all (transfer thread): the disk's
+    /// side holding the network's back, which the adaptive count reads as the machine's limit,
+    /// not the server's (``ConnectionController/Observation/localWait``).
+    package private(set) var waitedForRoom = Duration.zero
 
     package init(capacity: Int = WriteBehind.defaultCapacity) {
         self.capacity = capacity
@@ -113,6 +117,7 @@ package final class WriteBehind: @unchecked Sendable {
 
     /// How many of `wanted` bytes fit at `head` now, waiting until some do.
     private func room(for wanted: Int, file: File) throws(Errno) -> Int {
+        var waitedSince: ContinuousClock.Instant?
         let outcome: Result<Int, Errno> = lock.withLock {
             while true {
                 if let failure = file.failure { return .failure(failure) }
@@ -120,9 +125,11 @@ package final class WriteBehind: @unchecked Sendable {
                 let count = min(wanted, capacity - head, Self.largestPiece)
                 if used + count <= capacity { return .success(count) }
                 startDraining()
+                if waitedSince == nil { waitedSince = .now }
                 lock.wait()
             }
         }
+        if let waitedSince { waitedForRoom += .now - waitedSince }
         return try outcome.get()
     }
 
