@@ -795,6 +795,10 @@ def _cx_targets(with_peers):
             r = d["median_wall_s"] / best["median_wall_s"]
             out.append(("default / best fixed count (%s): %.2f s vs %.2f s = %.2fx (<= 1.10)" % (
                 best["label"], d["median_wall_s"], best["median_wall_s"], r), r <= 1.10))
+            # A user runs a download once: its worst run, not only the median (issue 55).
+            w = d["max_wall_s"] / best["median_wall_s"]
+            out.append(("the default's worst run / the best fixed count's median: %.2f s vs %.2f s = %.2fx (<= 1.5)" % (
+                d["max_wall_s"], best["median_wall_s"], w), w <= 1.5))
         if d and with_peers:
             arias = [a for a in (_by_tool(s, "aria2c-x16"), _by_tool(s, "aria2c-x1")) if a]
             if arias:
