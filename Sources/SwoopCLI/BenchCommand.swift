@@ -7,8 +7,8 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure a URL's throughput with 1, 2, 4, ... connections and recommend a count.",
         discussion: """
-            Each count fetches the object for up to --duration seconds and throws the bytes away: \
-            nothing is written to disk; an object that arrives before the time is up is fetched \
+            Each count fetches the object for up to --duration seconds and throws the bytes away; \
+            an object that arrives before the time is up is fetched \
             again until it is, so each figure is what that many connections sustain. A figure is the \
             median of 250 ms intervals after a ramp-up (the first second, or a fifth of a shorter \
             run), with the 10th-90th percentile spread. The recommendation is the fewest \
@@ -19,6 +19,13 @@ struct Bench: AsyncParsableCommand {
             (under a quarter of the best address's rate). Last, the adaptive default (what `get` \
             does without -c) runs for --duration too, and the count it settled on is shown next to \
             the recommendation.
+
+            Then the rest of the path a download meets: the disk's durable write rate where `get` \
+            would write (as many bytes as the object, between 256 MiB and 1 GiB, written to a \
+            temporary file in the current directory, fsync'ed, and removed; --no-disk skips it), \
+            the machine's processors (how busy they were at the \
+            recommended count) and Swoop's CPU per GiB there; and which of the network, the server, \
+            the disk or the CPU is the limit.
             """
     )
 
@@ -39,6 +46,9 @@ struct Bench: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Print the results as one JSON object.")
     var json = false
+
+    @Flag(name: .long, help: "Do not measure the disk's durable write rate (nothing is written to disk at all).")
+    var noDisk = false
 
     @OptionGroup(title: "Access") var access: AccessOptions
     @OptionGroup(title: "Object stores (s3://)") var s3: S3Options
@@ -75,21 +85,28 @@ struct Bench: AsyncParsableCommand {
         let interrupts = InterruptWatcher {}
         defer { interrupts.stop() }
         var results: [ThroughputMeasurement] = []
+        // Per count: the machine's busy share and this process's CPU seconds while it was measured.
+        var busy: [Int: Double] = [:]
+        var cpu: [Int: Double] = [:]
         if !json {
             writeStderr(
-                "Measuring \(url) for \(Format.fixed(duration, digits: 1)) s per connection count (nothing is written "
-                    + "to disk)\n"
+                "Measuring \(url) for \(Format.fixed(duration, digits: 1)) s per connection count (the bytes are "
+                    + "thrown away)\n"
             )
         }
         let firstResponse: ResponseTiming?
+        var objectSize: Int64?
         var adaptive: ThroughputMeasurement?
         do {
-            firstResponse = try await Self.firstResponse(request, downloader)
+            (firstResponse, objectSize) = try await Self.firstResponse(request, downloader)
             if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
             for count in try counts() {
+                let (machine, process) = (BenchPath.CPUTimes.now(), BenchPath.processCPU())
                 let measurement = try await downloader.measureThroughput(
                     request, connections: count, duration: window)
                 results.append(measurement)
+                if let machine, let after = BenchPath.CPUTimes.now() { busy[count] = after.busyShare(since: machine) }
+                cpu[count] = BenchPath.processCPU() - process
                 // As each count ends, its figure; the table, with bars against the best of all, at the end.
                 if !json {
                     writeStderr(Messages.benchLine(connections: count, figure: Self.figure(measurement)) + "\n")
@@ -136,11 +153,12 @@ struct Bench: AsyncParsableCommand {
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
         }
         await downloader.shutdown()
+        let path = measurePath(knee: knee, results: results, busy: busy, cpu: cpu, objectSize: objectSize)
         if json {
             printJSON(
                 BenchSummary(
                     url: url, results: results, knee: knee, addresses: addresses, firstResponse: firstResponse,
-                    adaptive: adaptive))
+                    adaptive: adaptive, path: path))
         }
         if let chart {
             do {
@@ -151,6 +169,57 @@ struct Bench: AsyncParsableCommand {
                 throw CommandFailure(status: .localIO, message: "cannot write the chart to \(chart): \(error)")
             }
         }
+    }
+
+    /// The rest of the path at the knee: the disk (unless --no-disk), the processors, and the limit.
+    struct PathFigures {
+        var disk: Double?
+        var busy: Double?
+        var cpuPerGiB: Double?
+        var limit: (part: BenchPath.Part, reason: String)?
+    }
+
+    private func measurePath(
+        knee: BenchKnee?, results: [ThroughputMeasurement], busy: [Int: Double], cpu: [Int: Double],
+        objectSize: Int64?
+    ) -> PathFigures {
+        var figures = PathFigures()
+        if let knee {
+            let count = knee.recommended.connections
+            figures.busy = busy[count]
+            if let seconds = cpu[count], knee.recommended.bytes > 0 {
+                figures.cpuPerGiB = seconds / (Double(knee.recommended.bytes) / 1_073_741_824)
+            }
+        }
+        if !noDisk {
+            let bytes = BenchPath.diskProbeBytes(objectSize: objectSize)
+            let probe = BenchPath.diskRate(in: ".", bytes: bytes)
+            figures.disk = probe.rate
+            if !json {
+                if let rate = probe.rate {
+                    print(
+                        "disk: durable writes at \(Format.rate(rate)) here (\(Format.bytes(Int64(bytes))) written, "
+                            + "fsync'ed, removed)")
+                } else {
+                    print("disk: not measured (\(probe.failure ?? "no time measured")): run it where get would write")
+                }
+            }
+        }
+        if let knee {
+            if !json, let share = figures.busy {
+                let perGiB = figures.cpuPerGiB.map { ", swoop \(Format.fixed($0, digits: 2)) s of CPU per GiB" } ?? ""
+                print(
+                    "processors: \(Int((share * 100).rounded()))% busy at \(knee.recommended.connections) "
+                        + "connection\(knee.recommended.connections == 1 ? "" : "s") (the whole machine)\(perGiB)")
+            }
+            let limit = BenchPath.limit(
+                recommended: (knee.recommended.connections, knee.recommended.bytesPerSecond), knee: knee.reason,
+                rates: results.map { ($0.connections, $0.bytesPerSecond) }, disk: figures.disk, busy: figures.busy,
+                cpuPerGiB: figures.cpuPerGiB)
+            figures.limit = limit
+            if !json { print("the path's limit: \(limit.part.rawValue): \(limit.reason)") }
+        }
+        return figures
     }
 
     /// One address of the host, measured alone.
@@ -190,15 +259,15 @@ struct Bench: AsyncParsableCommand {
         return rows
     }
 
-    /// The first response's timing (a new connection, then one request): the head of a stream of
-    /// the object, cancelled once the head has arrived.
+    /// The first response's timing (a new connection, then one request) and the object's size:
+    /// the head of a stream of the object, cancelled once the head has arrived.
     static func firstResponse(
         _ request: DownloadRequest, _ downloader: Downloader
-    ) async throws -> ResponseTiming? {
+    ) async throws -> (timing: ResponseTiming?, size: Int64?) {
         let (bytes, response) = try await downloader.bytes(for: request, window: DownloadBytes.minimumWindow)
         bytes.task.cancel()
         _ = try? await bytes.task.result()
-        return response.timing
+        return (response.timing, response.expectedContentLength)
     }
 
     /// "round trip 40.2 ms (the TCP handshake), TLS handshake 41.0 ms, first response after 42.3 ms".
@@ -269,11 +338,24 @@ struct BenchSummary: Encodable {
     /// The adaptive default, measured last: the count it settled on, and its rate.
     var defaultConnections: Int?
     var defaultBytesPerSecond: Double?
+    /// The disk's durable write rate where `get` would write (absent with --no-disk).
+    var diskBytesPerSecond: Double?
+    /// The whole machine's busy share, and Swoop's CPU seconds per GiB, at the recommended count.
+    var machineBusy: Double?
+    var cpuSecondsPerGiB: Double?
+    /// What limits the whole path: "network", "server", "disk" or "cpu", and why.
+    var limit: String?
+    var limitReason: String?
 
     init(
         url: String, results: [ThroughputMeasurement], knee: BenchKnee?, addresses: [Bench.AddressRate],
-        firstResponse: ResponseTiming?, adaptive: ThroughputMeasurement? = nil
+        firstResponse: ResponseTiming?, adaptive: ThroughputMeasurement? = nil, path: Bench.PathFigures? = nil
     ) {
+        diskBytesPerSecond = path?.disk
+        machineBusy = path?.busy
+        cpuSecondsPerGiB = path?.cpuPerGiB
+        limit = path?.limit?.part.rawValue
+        limitReason = path?.limit?.reason
         defaultConnections = adaptive?.connections
         defaultBytesPerSecond = adaptive?.bytesPerSecond
         roundTripSeconds = firstResponse?.connect.map(Format.seconds)

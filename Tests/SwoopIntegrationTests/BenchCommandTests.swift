@@ -30,6 +30,11 @@ struct BenchCommandTests {
                 #expect(rates[0] > 1.2e6 && rates[0] < 3.5e6, "one connection at about 2 MiB/s: \(rates[0])")
                 #expect(rates[1] > 2.5 * rates[0], "four connections are faster: \(rates)")
                 #expect(summary["recommendedConnections"] as? Int == 4)
+                // The path's limit: 2 MiB/s a connection is far below any disk's durable writes,
+                // measured where get would write (the scratch directory; the probe's file removed).
+                #expect(summary["limit"] as? String == "network", "\(result.stdout)")
+                #expect((summary["diskBytesPerSecond"] as? Double ?? 0) > 8e6, "\(result.stdout)")
+                #expect(summary["machineBusy"] is Double && summary["cpuSecondsPerGiB"] is Double)
                 let chart = try String(contentsOfFile: scratch.path("chart.svg"), encoding: .utf8)
                 #expect(chart.hasPrefix("<svg") && chart.contains("polyline"))
                 #expect(
