@@ -55,7 +55,7 @@ class Scenario:
     def __init__(self, name, title, description, objects, entries, origin_kind, timeout,
                  nginx_rate=None, netlab=None, test_origin_args=None, notes=(), targets=None, skipped=(),
                  sync="each", published_digest=None, tls=False, fresh_fs=False, machine_cpu=False, edges=None,
-                 zoo=None, nginx_conn_limit=None, cold_cache=False, min_runs=None):
+                 zoo=None, nginx_conn_limit=None, cold_cache=False, min_runs=None, user_runs=False):
         self.name, self.title, self.description = name, title, description
         self.objects = objects          # key -> ("random", size) | ("payload", seed, size) | ("files", dir, [(count, size)])
         self.entries = entries
@@ -81,6 +81,9 @@ class Scenario:
         # Every run starts with the page cache dropped (_drop_page_cache): the origin reads its file
         # from the disk each time, whatever earlier runs left cached.
         self.cold_cache = cold_cache
+        # A user's runs (issue 55): every run a single cold one, no warm-up whatever the command line
+        # says (the rounds interleave the tools as always); the report holds each one's worst run too.
+        self.user_runs = user_runs
         # (runs, why): the fewest counted runs that tell this scenario's variants apart (not in --quick).
         self.min_runs = min_runs
 
@@ -896,7 +899,7 @@ def _connection_count_scenario(name, q):
                         "measured 1.46x the best count on CXone, with 21 runs of the same binary 1.02x")
     return Scenario(name, title, description, {"main": ("random", size)}, entries, kind, timeout=timeout,
                     targets=_cx_targets(bool(peers)), skipped=skipped, machine_cpu=machine_cpu, min_runs=min_runs,
-                    **origin)
+                    user_runs=True, **origin)
 
 
 AB_SIDES = ("before", "after")
@@ -1286,7 +1289,7 @@ def run_scenario(sc, cfg, bins):
             alternating = [e for e in sc.entries if e.mode == "alternate"]
             singles = [e for e in sc.entries if e.mode == "single"]
             plan = []
-            if warmup:
+            if warmup and not sc.user_runs:
                 plan += [("warm-up", 0, e) for e in alternating]
             for i in range(runs):
                 plan += [("counted", i + 1, e) for e in _round_order(alternating, i)]
