@@ -214,6 +214,7 @@ struct Bench: AsyncParsableCommand {
             }
             let limit = BenchPath.limit(
                 recommended: (knee.recommended.connections, knee.recommended.bytesPerSecond), knee: knee.reason,
+                growsWithCount: knee.growsWithCount,
                 rates: results.map { ($0.connections, $0.bytesPerSecond) }, disk: figures.disk, busy: figures.busy,
                 cpuPerGiB: figures.cpuPerGiB)
             figures.limit = limit

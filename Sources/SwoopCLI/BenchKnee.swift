@@ -6,6 +6,9 @@ struct BenchKnee {
     var recommended: ThroughputMeasurement
     /// What limits the rate there, in a few words.
     var reason: String
+    /// Every connection is capped and the rate still grows at the most connections measured: more
+    /// may add (the network's per-connection limit binds, whatever else is busy).
+    var growsWithCount = false
 
     /// The knee of `results`; `nil` when nothing was measured.
     static func find(_ results: [ThroughputMeasurement]) -> BenchKnee? {
@@ -28,6 +31,7 @@ struct BenchKnee {
             } else {
                 "the link is saturated near \(Format.rate(best))"
             }
-        return BenchKnee(recommended: recommended, reason: reason)
+        let grows = capped && recommended.connections == sorted.last?.connections
+        return BenchKnee(recommended: recommended, reason: reason, growsWithCount: grows)
     }
 }

@@ -86,13 +86,15 @@ enum BenchPath {
     }
 
     /// The limit of the whole path: the disk, when it takes durable writes more slowly than the
-    /// network delivers at its knee (`recommended`); else the machine's processors, when they
-    /// were busy at the knee (at least ``busyLimit`` of their time: the network's figure is theirs);
-    /// else the server, when more connections make it slower; else the network, with why its rate
-    /// stops growing at the knee (`reason`). `rates`: every count measured, with its rate.
+    /// network delivers at its knee (`recommended`); else the network, when every connection is
+    /// capped and the rate still grows with the count (`growsWithCount`: more connections add,
+    /// however busy the machine); else the machine's processors, when they were busy at the knee
+    /// (at least ``busyLimit`` of their time: the network's figure is theirs); else the server,
+    /// when more connections make it slower; else the network, with why its rate stops growing at
+    /// the knee (`reason`). `rates`: every count measured, with its rate.
     static func limit(
-        recommended: (connections: Int, rate: Double), knee reason: String, rates: [(connections: Int, rate: Double)],
-        disk: Double?, busy: Double?, cpuPerGiB: Double?
+        recommended: (connections: Int, rate: Double), knee reason: String, growsWithCount: Bool = false,
+        rates: [(connections: Int, rate: Double)], disk: Double?, busy: Double?, cpuPerGiB: Double?
     ) -> (part: Part, reason: String) {
         let network = recommended.rate
         let count = Wording.count(recommended.connections, "connection")
@@ -103,6 +105,7 @@ enum BenchPath {
                     + "at \(count)"
             )
         }
+        if growsWithCount { return (.network, reason) }
         if let busy, busy >= busyLimit {
             let perGiB = cpuPerGiB.map { "; swoop itself spent \(Format.fixed($0, digits: 2)) s of CPU per GiB" } ?? ""
             return (

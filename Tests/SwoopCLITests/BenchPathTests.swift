@@ -13,12 +13,18 @@ struct BenchPathTests {
         [1, 2, 4, 8, 16, 32, 64].map { ($0, Double($0) * 16 * mebibyte) }
     }
 
-    @Test("a per-connection cap: the network, whatever a faster disk and idle processors say")
+    @Test("a per-connection cap: the network, whatever a faster disk and the processors say")
     func network() {
         let limit = BenchPath.limit(
             recommended: (64, 1024 * mebibyte), knee: "each connection capped near 16.0 MiB/s", rates: capped,
             disk: 2048 * mebibyte, busy: 0.4, cpuPerGiB: 0.9)
         #expect(limit.part == .network && limit.reason.contains("capped"))
+        // The rate still grows with the count: more connections add, however busy the machine is
+        // (other work beside the measurement).
+        let busy = BenchPath.limit(
+            recommended: (64, 1024 * mebibyte), knee: "each connection capped", growsWithCount: true, rates: capped,
+            disk: 2048 * mebibyte, busy: 0.97, cpuPerGiB: 0.9)
+        #expect(busy.part == .network)
         #expect(
             BenchPath.limit(
                 recommended: (64, 1024 * mebibyte), knee: "x", rates: capped, disk: nil, busy: nil, cpuPerGiB: nil

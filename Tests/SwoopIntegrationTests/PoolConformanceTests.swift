@@ -47,7 +47,7 @@ struct PoolConformanceTests {
 
     @Test(
         "the same bytes on both nodes: every byte under one node's validators, at most twice one node's requests",
-        arguments: [[String](), ["-c", "1"], ["-c", "8"]])
+        arguments: [["-c", "1"], ["-c", "4"], ["-c", "8"]])
     func requestsOfAPool(_ count: [String]) async throws {
         let size: Int64 = 24 << 20
         let pool = try await NginxPool.start(copies: .sameBytes, size: size, seed: 12, fileName: "pool.bin")
@@ -68,10 +68,12 @@ struct PoolConformanceTests {
         #expect(pool.nodes.map(\.etag).contains(pooled.etag ?? ""), "\(throughPool.stdout)")
         #expect(pooled.objectChanges == nil, "a pool is not a change: \(throughPool.stdout)")
         // About half the answers through the round robin are the other node's 412s, each asked
-        // again (a request more), and a proven pool's requests are twice as large. With the
-        // default and -c 1: 5 requests against 3. With -c 8 each of the 8 segments' requests meets
-        // the other node about every other time, and requests cannot be fewer than the segments:
-        // 18-25 against 11-12, the bound a little wider there.
+        // again (a request more), and a proven pool's requests are twice as large. With -c 1: 5
+        // requests against 3. With -c 8 each of the 8 segments' requests meets the other node about
+        // every other time, and requests cannot be fewer than the segments: 18-25 against 11-12, the
+        // bound a little wider there. (Fixed counts: the default's count, and so its requests, moves
+        // with the machine's load from one run to the next: 5 against 3 on a quiet machine, 27
+        // against 3 beside the whole suite.)
         let bound = count == ["-c", "8"] ? 5 * single.requests / 2 : 2 * single.requests
         #expect(
             pooled.requests <= bound,
