@@ -98,20 +98,20 @@ package struct ConnectionController {
 
     package let maximum: Int
     package private(set) var target: Int
-    package private(set) var phase: Phase = .measuring
+    package internal(set) var phase: Phase = .measuring
     /// The server's time to answer a request beyond the round trip (seconds), when it is large
     /// enough to size requests by; 0 otherwise.
     package private(set) var requestCost: Double
     /// Why the last decision was taken, for debug logs.
-    package private(set) var lastReason = ""
+    package internal(set) var lastReason = ""
     /// Every count the controller moved to, in order (for `--json` and `swoop bench`).
     package private(set) var history: [Int] = []
 
     /// When the current count took effect (or the measurement restarted).
     private var changedAt: ContinuousClock.Instant?
-    private var samples: [Sample] = []
+    var samples: [Sample] = []
 
-    private struct Sample {
+    struct Sample {
         var time: ContinuousClock.Instant
         var bytes: Int64
         var transferring: Int
@@ -120,7 +120,7 @@ package struct ConnectionController {
     }
 
     /// The bytes left at the last observation (the wait before a re-probe follows them).
-    private var remaining: Int64 = .max
+    var remaining: Int64 = .max
     /// When the step being tried was taken (a window that collapsed is measured again until a while after).
     private var triedAt: ContinuousClock.Instant?
     /// One connection's rate while the others started, if it was measured before theirs.
@@ -227,7 +227,7 @@ package struct ConnectionController {
     }
 
     /// How long new connections get before a measurement, and how long it runs.
-    private func timing(roundTrip: Double) -> (warmUp: Duration, window: Duration) {
+    func timing(roundTrip: Double) -> (warmUp: Duration, window: Duration) {
         // New connections need a handshake and a first byte (the server's time too), then a few
         // round trips to get going; the window holds enough round trips for a steady rate.
         let warmUp = max(0.03, 4 * roundTrip, 1.5 * requestCost)
@@ -410,65 +410,13 @@ package struct ConnectionController {
         return move(to: next, at: now)
     }
 
-    /// Holds at `best`, re-probing after ``reprobeAfter`` (doubling after each that did not pay),
-    /// or sooner as what is left asks (``reprobeShare``).
-    private mutating func settle(on best: Step, at now: ContinuousClock.Instant) -> Int? {
-        lastReason += "; holding \(best.count)"
-        var wait = reprobeBackoff ?? Self.reprobeAfter
-        if best.rate > 0, remaining < .max {
-            let left = Double(remaining) / best.rate
-            wait = min(wait, max(Self.reprobeFloor, .seconds(left / Self.reprobeShare)))
-        }
-        reprobeBackoff = nil
-        phase = .holding(best: best, reprobeAt: now + wait, backoff: wait)
-        return best.count == target ? nil : move(to: best.count, at: now)
-    }
-
-    /// While holding: once the re-probe is due, or as soon as the rate has fallen well below the
-    /// one the count was chosen at (``fallen``), measures the current count afresh and tries a step
-    /// up from it; a timed step that does not pay comes back here with the wait doubled.
-    private mutating func hold(
-        best: Step, reprobeAt: ContinuousClock.Instant, backoff: Duration, _ observation: Observation
-    ) -> Int? {
-        let now = observation.now
-        let span = Self.holdSpan(timing(roundTrip: observation.roundTrip).window)
-        // Keep a short history only: a few spans.
-        if let first = samples.first, now - first.time > span * 4 { samples.removeFirst(samples.count / 2) }
-        guard target < maximum, let first = samples.last(where: { now - $0.time >= span }), let last = samples.last,
-            last.time > first.time
-        else { return nil }
-        let rate = Double(last.bytes - first.bytes) / (last.time - first.time).seconds
-        if (last.localWait - first.localWait).seconds > Self.localLimit * (last.time - first.time).seconds {
-            // The machine holds the bytes back (its disk): neither more nor fewer connections help.
-            return nil
-        }
-        let fell = rate < Self.fallen * best.rate
-        guard now >= reprobeAt || fell else { return nil }
-        samples.removeAll(keepingCapacity: true)
-        guard rate > 0, Double(observation.remainingBytes) > rate * 4 * span.seconds else { return nil }
-        let here = Step(count: target, rate: rate)
-        lastReason =
-            fell ? "re-probing from \(here): \(Self.format(rate / best.rate)) of \(best)" : "re-probing from \(here)"
-        // A re-probe that does not pay settles back here; a timed one waits twice as long for the
-        // next (a fall is news, not a failed guess: its wait stays). From one or two it tries 4: a
-        // disk's or a server's limit may show only seconds in (once write-back binds), and a step
-        // of one connection measures little beyond noise.
-        phase = .trying(from: here, best: here)
-        reprobeBackoff = fell && now < reprobeAt ? backoff : backoff * 2
-        return move(to: max(target * 2, 4), at: now)
-    }
-
-    /// How long a held count's rate is measured over: a second at least, since 100 ms of a
-    /// transfer bound by a disk's write-back or a server's reads is noise.
-    private static func holdSpan(_ window: Duration) -> Duration { max(window, .seconds(1)) }
-
     /// The wait before the next re-probe, carried through a re-probe's trial.
-    private var reprobeBackoff: Duration?
+    var reprobeBackoff: Duration?
     /// The length of ``history`` once the first step up from the measured start is taken (after a
     /// fan-out from ``Phase/alone``, one more).
     private var firstStepAt = 2
 
-    private mutating func move(to count: Int, at now: ContinuousClock.Instant) -> Int? {
+    mutating func move(to count: Int, at now: ContinuousClock.Instant) -> Int? {
         let next = min(maximum, max(1, count))
         guard next != target else { return nil }
         target = next
@@ -479,7 +427,7 @@ package struct ConnectionController {
         return next
     }
 
-    private static func format(_ ratio: Double) -> String {
+    static func format(_ ratio: Double) -> String {
         let hundredths = Int((ratio * 100).rounded())
         return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)x"
     }
