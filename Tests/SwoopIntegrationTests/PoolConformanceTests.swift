@@ -68,13 +68,15 @@ struct PoolConformanceTests {
         #expect(pool.nodes.map(\.etag).contains(pooled.etag ?? ""), "\(throughPool.stdout)")
         #expect(pooled.objectChanges == nil, "a pool is not a change: \(throughPool.stdout)")
         // About half the answers through the round robin are the other node's 412s, each asked
-        // again (a request more), and a proven pool's requests are twice as large. With -c 1: 5
-        // requests against 3. With -c 8 each of the 8 segments' requests meets the other node about
-        // every other time, and requests cannot be fewer than the segments: 18-25 against 11-12, the
-        // bound a little wider there. (Fixed counts: the default's count, and so its requests, moves
-        // with the machine's load from one run to the next: 5 against 3 on a quiet machine, 27
-        // against 3 beside the whole suite.)
-        let bound = count == ["-c", "8"] ? 5 * single.requests / 2 : 2 * single.requests
+        // again (a request more), and a proven pool's requests are twice as large. With -c 1 the
+        // balancer's turns alternate with the client's requests: 5 against 3. With more connections
+        // each segment's requests meet the other node about every other time, and requests cannot
+        // be fewer than the segments: 18-25 against 11-12 at -c 8 on a quiet machine, and 23 against
+        // 10 at -c 4 beside the whole suite (request sizes follow the measured rates on both
+        // sides), so the bound is wider there. (Fixed counts: the default's count, and so its
+        // requests, moves with the machine's load: 5 against 3 on a quiet machine, 27 against 3
+        // beside the whole suite.)
+        let bound = count == ["-c", "1"] ? 2 * single.requests : 5 * single.requests / 2
         #expect(
             pooled.requests <= bound,
             "\(count): \(pooled.requests) requests through the pool, \(single.requests) from one node")

@@ -173,11 +173,6 @@ package final class DownloadStore {
         return id
     }
 
-    /// The validators the head of `response` carried, if known.
-    package func validators(of response: AgreementLedger.ResponseID) -> ObjectIdentity.Validators? {
-        responseValidators[response]
-    }
-
     /// Notes the validators of a response whose head arrived after it began.
     package func note(_ validators: ObjectIdentity.Validators, of response: AgreementLedger.ResponseID) {
         guard response >= 0 else { return }
