@@ -49,14 +49,16 @@ struct PoolConformanceTests {
         "the same bytes on both nodes: every byte under one node's validators, at most twice one node's requests",
         arguments: [["-c", "1"], ["-c", "4"], ["-c", "8"]])
     func requestsOfAPool(_ count: [String]) async throws {
-        let size: Int64 = 24 << 20
+        // Large enough that each connection makes several requests: a few segments' requests alone
+        // would make the count the balancer's luck (24 MiB at -c 4 made 23 against 8 beside the suite).
+        let size: Int64 = 96 << 20
         let pool = try await NginxPool.start(copies: .sameBytes, size: size, seed: 12, fileName: "pool.bin")
         defer { pool.stop() }
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         // The same download from the balancer (validators alternating from one response to the
         // next) and from one node alone, with the same cap on each.
-        let flags = ["--limit-rate", "16m", "--json", "-q"] + count
+        let flags = ["--limit-rate", "32m", "--json", "-q"] + count
         let throughPool = try await CLI.run([pool.url, "-o", "pool.bin"] + flags, in: scratch.url)
         let alone = try await CLI.run([pool.nodes[0].baseURL + pool.path, "-o", "alone.bin"] + flags, in: scratch.url)
         #expect(throughPool.status == 0 && alone.status == 0, "\(throughPool.stderr) \(alone.stderr)")
@@ -68,15 +70,11 @@ struct PoolConformanceTests {
         #expect(pool.nodes.map(\.etag).contains(pooled.etag ?? ""), "\(throughPool.stdout)")
         #expect(pooled.objectChanges == nil, "a pool is not a change: \(throughPool.stdout)")
         // About half the answers through the round robin are the other node's 412s, each asked
-        // again (a request more), and a proven pool's requests are twice as large. With -c 1 the
-        // balancer's turns alternate with the client's requests: 5 against 3. With more connections
-        // each segment's requests meet the other node about every other time, and requests cannot
-        // be fewer than the segments: 18-25 against 11-12 at -c 8 on a quiet machine, and 23 against
-        // 10 at -c 4 beside the whole suite (request sizes follow the measured rates on both
-        // sides), so the bound is wider there. (Fixed counts: the default's count, and so its
-        // requests, moves with the machine's load: 5 against 3 on a quiet machine, 27 against 3
-        // beside the whole suite.)
-        let bound = count == ["-c", "1"] ? 2 * single.requests : 5 * single.requests / 2
+        // again (a request more), and a proven pool's requests are as much larger: the useful
+        // requests halve. (Fixed counts: the default's count, and so its requests, moves with the
+        // machine's load from one run to the next.)
+        let bound = 2 * single.requests
+        print("pool requests \(count): \(pooled.requests) through the pool, \(single.requests) from one node")
         #expect(
             pooled.requests <= bound,
             "\(count): \(pooled.requests) requests through the pool, \(single.requests) from one node")
