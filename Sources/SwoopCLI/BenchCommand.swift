@@ -87,6 +87,7 @@ struct Bench: AsyncParsableCommand {
         var results: [ThroughputMeasurement] = []
         // Per count: the machine's busy share and this process's CPU seconds while it was measured.
         var busy: [Int: Double] = [:]
+        var threadBusy: [Int: Double] = [:]
         var cpu: [Int: Double] = [:]
         if !json {
             writeStderr(
@@ -102,11 +103,15 @@ struct Bench: AsyncParsableCommand {
             if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
             for count in try counts() {
                 let (machine, process) = (BenchPath.CPUTimes.now(), BenchPath.processCPU())
+                let (thread, started) = (BenchPath.transferThreadCPU(), ContinuousClock.now)
                 let measurement = try await downloader.measureThroughput(
                     request, connections: count, duration: window)
                 results.append(measurement)
                 if let machine, let after = BenchPath.CPUTimes.now() { busy[count] = after.busyShare(since: machine) }
                 cpu[count] = BenchPath.processCPU() - process
+                if let thread, let after = BenchPath.transferThreadCPU() {
+                    threadBusy[count] = (after - thread) / (ContinuousClock.now - started).seconds
+                }
                 // As each count ends, its figure; the table, with bars against the best of all, at the end.
                 if !json {
                     writeStderr(Messages.benchLine(connections: count, figure: Self.figure(measurement)) + "\n")
@@ -153,7 +158,8 @@ struct Bench: AsyncParsableCommand {
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
         }
         await downloader.shutdown()
-        let path = measurePath(knee: knee, results: results, busy: busy, cpu: cpu, objectSize: objectSize)
+        let path = measurePath(
+            knee: knee, results: results, busy: busy, threadBusy: threadBusy, cpu: cpu, objectSize: objectSize)
         if json {
             printJSON(
                 BenchSummary(
@@ -175,18 +181,20 @@ struct Bench: AsyncParsableCommand {
     struct PathFigures {
         var disk: Double?
         var busy: Double?
+        var transferThreadBusy: Double?
         var cpuPerGiB: Double?
         var limit: (part: BenchPath.Part, reason: String)?
     }
 
     private func measurePath(
-        knee: BenchKnee?, results: [ThroughputMeasurement], busy: [Int: Double], cpu: [Int: Double],
-        objectSize: Int64?
+        knee: BenchKnee?, results: [ThroughputMeasurement], busy: [Int: Double], threadBusy: [Int: Double],
+        cpu: [Int: Double], objectSize: Int64?
     ) -> PathFigures {
         var figures = PathFigures()
         if let knee {
             let count = knee.recommended.connections
             figures.busy = busy[count]
+            figures.transferThreadBusy = threadBusy[count]
             if let seconds = cpu[count], knee.recommended.bytes > 0 {
                 figures.cpuPerGiB = seconds / (Double(knee.recommended.bytes) / 1_073_741_824)
             }
@@ -210,13 +218,15 @@ struct Bench: AsyncParsableCommand {
                 let perGiB = figures.cpuPerGiB.map { ", swoop \(Format.fixed($0, digits: 2)) s of CPU per GiB" } ?? ""
                 print(
                     "processors: \(Int((share * 100).rounded()))% busy at \(knee.recommended.connections) "
-                        + "connection\(knee.recommended.connections == 1 ? "" : "s") (the whole machine)\(perGiB)")
+                        + "connection\(knee.recommended.connections == 1 ? "" : "s") (the whole machine)\(perGiB)"
+                        + (figures.transferThreadBusy.map { "; the transfer thread \(Int(($0 * 100).rounded()))% busy" }
+                            ?? ""))
             }
             let limit = BenchPath.limit(
                 recommended: (knee.recommended.connections, knee.recommended.bytesPerSecond), knee: knee.reason,
                 growsWithCount: knee.growsWithCount,
                 rates: results.map { ($0.connections, $0.bytesPerSecond) }, disk: figures.disk, busy: figures.busy,
-                cpuPerGiB: figures.cpuPerGiB)
+                cpuPerGiB: figures.cpuPerGiB, transferThread: figures.transferThreadBusy)
             figures.limit = limit
             if !json { print("the path's limit: \(limit.part.rawValue): \(limit.reason)") }
         }

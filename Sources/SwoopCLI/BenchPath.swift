@@ -36,6 +36,37 @@ enum BenchPath {
         }
     }
 
+    /// The processor time of this process's transfer threads so far (the threads named
+    /// `swoop-transfer`, which receive every byte), in seconds, as the kernel's scheduler counts it
+    /// (/proc/self/task/ID/schedstat); `nil` where it is not kept. One thread does the transfer
+    /// however many processors the machine has: busy all the time, it is the limit, where the
+    /// whole machine's share would show only one processor of many.
+    static func transferThreadCPU() -> Double? {
+        guard let tasks = opendir("/proc/self/task") else { return nil }
+        defer { closedir(tasks) }
+        var nanoseconds: UInt64 = 0
+        var found = false
+        while let entry = readdir(tasks) {
+            let id = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard id.first?.isNumber == true, firstLine(of: "/proc/self/task/\(id)/comm") == "swoop-transfer",
+                let times = firstLine(of: "/proc/self/task/\(id)/schedstat"),
+                let running = times.split(separator: " ").first.flatMap({ UInt64($0) })
+            else { continue }
+            nanoseconds += running
+            found = true
+        }
+        return found ? Double(nanoseconds) / 1e9 : nil
+    }
+
+    /// The first line of a small file, without its newline; `nil` when it cannot be read.
+    private static func firstLine(of path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        guard fgets(&line, Int32(line.count), file) != nil else { return nil }
+        return String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// This process's processor time so far (user and system), in seconds.
     static func processCPU() -> Double {
         var usage = rusage()
@@ -88,13 +119,15 @@ enum BenchPath {
     /// The limit of the whole path: the disk, when it takes durable writes more slowly than the
     /// network delivers at its knee (`recommended`); else the network, when every connection is
     /// capped and the rate still grows with the count (`growsWithCount`: more connections add,
-    /// however busy the machine); else the machine's processors, when they were busy at the knee
+    /// however busy the machine); else Swoop's transfer thread, busy at least ``threadLimit`` of
+    /// the time at the knee (`transferThread`); else the machine's processors, when they were busy at the knee
     /// (at least ``busyLimit`` of their time: the network's figure is theirs); else the server,
     /// when more connections make it slower; else the network, with why its rate stops growing at
     /// the knee (`reason`). `rates`: every count measured, with its rate.
     static func limit(
         recommended: (connections: Int, rate: Double), knee reason: String, growsWithCount: Bool = false,
-        rates: [(connections: Int, rate: Double)], disk: Double?, busy: Double?, cpuPerGiB: Double?
+        rates: [(connections: Int, rate: Double)], disk: Double?, busy: Double?, cpuPerGiB: Double?,
+        transferThread: Double? = nil
     ) -> (part: Part, reason: String) {
         let network = recommended.rate
         let count = Wording.count(recommended.connections, "connection")
@@ -106,6 +139,14 @@ enum BenchPath {
             )
         }
         if growsWithCount { return (.network, reason) }
+        if let transferThread, transferThread >= threadLimit {
+            return (
+                .cpu,
+                "swoop's transfer thread was busy \(Int((transferThread * 100).rounded()))% of the time at \(count) "
+                    + "(\(Format.rate(network))): one processor's work receives every byte, more connections "
+                    + "cannot add to it"
+            )
+        }
         if let busy, busy >= busyLimit {
             let perGiB = cpuPerGiB.map { "; swoop itself spent \(Format.fixed($0, digits: 2)) s of CPU per GiB" } ?? ""
             return (
@@ -130,6 +171,9 @@ enum BenchPath {
     /// The machine's processors this busy at the knee: they are the limit (on loopback, where the
     /// server shares them, a network figure of 2.8 GiB/s came with 87-90% of them busy).
     static let busyLimit = 0.85
+    /// The transfer thread this busy at the knee: it is the limit. (On loopback without a cap it
+    /// measured 64-94% busy at 1 to 16 connections, its time waiting for a processor 3-21%.)
+    static let threadLimit = 0.9
     /// The most connections measured at under this share of the best rate: the server slows down.
     static let slower = 0.8
     /// What the disk probe writes: as much as the object (a download meets the disk for that

@@ -40,6 +40,8 @@ struct BenchSummary: Encodable {
     /// The whole machine's busy share, and Swoop's CPU seconds per GiB, at the recommended count.
     var machineBusy: Double?
     var cpuSecondsPerGiB: Double?
+    /// The share of the time Swoop's transfer thread was busy at the recommended count.
+    var transferThreadBusy: Double?
     /// What limits the whole path: "network", "server", "disk" or "cpu", and why.
     var limit: String?
     var limitReason: String?
@@ -51,6 +53,7 @@ struct BenchSummary: Encodable {
         diskBytesPerSecond = path?.disk
         machineBusy = path?.busy
         cpuSecondsPerGiB = path?.cpuPerGiB
+        transferThreadBusy = path?.transferThreadBusy
         limit = path?.limit?.part.rawValue
         limitReason = path?.limit?.reason
         defaultConnections = adaptive?.connections

@@ -55,6 +55,26 @@ struct BenchPathTests {
         #expect(slowDisk.part == .disk)
     }
 
+    @Test("the transfer thread busy 90% of the time or more is the limit on a machine with idle processors")
+    func transferThread() {
+        // 16 processors, one of them the transfer thread's: the whole machine is 12% busy.
+        let rates: [(connections: Int, rate: Double)] = [(1, 700 * mebibyte), (4, 1100 * mebibyte), (16, 1150 * mebibyte)]
+        let limit = BenchPath.limit(
+            recommended: (4, 1100 * mebibyte), knee: "x", rates: rates, disk: 4096 * mebibyte, busy: 0.12,
+            cpuPerGiB: 0.9, transferThread: 0.96)
+        #expect(limit.part == .cpu && limit.reason.contains("transfer thread was busy 96%"), "\(limit.reason)")
+        // Busy less than that, the thread is not the limit: the network's reason stands.
+        let idle = BenchPath.limit(
+            recommended: (4, 1100 * mebibyte), knee: "x", rates: rates, disk: 4096 * mebibyte, busy: 0.12,
+            cpuPerGiB: 0.9, transferThread: 0.6)
+        #expect(idle.part == .network)
+        // Every connection capped and the rate growing with the count: the network, however busy.
+        let capped = BenchPath.limit(
+            recommended: (16, 1100 * mebibyte), knee: "x", growsWithCount: true, rates: rates, disk: nil, busy: 0.3,
+            cpuPerGiB: 0.9, transferThread: 0.95)
+        #expect(capped.part == .network)
+    }
+
     @Test("more connections slower than the knee: the server")
     func server() {
         // Every request costs the server a read of the whole object (an S3 emulator's checksum).

@@ -35,6 +35,9 @@ struct BenchCommandTests {
                 #expect(summary["limit"] as? String == "network", "\(result.stdout)")
                 #expect((summary["diskBytesPerSecond"] as? Double ?? 0) > 8e6, "\(result.stdout)")
                 #expect(summary["machineBusy"] is Double && summary["cpuSecondsPerGiB"] is Double)
+                // 8 MiB/s in all: the transfer thread idles most of the time.
+                let thread = try #require(summary["transferThreadBusy"] as? Double, "\(result.stdout)")
+                #expect(thread > 0 && thread < 0.5, "\(result.stdout)")
                 let chart = try String(contentsOfFile: scratch.path("chart.svg"), encoding: .utf8)
                 #expect(chart.hasPrefix("<svg") && chart.contains("polyline"))
                 #expect(
