@@ -47,7 +47,9 @@ enum BenchPath {
         var nanoseconds: UInt64 = 0
         var found = false
         while let entry = readdir(tasks) {
-            let id = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let id = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             guard id.first?.isNumber == true, firstLine(of: "/proc/self/task/\(id)/comm") == "swoop-transfer",
                 let times = firstLine(of: "/proc/self/task/\(id)/schedstat"),
                 let running = times.split(separator: " ").first.flatMap({ UInt64($0) })
