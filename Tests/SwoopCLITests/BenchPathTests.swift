@@ -58,7 +58,9 @@ struct BenchPathTests {
     @Test("the transfer thread busy 90% of the time or more is the limit on a machine with idle processors")
     func transferThread() {
         // 16 processors, one of them the transfer thread's: the whole machine is 12% busy.
-        let rates: [(connections: Int, rate: Double)] = [(1, 700 * mebibyte), (4, 1100 * mebibyte), (16, 1150 * mebibyte)]
+        let rates: [(connections: Int, rate: Double)] = [
+            (1, 700 * mebibyte), (4, 1100 * mebibyte), (16, 1150 * mebibyte),
+        ]
         let limit = BenchPath.limit(
             recommended: (4, 1100 * mebibyte), knee: "x", rates: rates, disk: 4096 * mebibyte, busy: 0.12,
             cpuPerGiB: 0.9, transferThread: 0.96)
