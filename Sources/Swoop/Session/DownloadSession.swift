@@ -105,12 +105,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         prober.start(after: delay)
     }
 
-    private func isCurrent(_ prober: Prober) -> Bool {
+    func isCurrent(_ prober: Prober) -> Bool {
         if case .probing(let current) = stage { return current === prober }
         return false
     }
 
-    private var resumedMap: SegmentMap? {
+    var resumedMap: SegmentMap? {
         if case .resuming(let map, _) = basis { return map }
         return nil
     }
@@ -277,91 +277,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         stop(with: .failure(error))
     }
 
-    // MARK: Finalize
-
-    /// Every byte is already in the sink (a resumed download the probe found complete), or there
-    /// are none (an empty object): open it (on the opening queue if it must wait for the disk), then
-    /// finalize.
-    private func finishWithoutTransfer(_ found: RemoteObject, size: Int64, resuming: Bool, after prober: Prober) {
-        context.objectFound?(found, prober.lastTiming)
-        // `then` runs at once when the sink needs no disk to open.
-        context.sink.open(size: size, resuming: resuming) { [weak self] error in
-            guard let self, isCurrent(prober) else { return }
-            if let error { return stop(with: .failure(error)) }
-            let verifier = TransferSetup.verifier(
-                for: found, store: nil, resuming: resuming ? resumedMap : nil, context)
-            finalize(SessionStage.Finishing(run: nil, store: nil, object: found, verifier: verifier, size: size))
-        }
-    }
-
-    /// Every byte is in the sink: check its digests, then let it deliver the object (make it
-    /// durable, rename). A mismatch deletes the part file: its bytes are wrong.
-    private func finalize(_ finishing: SessionStage.Finishing) {
-        stage = .finalizing(finishing)
-        finishing.run?.stop()
-        transferEnded()
-        let size = finishing.size
-        let record = CompletedObject(
-            size: size, etag: finishing.object.etag, lastModified: finishing.object.lastModified)
-        guard let verifier = finishing.verifier else {
-            return publish(finishing, record: record, verified: [])
-        }
-        finishing.store?.handOverCompletedStretches()
-        let inMemory = size <= PartFileSink.holdLimit ? context.sink.read(ByteRange(0, size)) : nil
-        // The bytes go to disk while the verifier checks what it has not yet: the final flush
-        // and the last of the hashing overlap; only the rename waits for the verdict.
-        if inMemory == nil { context.sink.makeDurable(size: size, record: record) }
-        verifier.finish(size: size, inMemory: inMemory, after: context.sink.pendingWrites) { [self] outcome in
-            guard case .finalizing = stage else { return }
-            switch outcome {
-            case .success(let verified):
-                if !verified.isEmpty {
-                    logger.info(
-                        "verified", metadata: ["digests": "\(verified.map(\.description).joined(separator: ", "))"])
-                }
-                publish(finishing, record: record, verified: verified)
-            case .failure(let error):
-                discardOnStop = true
-                stop(with: .failure(error))
-            }
-        }
-    }
-
-    private func publish(_ finishing: SessionStage.Finishing, record: CompletedObject, verified: [VerifiedDigest]) {
-        context.sink.finish(size: finishing.size, record: record) { [self] failure in
-            if let failure { return stop(with: .failure(failure)) }
-            let outcome = result(
-                size: finishing.size, object: finishing.object, store: finishing.store, alreadyComplete: false,
-                verified: verified)
-            stop(with: .success(outcome))
-        }
-    }
-
-    private func result(
-        size: Int64, object: RemoteObject?, store: DownloadStore?, alreadyComplete: Bool,
-        verified: [VerifiedDigest] = []
-    ) -> DownloadResult {
-        // The validators every byte of the file was served under: the pinned ones.
-        var etag = object?.strongETag
-        var lastModified = object?.lastModified
-        if object == nil, case .completed(let record, _) = basis {
-            (etag, lastModified) = (record.etag, record.lastModified)
-        }
-        let counters = context.counters
-        let resumed = alreadyComplete ? size : store?.bytesResumed ?? (store == nil && resumedMap != nil ? size : 0)
-        var result = DownloadResult(
-            path: context.paths.target, bytes: size, bytesReceived: counters.bytesReceived, bytesResumed: resumed,
-            duration: .now - context.startedAt, connectionsUsed: counters.peakConnections, requests: counters.requests,
-            retries: counters.retries, etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports,
-            verified: verified)
-        result.bytesCompared = counters.overlapBytes
-        result.lastModified = lastModified
-        result.objectChanges = restarts.changes
-        result.bytesRefetched = restarts.bytesRefetched
-        result.connectionsSettled = counters.settledConnections > 0 ? counters.settledConnections : nil
-        return result
-    }
-
     // MARK: Stop
 
     /// Pauses: stops every transfer, checkpoints, and reports ``DownloadError/Kind/interrupted``.
@@ -450,7 +365,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         return resumedMap != nil
     }
 
-    private func transferEnded() {
+    func transferEnded() {
         let hook = onTransferEnd
         onTransferEnd = nil
         hook?()
