@@ -212,14 +212,18 @@ def _wall_ratio_target(summaries, subject, reference, label, limit):
     return [("%s: %.2f s vs %.2f s (%.2fx)" % (label, w["median_wall_s"], ref["median_wall_s"], r), r <= limit)]
 
 
+def _fastest(summaries, ids):
+    """The summary with the lowest median wall time among the entry ids `ids` that ran; None if none did."""
+    measured = [s for s in (_by_tool(summaries, i) for i in ids) if s]
+    return min(measured, key=lambda s: s["median_wall_s"]) if measured else None
+
+
 def _vs_best_peer(summaries, subject, peers, label, limit):
     """[(label with the times and ratio, met)] for `subject`'s median wall time over the fastest of
     `peers` (entry ids), met when the ratio is at most `limit`; [] when either side has no run."""
-    w = _by_tool(summaries, subject)
-    measured = [p for p in (_by_tool(summaries, i) for i in peers) if p]
-    if not w or not measured:
+    w, best = _by_tool(summaries, subject), _fastest(summaries, peers)
+    if not w or not best:
         return []
-    best = min(measured, key=lambda p: p["median_wall_s"])
     r = w["median_wall_s"] / best["median_wall_s"]
     return [("%s (%s): %.2f s vs %.2f s (%.2fx)" % (label, best["label"], w["median_wall_s"], best["median_wall_s"], r),
              r <= limit)]
@@ -804,11 +808,9 @@ def _cx_counts(default):
 def _default_vs_fixed(summaries, default_id, fixed_ids):
     """The adaptive default against the best of the fixed counts run beside it (issues 39 and 55): its
     median within 1.10x the best count's median, and its worst run within 1.5x: a user runs once."""
-    d = _by_tool(summaries, default_id)
-    fixed = [f for f in (_by_tool(summaries, i) for i in fixed_ids) if f]
-    if not d or not fixed:
+    d, best = _by_tool(summaries, default_id), _fastest(summaries, fixed_ids)
+    if not d or not best:
         return []
-    best = min(fixed, key=lambda f: f["median_wall_s"])
     r = d["median_wall_s"] / best["median_wall_s"]
     w = d["max_wall_s"] / best["median_wall_s"]
     return [("default / best fixed count (%s): %.2f s vs %.2f s = %.2fx (<= 1.10)" % (
@@ -823,9 +825,8 @@ def _cx_targets(with_peers):
         d = _by_tool(s, "swoop-default")
         out += _default_vs_fixed(s, "swoop-default", ["swoop-c%d" % n for n in CX_COUNTS])
         if d and with_peers:
-            arias = [a for a in (_by_tool(s, "aria2c-x16"), _by_tool(s, "aria2c-x1")) if a]
-            if arias:
-                a = min(arias, key=lambda x: x["median_wall_s"])
+            a = _fastest(s, ("aria2c-x16", "aria2c-x1"))
+            if a:
                 out.append(("default <= the better of aria2c -x16 and -x1 (%s): %.2f s vs %.2f s (%.2fx)" % (
                     a["label"], d["median_wall_s"], a["median_wall_s"], d["median_wall_s"] / a["median_wall_s"]),
                     d["median_wall_s"] <= a["median_wall_s"]))

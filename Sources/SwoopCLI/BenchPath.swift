@@ -17,12 +17,8 @@ enum BenchPath {
 
         /// Now; `nil` where /proc/stat cannot be read.
         static func now() -> CPUTimes? {
-            guard let file = fopen("/proc/stat", "r") else { return nil }
-            defer { fclose(file) }
-            var line = [CChar](repeating: 0, count: 512)
-            guard fgets(&line, Int32(line.count), file) != nil else { return nil }
-            let fields = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                .split(separator: " ").dropFirst().compactMap { UInt64($0.trimmed) }
+            guard let line = firstLine(of: "/proc/stat") else { return nil }
+            let fields = line.split(separator: " ").dropFirst().compactMap { UInt64($0.trimmed) }
             // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
             guard fields.count >= 5 else { return nil }
             let total = fields.prefix(8).reduce(0, +)
@@ -61,10 +57,10 @@ enum BenchPath {
     }
 
     /// The first line of a small file, without its newline; `nil` when it cannot be read.
-    private static func firstLine(of path: String) -> String? {
+    static func firstLine(of path: String) -> String? {
         guard let file = fopen(path, "r") else { return nil }
         defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 256)
+        var line = [CChar](repeating: 0, count: 512)
         guard fgets(&line, Int32(line.count), file) != nil else { return nil }
         return String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
