@@ -51,7 +51,12 @@ struct OriginDownloadTests {
             #expect(result.bytes == object.size)
             #expect(try await TestData.sha256(of: scratch.path("c.bin")) == object.sha256)
             let log = origin.requests
-            #expect(log.count == 1, "one request, none asked again: \(log.map(\.status))")
+            // One stream; when it lasted 100 ms or more (a loaded machine, the larger sizes) one
+            // request asks under its validators whether the server still serves them, its body not
+            // taken. Nothing is fetched again.
+            #expect(log.count <= 2, "one stream, none asked again: \(log.map(\.status))")
+            #expect(log.first?.bodyBytesSent == object.size)
+            #expect(log.dropFirst().allSatisfy { $0.header("if-match") == object.etagValue }, "\(log)")
             #expect(result.retries == 0)
         }
     }
