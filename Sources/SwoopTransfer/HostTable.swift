@@ -46,6 +46,16 @@ package final class HostEntry {
     }
     private var storedHealth = SourceHealth()
 
+    /// The quickest TCP handshake seen with the host (one round trip of the path, without the
+    /// queueing a slower one includes): a request on a connection already open, an earlier
+    /// download's, has no handshake of its own to tell the path's time from the server's.
+    package private(set) var roundTrip: Duration?
+
+    /// A handshake with the host took `handshake`.
+    package func noteHandshake(_ handshake: Duration) {
+        roundTrip = min(roundTrip ?? handshake, handshake)
+    }
+
     /// What the host's watchers hear about when it changes.
     private struct Marks {
         let state: SourceHealth.State

@@ -47,23 +47,38 @@ extension TransferRun {
     /// Starts the adaptive count from the probe's first response on `probe`: its round trip and
     /// the server's time to answer (``ConnectionController/start(firstByte:connect:maximum:)``).
     func startController(probe: Connection, maximum: Int) {
+        let start = readStart(probe: probe, maximum: maximum)
+        machine?.target = start.count
+        controller = ConnectionController(start: start, maximum: maximum)
+        counters.settledConnections = start.count
+        // The first sample now: a first connection alone is measured from here.
+        adaptConnections(at: .now)
+        scheduleControllerTick()
+    }
+
+    /// What the probe's first response on `probe` says about the path and the server
+    /// (``ConnectionController/start(firstByte:connect:maximum:)``). Its request cost is the
+    /// server's, whatever the count: with a fixed count too, requests are made large when every
+    /// one of them costs the server long. On a connection already open (an earlier download's,
+    /// or a benchmark's earlier pass) the round trip is the host's quickest handshake so far
+    /// (``HostEntry/roundTrip``): without one, the server's time could not be told from the
+    /// path's, and a server that works on every request looked like a long link (64 connections).
+    @discardableResult
+    func readStart(probe: Connection, maximum: Int) -> ConnectionController.Start {
         let timing = probe.exchange?.timing()
+        let host = sources.sources[0].host
+        if let connect = timing?.connect { host.noteHandshake(connect) }
         let firstByte =
             timing?.firstByte.seconds ?? probe.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds / 2 } ?? 0
         let start = ConnectionController.start(
-            firstByte: firstByte, connect: timing?.connect?.seconds, maximum: maximum)
-        machine?.target = start.count
+            firstByte: firstByte, connect: (timing?.connect ?? host.roundTrip)?.seconds, maximum: maximum)
         machine?.requestCost = start.requestCost
-        controller = ConnectionController(start: start, maximum: maximum)
-        counters.settledConnections = start.count
         if start.requestCost > 0 {
             logger.debug(
                 "the server takes long to answer each request: fewer, larger requests",
                 metadata: ["seconds": "\(start.requestCost)", "connections": "\(start.count)"])
         }
-        // The first sample now: a first connection alone is measured from here.
-        adaptConnections(at: .now)
-        scheduleControllerTick()
+        return start
     }
 
     /// While the controller climbs or tries a step, it looks more often than the 100 ms

@@ -157,8 +157,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         if !mirrors.isEmpty, let size = object.size, let range = sources.sampleRange(near: machine.firstRange) {
             sources.checks?.check(mirrors: mirrors, size: size, range: range)
         }
-        if case .adaptive(let maximum) = settings.configuration.connections {
-            startController(probe: connection, maximum: maximum)
+        switch settings.configuration.connections {
+        case .adaptive(let maximum): startController(probe: connection, maximum: maximum)
+        case .fixed(let count): readStart(probe: connection, maximum: count)
         }
         scheduleHousekeeping()
         machine.planAhead(window: store.sink.window, hashesInOrder: store.verifier?.hashesInOrder == true)

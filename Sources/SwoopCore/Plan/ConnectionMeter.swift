@@ -42,14 +42,17 @@ package struct ConnectionMeter {
 
     /// A request that was sent at `startedAt` and delivered its first byte at `firstByteAt` ended
     /// at `now`: its first-byte time, and its throughput when it carried enough bytes to tell.
+    /// A body that came within a millisecond (a server that works on each request, then sends
+    /// it at once over loopback) counts as a millisecond's: left unmeasured, the connection would
+    /// keep asking for the smallest requests, each costing the server's work again.
     package mutating func finishRequest(
         startedAt: ContinuousClock.Instant, firstByteAt: ContinuousClock.Instant, now: ContinuousClock.Instant
     ) {
         let ttfb = (firstByteAt - startedAt).seconds
         timeToFirstByte = timeToFirstByte == 0 ? ttfb : 0.7 * timeToFirstByte + 0.3 * ttfb
         let elapsed = (now - firstByteAt).seconds
-        if elapsed > 0.002 && requestBytes >= 256 << 10 {
-            blend(rate: Double(requestBytes) / elapsed)
+        if requestBytes >= 256 << 10 {
+            blend(rate: Double(requestBytes) / max(0.001, elapsed))
         }
     }
 
