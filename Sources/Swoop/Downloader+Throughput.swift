@@ -8,9 +8,10 @@ public struct ThroughputMeasurement: Sendable {
     public var bytes: Int64
     /// How long the measurement ran.
     public var duration: Duration
-    /// The steady rate in bytes per second: the median of the rates of the window's intervals
-    /// (``interval`` each) after the ramp-up (``rampUp``); the whole run's average when too little
-    /// is left after it.
+    /// The steady rate in bytes per second: the bytes that arrived after the ramp-up (``rampUp``)
+    /// over the time since; the whole run's average when too little is left after it. A mean, not
+    /// a median of intervals: a server that answers in bursts (its own work per request, then the
+    /// bytes at once) leaves most intervals empty, and their median would read 0 B/s.
     public var bytesPerSecond: Double
     /// The spread of the steady intervals' rates: the 10th and 90th percentiles.
     public var spread: ClosedRange<Double>
@@ -164,6 +165,7 @@ extension Downloader {
         let rampUp = min(.seconds(1), last.time / 5)
         let rates = intervalRates(points, from: rampUp, every: interval).sorted()
         let average = Double(last.bytes) / last.time.seconds
+        let steady = (Double(last.bytes) - bytes(at: rampUp, in: points)) / (last.time - rampUp).seconds
         guard rates.count >= 2 else {
             return ThroughputMeasurement(
                 connections: connections, bytes: last.bytes, duration: last.time, bytesPerSecond: average,
@@ -177,7 +179,7 @@ extension Downloader {
             return rates[lower] + (rates[upper] - rates[lower]) * (position - Double(lower))
         }
         return ThroughputMeasurement(
-            connections: connections, bytes: last.bytes, duration: last.time, bytesPerSecond: percentile(0.5),
+            connections: connections, bytes: last.bytes, duration: last.time, bytesPerSecond: steady,
             spread: percentile(0.1)...percentile(0.9), rampUp: rampUp, interval: interval, timeline: timeline,
             completed: completed, passes: passes)
     }
@@ -187,21 +189,23 @@ extension Downloader {
     private static func intervalRates(
         _ points: [(time: Duration, bytes: Int64)], from start: Duration, every step: Duration
     ) -> [Double] {
-        func bytes(at time: Duration) -> Double {
-            guard let after = points.firstIndex(where: { $0.time >= time }) else { return Double(points.last!.bytes) }
-            guard after > 0 else { return Double(points[0].bytes) }
-            let (a, b) = (points[after - 1], points[after])
-            let span = (b.time - a.time).seconds
-            guard span > 0 else { return Double(b.bytes) }
-            return Double(a.bytes) + Double(b.bytes - a.bytes) * ((time - a.time).seconds / span)
-        }
         var rates: [Double] = []
         var from = start
         let end = points.last!.time
         while from + step <= end {
-            rates.append(max(0, (bytes(at: from + step) - bytes(at: from)) / step.seconds))
+            rates.append(max(0, (bytes(at: from + step, in: points) - bytes(at: from, in: points)) / step.seconds))
             from += step
         }
         return rates
+    }
+
+    /// The bytes that had arrived at `time`, read off the progress `points` by linear interpolation.
+    private static func bytes(at time: Duration, in points: [(time: Duration, bytes: Int64)]) -> Double {
+        guard let after = points.firstIndex(where: { $0.time >= time }) else { return Double(points.last?.bytes ?? 0) }
+        guard after > 0 else { return Double(points[0].bytes) }
+        let (a, b) = (points[after - 1], points[after])
+        let span = (b.time - a.time).seconds
+        guard span > 0 else { return Double(b.bytes) }
+        return Double(a.bytes) + Double(b.bytes - a.bytes) * ((time - a.time).seconds / span)
     }
 }

@@ -10,8 +10,8 @@ struct Bench: AsyncParsableCommand {
             Each count fetches the object for up to --duration seconds and throws the bytes away; \
             an object that arrives before the time is up is fetched \
             again until it is, so each figure is what that many connections sustain. A figure is the \
-            median of 250 ms intervals after a ramp-up (the first second, or a fifth of a shorter \
-            run), with the 10th-90th percentile spread. The recommendation is the fewest \
+            rate after a ramp-up (the first second, or a fifth of a shorter run), with the \
+            10th-90th percentile spread of its 250 ms intervals. The recommendation is the fewest \
             connections within 5% of the best throughput, with what limits the rate there. Before \
             the counts, the first request's round trip (its TCP handshake), TLS handshake and time to \
             its first byte are measured. A name with several addresses is then measured one \
@@ -102,6 +102,7 @@ struct Bench: AsyncParsableCommand {
             (firstResponse, objectSize) = try await Self.firstResponse(request, downloader)
             if !json, let firstResponse { writeStderr(Self.describe(firstResponse) + "\n") }
             for count in try counts() {
+                await Self.waitUntilAnswered(request, downloader, like: firstResponse)
                 let (machine, process) = (BenchPath.CPUTimes.now(), BenchPath.processCPU())
                 let (thread, started) = (BenchPath.transferThreadCPU(), ContinuousClock.now)
                 let measurement = try await downloader.measureThroughput(
@@ -117,6 +118,7 @@ struct Bench: AsyncParsableCommand {
                     writeStderr(Messages.benchLine(connections: count, figure: Self.figure(measurement)) + "\n")
                 }
             }
+            await Self.waitUntilAnswered(request, downloader, like: firstResponse)
             adaptive = try await downloader.measureAdaptiveThroughput(
                 request, maximum: try counts().max() ?? 64, duration: window)
             if !json, let adaptive {
@@ -281,6 +283,22 @@ struct Bench: AsyncParsableCommand {
         return (response.timing, response.expectedContentLength)
     }
 
+    /// Waits until the server answers a request as fast as it answered the first (within 1.5 times
+    /// and 20 ms), at most 10 s. The requests a count's window cut off may still cost the server
+    /// (a server that reads the whole object for every request goes on working on each one that
+    /// was cancelled): the next count would be measured against that backlog.
+    static func waitUntilAnswered(_ request: DownloadRequest, _ downloader: Downloader, like first: ResponseTiming?) async {
+        guard let first else { return }
+        let quiet = max(1.5 * Format.seconds(first.firstByte), Format.seconds(first.firstByte) + 0.02)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            guard let timing = try? await firstResponse(request, downloader).timing,
+                Format.seconds(timing.firstByte) > quiet
+            else { return }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
     /// "round trip 40.2 ms (the TCP handshake), TLS handshake 41.0 ms, first response after 42.3 ms".
     static func describe(_ timing: ResponseTiming) -> String {
         func milliseconds(_ duration: Duration) -> String {
@@ -294,7 +312,7 @@ struct Bench: AsyncParsableCommand {
         return parts.joined(separator: ", ")
     }
 
-    /// One count's figure: the median and its spread, and how often the object came whole.
+    /// One count's figure: the steady rate and its spread, and how often the object came whole.
     static func figure(_ measurement: ThroughputMeasurement) -> String {
         let spread = "\(Format.rate(measurement.spread.lowerBound))-\(Format.rate(measurement.spread.upperBound))"
         let passes = measurement.completed ? ", the object fetched \(measurement.passes)x" : ""

@@ -21,17 +21,32 @@ struct BenchKnee {
         // server's limit_rate, a window over a long round trip), so the rate grows with the count.
         let perConnection = fewest.bytesPerSecondPerConnection
         let capped = recommended.bytesPerSecondPerConnection >= 0.8 * perConnection
-        let reason: String =
-            if capped && recommended.connections == sorted.last?.connections {
-                "each connection capped near \(Format.rate(perConnection)); more than \(recommended.connections) "
-                    + "connections may still add"
-            } else if capped {
-                "each connection capped near \(Format.rate(perConnection)) up to \(recommended.connections); beyond, "
-                    + "the link is saturated near \(Format.rate(best))"
-            } else {
-                "the link is saturated near \(Format.rate(best))"
-            }
+        let reason = why(recommended: recommended, capped: capped, perConnection: perConnection, best: best, sorted)
         let grows = capped && recommended.connections == sorted.last?.connections
         return BenchKnee(recommended: recommended, reason: reason, growsWithCount: grows)
+    }
+
+    /// Why the rate stops growing at `recommended`: the server slows down with more connections
+    /// (the most measured well below the best, ``BenchPath/slower``), each connection is capped,
+    /// or the link is saturated.
+    private static func why(
+        recommended: ThroughputMeasurement, capped: Bool, perConnection: Double, best: Double,
+        _ sorted: [ThroughputMeasurement]
+    ) -> String {
+        if let most = sorted.last, most.connections > recommended.connections,
+            most.bytesPerSecond < BenchPath.slower * best
+        {
+            return "more connections than \(recommended.connections) are slower (\(Format.rate(most.bytesPerSecond)) "
+                + "at \(most.connections))"
+        }
+        if capped && recommended.connections == sorted.last?.connections {
+            return "each connection capped near \(Format.rate(perConnection)); more than \(recommended.connections) "
+                + "connections may still add"
+        }
+        if capped && recommended.connections > (sorted.first?.connections ?? 1) {
+            return "each connection capped near \(Format.rate(perConnection)) up to \(recommended.connections); "
+                + "beyond, the link is saturated near \(Format.rate(best))"
+        }
+        return "the link is saturated near \(Format.rate(best))"
     }
 }

@@ -129,11 +129,20 @@ enum BenchPath {
     ) -> (part: Part, reason: String) {
         let network = recommended.rate
         let count = Wording.count(recommended.connections, "connection")
+        let sorted = rates.sorted { $0.connections < $1.connections }
+        // The most connections measured well below the best: the server slows down with more.
+        let slowdown = sorted.last.flatMap { most in
+            most.connections > recommended.connections && most.rate < slower * (sorted.map(\.rate).max() ?? 0)
+                ? "more connections than \(recommended.connections) make it slower (\(Format.rate(most.rate)) at "
+                    + "\(most.connections)): its work is per request, or its threads share a lock" : nil
+        }
         if let disk, disk < network {
+            // Said beside it: the disk binds a download first, and the server's slowdown is why
+            // more connections would not help once it does not.
             return (
                 .disk,
                 "the disk takes durable writes at \(Format.rate(disk)), below the network's \(Format.rate(network)) "
-                    + "at \(count)"
+                    + "at \(count)" + (slowdown.map { "; the server: \($0)" } ?? "")
             )
         }
         if growsWithCount { return (.network, reason) }
@@ -153,16 +162,7 @@ enum BenchPath {
                     + "(\(Format.rate(network)))\(perGiB)"
             )
         }
-        let sorted = rates.sorted { $0.connections < $1.connections }
-        if let most = sorted.last, most.connections > recommended.connections,
-            most.rate < slower * (sorted.map(\.rate).max() ?? 0)
-        {
-            return (
-                .server,
-                "more connections than \(recommended.connections) make it slower (\(Format.rate(most.rate)) at "
-                    + "\(most.connections)): its work is per request, or its threads share a lock"
-            )
-        }
+        if let slowdown { return (.server, slowdown) }
         return (.network, reason)
     }
 

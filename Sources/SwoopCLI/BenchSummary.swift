@@ -4,7 +4,7 @@ import Swoop
 struct BenchSummary: Encodable {
     struct Row: Encodable {
         var connections: Int
-        /// The median of the steady intervals' rates.
+        /// The steady rate: the bytes after the ramp-up over the time since.
         var bytesPerSecond: Double
         var bytes: Int64
         var seconds: Double

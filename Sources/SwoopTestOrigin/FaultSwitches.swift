@@ -196,6 +196,12 @@ public struct FaultSwitches: Sendable, Hashable {
     /// position; `Content-Range` and `Content-Length` describe the shorter range. Recorded as
     /// `rangeCapped` when a range was shortened.
     public var rangeCapBytes: Int64? = nil
+    /// Every request costs the server this much work before its head goes out, done by one
+    /// worker in arrival order, as an S3 emulator that reads the whole object to check its
+    /// checksum on every `GET`: requests that arrive together wait for each other's work, and a
+    /// request the client gave up on is worked on all the same. More connections (more requests
+    /// at once) make such a server slower, not faster.
+    public var workPerRequest: Duration? = nil
     /// Refuses every range request for small objects with `416` (see ``RangeRefusal``).
     public var rangeRefusal: RangeRefusal? = nil
     /// Replaces one object once its responses have sent a number of body bytes (see

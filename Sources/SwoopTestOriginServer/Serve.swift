@@ -60,6 +60,9 @@ extension SwoopTestOriginCommand {
         @Flag(help: "Ignore Range headers (always 200 with the whole body).")
         var noRanges = false
 
+        @Option(help: "Work MS milliseconds on every request before answering, one request at a time.")
+        var workPerRequest: Int?
+
         @OptionGroup(title: "Lying servers")
         var lying: LyingServerOptions
 
@@ -72,6 +75,7 @@ extension SwoopTestOriginCommand {
             if let rate = throttle, rate.value < 1 { throw ValidationError("--throttle must be positive") }
             if !(0...1).contains(dropProbability) { throw ValidationError("--drop-probability must be in 0...1") }
             if threads < 1 { throw ValidationError("--threads must be at least 1") }
+            if let work = workPerRequest, work < 1 { throw ValidationError("--work-per-request must be positive") }
         }
 
         func run() async throws {
@@ -83,6 +87,7 @@ extension SwoopTestOriginCommand {
             var faults = FaultSwitches()
             faults.rangeSupport = !noRanges
             faults.throttleBytesPerSecond = throttle.map { Int($0.value) }
+            faults.workPerRequest = workPerRequest.map { .milliseconds($0) }
             if let every = stragglerEvery, let rate = stragglerRate {
                 faults.straggler = .init(every: every, bytesPerSecond: Int(rate.value))
             }

@@ -74,6 +74,42 @@ struct BenchCommandTests {
         }
     }
 
+    @Test("a server whose work is per request: named the limit, with its figures; no count and not the default at 0 B/s")
+    func perRequestServer() async throws {
+        try await exclusively {
+            try await withTestOrigin { origin in
+                // 60 ms of one worker's time for every request, in arrival order (an S3 emulator that
+                // reads the whole object for each GET): a pass of 32 MiB is a probe and one request at
+                // 1 connection, and a probe and 16 requests, waiting for each other, at 16. The
+                // bytes come in bursts between the waits, so most 250 ms intervals see none.
+                origin.addObject(TestObject(size: 32 << 20, seed: 63), at: "/w.bin")
+                origin.updateFaults { $0.workPerRequest = .milliseconds(60) }
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let result = try await CLI.run(
+                    ["bench", origin.url("/w.bin"), "-c", "1,4,16", "--duration", "2", "--no-disk", "--json"],
+                    in: scratch.url)
+                #expect(result.status == 0, "\(result.stderr)")
+                let summary = try #require(
+                    try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+                let rows = try #require(summary["results"] as? [[String: Any]])
+                let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
+                #expect(rates.count == 3 && rates.allSatisfy { $0 > 0 }, "\(rates)")
+                // 16 connections wait for 17 requests' work a pass, 1 for 2 or 3: far slower.
+                #expect(rates.count == 3 && rates[2] < 0.5 * rates[0], "\(rates)")
+                #expect(summary["recommendedConnections"] as? Int == 1, "\(result.stdout)")
+                #expect(summary["limit"] as? String == "server", "\(result.stdout)")
+                let reason = summary["limitReason"] as? String ?? ""
+                #expect(reason.contains("make it slower") && reason.contains("at 16"), "\(reason)")
+                // The default reads the server's time on its first response, also on a connection
+                // an earlier count left open, and keeps to few connections and large requests.
+                let adaptive = summary["defaultBytesPerSecond"] as? Double ?? 0
+                let settled = summary["defaultConnections"] as? Int ?? 0
+                #expect(adaptive > 0.4 * rates[0] && settled <= 4, "the default: \(adaptive) B/s at \(settled), \(rates)")
+            }
+        }
+    }
+
     @Test("a small object is fetched again until the window ends")
     func measureSmallObject() async throws {
         try await withTestOrigin { origin in

@@ -43,6 +43,8 @@ final class OriginCore: Sendable {
         /// Requests received and not yet finished, and the most there have been at once.
         var inFlight = 0
         var peakInFlight = 0
+        /// When the worker of ``FaultSwitches/workPerRequest`` is done with the requests so far.
+        var workDoneAt = ContinuousClock.now
         /// Accepted connections not yet closed, with their IDs.
         var openChannels: [ObjectIdentifier: (id: Int, channel: any Channel)] = [:]
         var isShutDown = false
@@ -222,6 +224,12 @@ final class OriginCore: Sendable {
             ).plan(view: view, redirect: state.redirects[target.path], document: document)
             if case .payload(_, _, _?) = plan.body, let left = faults.flipByte?.responses {
                 state.faults.flipByte?.responses = left - 1
+            }
+            if let work = faults.workPerRequest {
+                state.workDoneAt = max(now, state.workDoneAt) + work
+                let wait = state.workDoneAt - now
+                let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
+                plan.headDelayMilliseconds = max(plan.headDelayMilliseconds ?? 0, milliseconds)
             }
             if case .payload = plan.body, faults.changeAfterBodyBytes?.path == target.path,
                 !state.bodyByteCount.fired
