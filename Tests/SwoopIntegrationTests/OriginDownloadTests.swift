@@ -230,6 +230,33 @@ struct OriginDownloadTests {
             #expect(paths.dropFirst(2).allSatisfy { $0 == "/real.bin" })
         }
     }
+
+    @Test("a server that works on every request: few connections and large requests, also on a connection already open")
+    func workPerRequest() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 48 << 20, seed: 64), at: "/a.bin")
+            origin.addObject(TestObject(size: 48 << 20, seed: 65), at: "/b.bin")
+            origin.updateFaults { $0.workPerRequest = .milliseconds(80) }
+            var configuration = quickConfiguration()
+            configuration.connections = .adaptive(maximum: 64)
+            try await withDownloader(configuration) { downloader in
+                // The first download opens its connection; the second's probe goes out on it, with no
+                // handshake of its own to tell the path's round trip from the server's 80 ms.
+                for name in ["a.bin", "b.bin"] {
+                    origin.resetLog()
+                    let result = try await downloader.download(
+                        DownloadRequest(url: origin.url("/\(name)")), to: scratch.path(name))
+                    let log = origin.requests
+                    #expect(result.bytes == 48 << 20)
+                    #expect(
+                        origin.maximumConcurrentRequests <= 4 && log.count <= 8,
+                        "\(name): \(origin.maximumConcurrentRequests) at once, \(log.map { $0.header("range") ?? "-" })")
+                }
+            }
+        }
+    }
 }
 
 /// How many TCP connections to `port` this process has, and those a child process would inherit
