@@ -1254,19 +1254,29 @@ def _prime_machine(sc, objs, first_bytes):
     puts first in round 1 (the default) carried it alone."""
     for command in first_bytes:
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
-    for path in _object_paths(objs):
-        try:
-            with open(path, "rb", buffering=0) as f:
-                while f.read(8 * MiB):
-                    pass
-        except OSError:
-            pass
+    # The file written is the objects' own bytes, each page its own: a page of zeros, or one
+    # repeated, a host that merges identical pages takes back at once, and the download's first
+    # touch of it paid again (zeros primed CXcap4 no better: its first run 11.0 s against 4.1-5.0).
     size = max(o["size"] for o in objs.values())
     path = os.path.join(OUT_DIR, "%s-prime.bin" % sc.name)
-    chunk = b"\0" * (4 * MiB)
+    written = 0
     with open(path, "wb") as out:
-        for _ in range((size + len(chunk) - 1) // len(chunk)):
+        for source in _object_paths(objs):
+            try:
+                with open(source, "rb", buffering=0) as f:
+                    while True:
+                        chunk = f.read(8 * MiB)
+                        if not chunk:
+                            break
+                        if written < size:
+                            out.write(chunk[:size - written])
+                            written += min(len(chunk), size - written)
+            except OSError:
+                pass
+        while written < size:
+            chunk = os.urandom(min(8 * MiB, size - written))
             out.write(chunk)
+            written += len(chunk)
         out.flush()
         os.fsync(out.fileno())
     os.unlink(path)
