@@ -58,7 +58,7 @@ let package = Package(
         // HTTP over libcurl: the transfer thread and its curl_multi, exchanges, connection and
         // byte-rate budgets, cookies, request headers. The only target that depends on CCurl.
         .target(
-            name: "SwoopTransfer",
+            name: "SwoopCurl",
             dependencies: [
                 "SwoopCore",
                 "CCurl",
@@ -95,7 +95,7 @@ let package = Package(
             name: "Swoop",
             dependencies: [
                 "SwoopCore",
-                "SwoopTransfer",
+                "SwoopCurl",
                 "SwoopStore",
                 "SwoopS3",
                 .product(name: "Logging", package: "swift-log"),

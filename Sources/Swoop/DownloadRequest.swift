@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 
 /// What to download: a URL (or several sources of the same file) and the headers to send.
 ///

@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// How one run of a download starts: prepared on the downloader's `preparation` queue (the host's
 /// addresses, the first look at the disk, the target's lock), then handed to the transfer thread.

@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 // The pure policies take values; these read them from a configuration.
 

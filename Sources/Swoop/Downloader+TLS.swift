@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import SwoopCore
-import SwoopTransfer
+import SwoopCurl
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,7 @@ import Dispatch
 import Logging
 import SwoopS3
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 import Synchronization
 
 /// Downloads HTTP objects over many connections at once, resumably.

@@ -287,7 +287,9 @@ struct Bench: AsyncParsableCommand {
     /// and 20 ms), at most 10 s. The requests a count's window cut off may still cost the server
     /// (a server that reads the whole object for every request goes on working on each one that
     /// was cancelled): the next count would be measured against that backlog.
-    static func waitUntilAnswered(_ request: DownloadRequest, _ downloader: Downloader, like first: ResponseTiming?) async {
+    static func waitUntilAnswered(
+        _ request: DownloadRequest, _ downloader: Downloader, like first: ResponseTiming?
+    ) async {
         guard let first else { return }
         let quiet = max(1.5 * Format.seconds(first.firstByte), Format.seconds(first.firstByte) + 0.02)
         let deadline = ContinuousClock.now + .seconds(10)

@@ -341,4 +341,24 @@ extension DownloadError {
             .httpStatus, "\(reason) (\(url))",
             remedy: status == 401 ? .sendCredentials : status == 407 ? .checkProxy : nil, httpStatus: status)
     }
+
+    /// An HTTP error status from `head`: as ``httpStatus(_:url:)``, unless a gateway in front of
+    /// the server wrote it (``ResponseHead/gatewayAnswer``): then what the gateway said, not "the
+    /// server is overloaded". At the first request, a gateway that says the server cannot be
+    /// reached at all (refused, no route, no such name) is final, as a refused connection is.
+    package static func httpStatus(_ head: ResponseHead, url: String, firstContact: Bool) -> DownloadError {
+        guard let gateway = head.gatewayAnswer else { return httpStatus(head.status, url: url) }
+        var status = "\(head.status)"
+        if let phrase = head.reasonPhrase, !phrase.isEmpty { status += " " + Wording.serverText(phrase, limit: 80) }
+        let said =
+            gateway.error == nil
+            ? "\(Wording.serverText(gateway.name, limit: 60)): it could not fetch the object from the server behind it"
+            : proxyStatusText(gateway)
+        let unreachable = firstContact && gateway.meansServerUnreachable
+        let advice = unreachable ? "" : "; try again later"
+        return DownloadError(
+            unreachable ? .unreachable : .httpStatus,
+            "\(status) from a gateway in front of the server, not the server itself (\(said))\(advice) (\(url))",
+            httpStatus: head.status)
+    }
 }

@@ -69,11 +69,21 @@ public struct FaultSwitches: Sendable, Hashable {
         public var status: Int
         /// Sends `Retry-After: <seconds>` on those failures.
         public var retryAfterSeconds: Int?
+        /// The failures come from a gateway in front of the origin that answers for it: this reason
+        /// phrase instead of the status's usual one, and these header fields (as Varnish's
+        /// `503 Backend fetch failed` with `X-Varnish`, or Squid's page with `X-Squid-Error`).
+        public var gatewayReason: String?
+        public var gatewayFields: [String: String]
 
-        public init(firstRequests: Int, status: Int = 503, retryAfterSeconds: Int? = nil) {
+        public init(
+            firstRequests: Int, status: Int = 503, retryAfterSeconds: Int? = nil, gatewayReason: String? = nil,
+            gatewayFields: [String: String] = [:]
+        ) {
             self.firstRequests = firstRequests
             self.status = status
             self.retryAfterSeconds = retryAfterSeconds
+            self.gatewayReason = gatewayReason
+            self.gatewayFields = gatewayFields
         }
     }
 

@@ -105,6 +105,21 @@ struct ProxyRouteTests {
         #expect(ProxyAnswer.reasonPhrase(ofStatusLine: "HTTP/1.1 502") == nil)
     }
 
+    @Test("Squid's X-Squid-Error read as the RFC 9209 error it means: only a refusal or no route is unreachable")
+    func squidError() throws {
+        let refused = try #require(ProxyStatus(squidError: ["ERR_CONNECT_FAIL 111"]))
+        #expect(refused.error == "connection_refused" && refused.meansServerUnreachable)
+        #expect(refused.field == "X-Squid-Error" && refused.details == "ERR_CONNECT_FAIL 111")
+        #expect(ProxyStatus(squidError: ["ERR_DNS_FAIL 0"])?.meansServerUnreachable == true)
+        #expect(ProxyStatus(squidError: ["ERR_CONNECT_FAIL 113"])?.meansServerUnreachable == true)
+        // A timeout or a broken read may pass: retried as a server's failure is.
+        #expect(ProxyStatus(squidError: ["ERR_CONNECT_FAIL 110"])?.meansServerUnreachable == false)
+        #expect(ProxyStatus(squidError: ["ERR_READ_TIMEOUT 0"])?.error == "connection_read_timeout")
+        #expect(ProxyStatus(squidError: ["ERR_SOMETHING_NEW"])?.error == "ERR_SOMETHING_NEW")
+        #expect(ProxyStatus(squidError: ["ERR_SOMETHING_NEW"])?.meansServerUnreachable == false)
+        #expect(ProxyStatus(squidError: []) == nil && ProxyStatus(squidError: ["nonsense"]) == nil)
+    }
+
     @Test("each proxy failure names the proxy, where it was set, and whether the server was reached")
     func messages() {
         let proxy = ProxyEndpoint("http://10.0.0.9:3128", variable: "https_proxy")!

@@ -74,20 +74,21 @@ struct BenchCommandTests {
         }
     }
 
-    @Test("a server whose work is per request: named the limit, with its figures; no count and not the default at 0 B/s")
+    @Test("a server whose work is per request: named the limit, with its figures; no count and no default at 0 B/s")
     func perRequestServer() async throws {
         try await exclusively {
             try await withTestOrigin { origin in
-                // 60 ms of one worker's time for every request, in arrival order (an S3 emulator that
-                // reads the whole object for each GET): a pass of 32 MiB is a probe and one request at
-                // 1 connection, and a probe and 16 requests, waiting for each other, at 16. The
-                // bytes come in bursts between the waits, so most 250 ms intervals see none.
-                origin.addObject(TestObject(size: 32 << 20, seed: 63), at: "/w.bin")
-                origin.updateFaults { $0.workPerRequest = .milliseconds(60) }
+                // 150 ms of one worker's time for every request, in arrival order (an S3 emulator that
+                // reads the whole object for each GET): a pass of 16 MiB is a probe and one request at
+                // 1 connection, and a probe and 16 requests, waiting for each other, at 16 (2.5 s of
+                // the server's work, whatever the client's machine does). The bytes come in bursts
+                // between the waits, so most 250 ms intervals see none.
+                origin.addObject(TestObject(size: 16 << 20, seed: 63), at: "/w.bin")
+                origin.updateFaults { $0.workPerRequest = .milliseconds(150) }
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
                 let result = try await CLI.run(
-                    ["bench", origin.url("/w.bin"), "-c", "1,4,16", "--duration", "2", "--no-disk", "--json"],
+                    ["bench", origin.url("/w.bin"), "-c", "1,4,16", "--duration", "3", "--no-disk", "--json"],
                     in: scratch.url)
                 #expect(result.status == 0, "\(result.stderr)")
                 let summary = try #require(
@@ -98,14 +99,25 @@ struct BenchCommandTests {
                 // 16 connections wait for 17 requests' work a pass, 1 for 2 or 3: far slower.
                 #expect(rates.count == 3 && rates[2] < 0.5 * rates[0], "\(rates)")
                 #expect(summary["recommendedConnections"] as? Int == 1, "\(result.stdout)")
-                #expect(summary["limit"] as? String == "server", "\(result.stdout)")
+                let knee = summary["recommendationReason"] as? String ?? ""
+                #expect(knee.contains("more connections than 1 are slower") && knee.contains("at 16"), "\(knee)")
+                // The path's limit: the server, unless the machine's processors were busy at the knee
+                // (the rest of the suite beside it): the processors are then named first, truly.
+                let busy = summary["machineBusy"] as? Double ?? 0
+                let limit = summary["limit"] as? String
                 let reason = summary["limitReason"] as? String ?? ""
-                #expect(reason.contains("make it slower") && reason.contains("at 16"), "\(reason)")
+                if busy < 0.85 || limit == "server" {
+                    #expect(limit == "server", "\(result.stdout)")
+                    #expect(reason.contains("make it slower") && reason.contains("at 16"), "\(reason)")
+                } else {
+                    #expect(limit == "cpu", "\(result.stdout)")
+                }
                 // The default reads the server's time on its first response, also on a connection
                 // an earlier count left open, and keeps to few connections and large requests.
                 let adaptive = summary["defaultBytesPerSecond"] as? Double ?? 0
                 let settled = summary["defaultConnections"] as? Int ?? 0
-                #expect(adaptive > 0.4 * rates[0] && settled <= 4, "the default: \(adaptive) B/s at \(settled), \(rates)")
+                #expect(
+                    adaptive > 0.4 * rates[0] && settled <= 4, "the default: \(adaptive) B/s at \(settled), \(rates)")
             }
         }
     }

@@ -249,10 +249,11 @@ struct OriginDownloadTests {
                     let result = try await downloader.download(
                         DownloadRequest(url: origin.url("/\(name)")), to: scratch.path(name))
                     let log = origin.requests
+                    let ranges = log.map { $0.header("range") ?? "-" }
                     #expect(result.bytes == 48 << 20)
                     #expect(
                         origin.maximumConcurrentRequests <= 4 && log.count <= 8,
-                        "\(name): \(origin.maximumConcurrentRequests) at once, \(log.map { $0.header("range") ?? "-" })")
+                        "\(name): \(origin.maximumConcurrentRequests) at once, \(ranges)")
                 }
             }
         }

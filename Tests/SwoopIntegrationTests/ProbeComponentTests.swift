@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 import SwoopStore
 import SwoopTestOrigin
-import SwoopTransfer
+import SwoopCurl
 import Testing
 
 @testable import Swoop

@@ -95,6 +95,84 @@ struct ProxyFailureTests {
         }
     }
 
+    @Test("Squid's own 503 (X-Squid-Error: ERR_CONNECT_FAIL 111): the proxy's words, and at once, as a refused server")
+    func squidsConnectFailure() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 98), at: "/s.bin")
+            try await withLoopbackProxy { proxy in
+                // What Squid 5 sends when the server refuses its connection: no Proxy-Status.
+                try proxy.answerItself(
+                    "503 Service Unavailable",
+                    headers: ["Server: squid/5.7", "X-Squid-Error: ERR_CONNECT_FAIL 111", "Via: 1.1 proxy (squid/5.7)"])
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let started = ContinuousClock.now
+                let run = try await CLI.start(
+                    [origin.url("/s.bin"), "--proxy", proxy.httpURL], in: scratch.url,
+                    environment: ProxyTests.cleanEnvironment
+                ).wait(timeout: .seconds(60))
+                let took = ContinuousClock.now - started
+                #expect(run.status != 0, "stderr: \(run.stderr)")
+                #expect(
+                    run.stderr.contains(
+                        "the proxy \(proxy.httpURL) answered 503 Service Unavailable itself, not the server "
+                            + "(X-Squid-Error: squid: connection_refused (the server refused the proxy's connection), "
+                            + "\"ERR_CONNECT_FAIL 111\")"), "stderr: \(run.stderr)")
+                #expect(!run.stderr.contains("overloaded"), "stderr: \(run.stderr)")
+                // The server cannot be reached at all: final at first contact, as a refused connection is
+                // (before: retried for 24-41 s, then "the server is overloaded or down").
+                let answered = proxy.log.filter { $0.hasPrefix("HTTP ANSWERED 503") }
+                #expect(answered.count == 1, "log: \(proxy.log)")
+                #expect(took < .seconds(10 * MachineLoad.stretch), "took \(took)")
+                #expect(!scratch.exists("s.bin"))
+            }
+        }
+    }
+
+    @Test("a gateway in front of the server: its own 503 is named with what it said; one that cannot reach it, at once")
+    func gatewayInFront() async throws {
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 1 << 20, seed: 99), at: "/g.bin")
+            try await withDownloader(quickConfiguration(maxTries: 2)) { downloader in
+                // A cache whose backend failed (Varnish's synthetic page): retried as a 503 is, then its words.
+                origin.updateFaults {
+                    $0.failures = .init(
+                        firstRequests: 100, gatewayReason: "Backend fetch failed",
+                        gatewayFields: ["X-Varnish": "32770", "Via": "1.1 varnish (Varnish/7.1)"])
+                }
+                let scratch = try Scratch()
+                defer { scratch.cleanup() }
+                let cache = await #expect(throws: DownloadError.self) {
+                    try await downloader.download(DownloadRequest(url: origin.url("/g.bin")), to: scratch.path("g.bin"))
+                }
+                #expect(cache?.kind == .httpStatus && cache?.httpStatus == 503)
+                #expect(
+                    cache?.reason.contains(
+                        "503 Backend fetch failed from a gateway in front of the server, not the server itself "
+                            + "(varnish: it could not fetch the object from the server behind it); try again later")
+                        == true, "\(String(describing: cache))")
+                #expect(origin.requestCount >= 2, "retried: \(origin.requestCount)")
+                // A reverse proxy (Squid as an accelerator) whose server refuses its connections: as a
+                // refused connection is without it, final at the first request.
+                origin.resetLog()
+                origin.updateFaults {
+                    $0.failures = .init(
+                        firstRequests: 100, gatewayFields: ["X-Squid-Error": "ERR_CONNECT_FAIL 111"])
+                }
+                let refused = await #expect(throws: DownloadError.self) {
+                    try await downloader.download(DownloadRequest(url: origin.url("/g.bin")), to: scratch.path("g.bin"))
+                }
+                #expect(refused?.kind == .unreachable, "\(String(describing: refused))")
+                #expect(
+                    refused?.reason.contains(
+                        "(X-Squid-Error: squid: connection_refused (the server refused the proxy's connection), "
+                            + "\"ERR_CONNECT_FAIL 111\")") == true, "\(String(describing: refused))")
+                #expect(origin.requestCount == 1)
+                #expect(!scratch.exists("g.bin"))
+            }
+        }
+    }
+
     @Test("a proxy that refuses the CONNECT for an https URL with a 503 is named, with its Proxy-Status")
     func tunnelRefusedWithProxyStatus() async throws {
         let nginx = try await Nginx.start(tls: true)

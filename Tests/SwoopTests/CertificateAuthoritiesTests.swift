@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import Swoop
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 /// Which CA bundle and directory a configuration resolves to (curl's precedence between
 /// `--cacert`/`--capath`, `CURL_CA_BUNDLE`, `SSL_CERT_FILE` and `SSL_CERT_DIR`), and what is

@@ -1,7 +1,7 @@
 import Testing
 @testable import Swoop
 @testable import SwoopStore
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 @Suite("CompletedObject")
 struct CompletedObjectTests {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 /// Which failed TLS handshakes are a peer that closed the connection (a network fault, retried)
 /// rather than a handshake the server refused (a TLS error, with certificate advice).

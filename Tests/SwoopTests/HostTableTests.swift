@@ -1,6 +1,6 @@
 import Testing
 @testable import Swoop
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 /// The downloader's host table: one entry per host (and pinned address), shared by every
 /// download; watchers hear when a host they wait for may take requests again.

@@ -1,6 +1,6 @@
 import Testing
 @testable import Swoop
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 /// What a byte-rate cap (`Configuration.connectionPool.maximumBytesPerSecond`) changes besides the bucket:
 /// validation, the low-speed limit, and the adaptive connection count.

@@ -2,7 +2,7 @@ import Testing
 
 @testable import Swoop
 @testable import SwoopStore
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 /// The response handlers a connection reads each response through, built without a server: heads
 /// and bodies handed in as libcurl would, against a real store and plan.

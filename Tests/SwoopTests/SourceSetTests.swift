@@ -3,7 +3,7 @@ import Testing
 
 @testable import Swoop
 @testable import SwoopStore
-@testable import SwoopTransfer
+@testable import SwoopCurl
 
 /// A download's sources with virtual time: what the failure policy makes of each failure, and
 /// what two downloads from one host share through the downloader's host table.

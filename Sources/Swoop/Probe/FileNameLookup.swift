@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 import Synchronization
 
 /// Asks the server what it calls an object, before a download fixes its file names.

@@ -1,5 +1,5 @@
 import Logging
-import SwoopTransfer
+import SwoopCurl
 
 /// Hears how a mirror's check ends.
 protocol MirrorCheckDelegate: AnyObject {

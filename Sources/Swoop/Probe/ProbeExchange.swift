@@ -1,5 +1,5 @@
 import Logging
-import SwoopTransfer
+import SwoopCurl
 
 /// Says what a ``ProbeExchange`` asks for, and hears what its responses decided.
 protocol ProbeExchangeDelegate: AnyObject {

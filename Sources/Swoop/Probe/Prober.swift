@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// Hears how the probe ends.
 protocol ProberDelegate: AnyObject {

@@ -1,6 +1,6 @@
 import SwoopS3
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import SwoopS3
-import SwoopTransfer
+import SwoopCurl
 
 /// An object an `s3://` listing found (``Downloader/objects(under:)``).
 public struct S3Object: Sendable, Hashable {

@@ -1,5 +1,5 @@
 import SwoopS3
-import SwoopTransfer
+import SwoopCurl
 import Synchronization
 
 #if canImport(Glibc)

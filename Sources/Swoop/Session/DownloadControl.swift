@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// Routes pause and cancel from any thread to a session on the transfer thread.
 ///

@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// One download as a sequence of stages: start → probe → transfer → finalize → stop.
 ///

@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// A download's heartbeat: every ``Downloader/Configuration/progressInterval`` it measures the
 /// rate, lets the session report progress and take a checkpoint that is due, and keeps the

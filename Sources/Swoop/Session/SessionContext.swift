@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// What one download runs on, fixed for its whole life: the thread, the settings, the request,
 /// where its bytes go, and what it counted.

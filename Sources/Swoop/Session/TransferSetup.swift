@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// What a download needs once the probe's head has arrived, before its transfer starts: the
 /// store its bytes go to (for ranges, the plan of what is missing and the segment map), and the

@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// Hears how a connection's exchanges go. Only events travel up: body bytes go to the store.
 protocol ConnectionDelegate: AnyObject {

@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 
 /// A connection's permit from its downloader's ``ConnectionBudget``: taken for one exchange to a
 /// host, returned when the exchange ends. Without a free one the owner waits for the budget to

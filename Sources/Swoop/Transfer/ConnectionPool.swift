@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// The connection slots of one transfer: slot 0 is the probe's connection, the others open as
 /// the ``TransferMachine`` gives them work. What each slot asks for, and where it goes, is the

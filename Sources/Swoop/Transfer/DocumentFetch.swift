@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 
 /// One small document fetched whole on the transfer thread, an S3 listing page: a GET with a
 /// connection permit, signed and read by the request's service like every request of a download,
@@ -68,7 +68,7 @@ final class DocumentFetch: ExchangeDelegate {
     func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
         retryAfter = head.retryAfterSeconds
         if head.status != 200 {
-            failure = .httpStatus(head.status, url: url.redacted)
+            failure = .httpStatus(head, url: url.redacted, firstContact: false)
         }
         return .deliver
     }

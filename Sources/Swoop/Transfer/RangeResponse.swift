@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// A range response: a segment's (its own bytes written to the segment, its overlap compared with
 /// the bytes of the responses next to it) or a bridge's (only overlap, compared with the pieces

@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// What one exchange's response is read for: what its head means, where its body goes, and
 /// whether it ended as its request asked. A ``Connection`` reads each response through one, made

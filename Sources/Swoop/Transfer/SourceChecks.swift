@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// The checks another URL passes before it contributes a byte: a mirror, or a fresh URL for the
 /// first source (a presigned URL signed again). Each is probed on its own (``MirrorCheck``) and

@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 
 /// Every URL of one download, the one place they are held: each source as it was asked for (its
 /// identity: what the segment map names, what a resume is matched by) and as it is used now (a

@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// How an ended exchange reaches the machine, and a fresh URL for an expired one.
 extension TransferRun {

@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// The single stream of a server that ignores ranges: its end, and the confirmation after it.
 ///

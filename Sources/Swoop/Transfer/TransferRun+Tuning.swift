@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// Tuning the pool as the transfer goes: rates sampled every 100 ms, slow connections replaced,
 /// the adaptive count moved (the machine's target), slow tails hedged (the machine's to decide).

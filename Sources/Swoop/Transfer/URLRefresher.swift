@@ -1,5 +1,5 @@
 import Logging
-import SwoopTransfer
+import SwoopCurl
 
 /// Fresh URLs for one download from ``DownloadRequest/urlProvider``: one call at a time, shared
 /// by every request that was refused meanwhile (no stampede), bounded by

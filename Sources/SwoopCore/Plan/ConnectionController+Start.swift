@@ -17,10 +17,11 @@ extension ConnectionController {
 
     /// Where to start, from the probe's first response: `firstByte` is the time from sending the
     /// request to its first byte, `connect` the TCP handshake (a round trip; on a connection already
-    /// open, an earlier handshake with the host; `nil` when none is known). On a LAN the first connection alone, then 8 (or 2, ``Phase/alone``); 64 on long
-    /// links, where each connection is slow (a window over the round trip, or the losses, bound it);
-    /// 2 when the server spent long on the request itself (at least 50 ms, and 4 round trips): its
-    /// work is per request, so each connection and each range costs it, and requests are made large.
+    /// open, an earlier handshake with the host; `nil` when none is known). On a LAN the first
+    /// connection alone, then 8 (or 2, ``Phase/alone``); 64 on long links, where each connection is
+    /// slow (a window over the round trip, or the losses, bound it); 2 when the server spent long on
+    /// the request itself (at least 50 ms, and 4 round trips): its work is per request, so each
+    /// connection and each range costs it, and requests are made large.
     package static func start(firstByte: Double, connect: Double?, maximum: Int) -> Start {
         let maximum = max(1, maximum)
         let roundTrip = connect ?? firstByte

@@ -3,10 +3,14 @@ package struct ResponseHead: Sendable {
     package var status: Int
     /// Header fields in arrival order, names lowercased, values trimmed.
     package var fields: [(name: String, value: String)]
+    /// The status line's reason phrase, kept for a server error (5xx) only: a gateway's own
+    /// answer may be known by it (Varnish's `503 Backend fetch failed`). Escape it before showing it.
+    package var reasonPhrase: String?
 
-    package init(status: Int, fields: [(name: String, value: String)] = []) {
+    package init(status: Int, fields: [(name: String, value: String)] = [], reasonPhrase: String? = nil) {
         self.status = status
         self.fields = fields.map { ($0.name.lowercased(), $0.value) }
+        self.reasonPhrase = reasonPhrase
     }
 
     /// Every value of the field `name` (lowercase).
@@ -49,6 +53,7 @@ package struct ResponseHead: Sendable {
 /// Builds a ``ResponseHead`` from the header lines curl hands over one at a time.
 package struct ResponseHeadParser {
     private var status: Int?
+    private var reasonPhrase: String?
     private var fields: [(name: String, value: String)] = []
     package private(set) var finished: ResponseHead?
 
@@ -71,7 +76,7 @@ package struct ResponseHeadParser {
                 fields.removeAll()
                 return nil
             }
-            let head = ResponseHead(status: status, fields: fields)
+            let head = ResponseHead(status: status, fields: fields, reasonPhrase: reasonPhrase)
             finished = head
             return head
         }
@@ -84,6 +89,11 @@ package struct ResponseHeadParser {
             while end < line.count, line[end] != UInt8(ascii: " ") { end += 1 }
             let word = UnsafeRawBufferPointer(rebasing: line[index..<end])
             status = word.isEmpty ? nil : Int(String(decoding: word, as: UTF8.self))
+            reasonPhrase = nil
+            if let status, status >= 500 {
+                while end < line.count, line[end] == UInt8(ascii: " ") { end += 1 }
+                reasonPhrase = String(decoding: UnsafeRawBufferPointer(rebasing: line[end...]), as: UTF8.self)
+            }
             fields.removeAll()
             return nil
         }

@@ -87,7 +87,7 @@ package enum ResponseValidator {
         case 412:
             return .preconditionFailed
         default:
-            throw .httpStatus(head.status, url: url.redacted)
+            throw .httpStatus(head, url: url.redacted, firstContact: true)
         }
     }
 
@@ -135,7 +135,7 @@ package enum ResponseValidator {
                 "the server no longer has bytes \(requested) (416 Range Not Satisfiable); the object shrank (\(url))",
                 httpStatus: 416)
         default:
-            throw .httpStatus(head.status, url: url.redacted)
+            throw .httpStatus(head, url: url.redacted, firstContact: false)
         }
         try checkSingleValued(head, url: url)
         try checkNotMultipart(head, url: url)

@@ -45,7 +45,7 @@ extension DownloadError {
         } else {
             reason = "\(who) answered \(status) itself, not the server"
         }
-        if let proxyStatus = answer.proxyStatus { reason += " (\(described(proxyStatus)))" }
+        if let proxyStatus = answer.proxyStatus { reason += " (\(proxyStatusText(proxyStatus)))" }
         let reached = answer.refusedTunnel || answer.status == 407 ? "; the server was never reached" : ""
         reason += "\(reached) (\(url))"
         let unreachable = beforeAnyResponse && answer.proxyStatus?.meansServerUnreachable == true
@@ -63,15 +63,16 @@ extension DownloadError {
         return "the proxy \(proxy)\(source)"
     }
 
-    /// `Proxy-Status: squid: connection_refused (the server refused the proxy's connection), "no route"`.
-    private static func described(_ status: ProxyStatus) -> String {
+    /// `Proxy-Status: squid: connection_refused (the server refused the proxy's connection), "no route"`;
+    /// from Squid's own header, `X-Squid-Error: squid: connection_refused (...), "ERR_CONNECT_FAIL 111"`.
+    package static func proxyStatusText(_ status: ProxyStatus) -> String {
         var parts: [String] = []
         if let error = status.error {
             parts.append(Wording.serverText(error, limit: 60) + (status.errorMeaning.map { " (\($0))" } ?? ""))
         }
         if let details = status.details { parts.append("\"\(Wording.serverText(details))\"") }
         let name = Wording.serverText(status.name, limit: 60)
-        return "Proxy-Status: " + name + (parts.isEmpty ? "" : ": " + parts.joined(separator: ", "))
+        return "\(status.field): " + name + (parts.isEmpty ? "" : ": " + parts.joined(separator: ", "))
     }
 }
 

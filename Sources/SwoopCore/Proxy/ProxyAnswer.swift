@@ -45,6 +45,9 @@ package struct ProxyStatus: Sendable, Equatable {
     package var details: String?
     /// The status the next hop sent it (`received-status`), when it got one.
     package var receivedStatus: Int?
+    /// The header field it came in: `Proxy-Status`, or a proxy's own older one (Squid's
+    /// `X-Squid-Error`, read as the RFC 9209 error it means: ``init(squidError:)``).
+    package var field = "Proxy-Status"
 
     package init(name: String, error: String? = nil, details: String? = nil, receivedStatus: Int? = nil) {
         self.name = name

@@ -134,10 +134,15 @@ struct ResponsePlanner {
     // MARK: Responses
 
     private func fail(_ plan: inout ResponsePlan, _ failures: FaultSwitches.Failures) {
-        let status = HTTPResponseStatus(statusCode: failures.status)
+        let status =
+            failures.gatewayReason.map { HTTPResponseStatus.custom(code: UInt(failures.status), reasonPhrase: $0) }
+            ?? HTTPResponseStatus(statusCode: failures.status)
         setText(&plan, status: status, "\(status.code) \(status.reasonPhrase)\n")
         if let seconds = failures.retryAfterSeconds {
             plan.head.headers.add(name: "Retry-After", value: String(seconds))
+        }
+        for (name, value) in failures.gatewayFields.sorted(by: { $0.key < $1.key }) {
+            plan.head.headers.add(name: name, value: value)
         }
         plan.faults.append("fail\(status.code)")
     }

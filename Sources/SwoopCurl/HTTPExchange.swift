@@ -236,7 +236,9 @@ package final class HTTPExchange {
     /// proxy answered it instead of the server (``ProxyAnswer/isOwnAnswer(status:proxyStatus:)``).
     private func proxysOwnAnswer(_ head: ResponseHead) -> ProxyAnswer? {
         guard head.status == 407 || head.status >= 500 else { return nil }
-        let proxyStatus = ProxyStatus(fieldValues: head.values("proxy-status"))
+        let proxyStatus =
+            ProxyStatus(fieldValues: head.values("proxy-status"))
+            ?? ProxyStatus(squidError: head.values("x-squid-error"))
         guard ProxyAnswer.isOwnAnswer(status: head.status, proxyStatus: proxyStatus),
             request.url.lowercased().hasPrefix("http:"),
             request.options.proxyRoute.proxy(for: request.url)?.speaksHTTP == true
@@ -353,25 +355,6 @@ package final class HTTPExchange {
         failure.proxy = proxy
         return failure
     }
-}
-
-/// A proxy's reply to `CONNECT`, as far as a refusal's message needs it.
-private struct TunnelReply {
-    private var statusLine: String?
-    private var proxyStatusValues: [String] = []
-
-    mutating func consume(_ raw: UnsafeRawBufferPointer) {
-        let line = String(decoding: raw, as: UTF8.self).trimmingWhitespace
-        if line.hasPrefix("HTTP/") {
-            statusLine = line
-            proxyStatusValues = []
-        } else if let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "proxy-status" {
-            proxyStatusValues.append(line[line.index(after: colon)...].trimmingWhitespace)
-        }
-    }
-
-    var reasonPhrase: String? { statusLine.flatMap(ProxyAnswer.reasonPhrase(ofStatusLine:)) }
-    var proxyStatus: ProxyStatus? { ProxyStatus(fieldValues: proxyStatusValues) }
 }
 
 private let exchangeHeaderCallback: curl_write_callback = { buffer, size, count, userdata in

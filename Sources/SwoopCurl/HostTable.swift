@@ -46,6 +46,16 @@ package final class HostEntry {
     }
     private var storedHealth = SourceHealth()
 
+    /// Requests in flight to the host from every download's transfer: a refusal for too many
+    /// connections (``SourceHealth``'s learnt cap) is about the client's, not one download's.
+    package var active = 0 {
+        didSet {
+            // A capped host whose requests in flight fell below its cap may take one more, from
+            // whichever download waits for it, not only from the one whose request ended.
+            if let cap = storedHealth.cap, oldValue >= cap, active < cap { table?.changed(self) }
+        }
+    }
+
     /// The quickest TCP handshake seen with the host (one round trip of the path, without the
     /// queueing a slower one includes): a request on a connection already open, an earlier
     /// download's, has no handshake of its own to tell the path's time from the server's.
@@ -156,7 +166,7 @@ package final class HostTable {
     /// met thousands of hosts).
     private func forgetQuietHosts() {
         entries = entries.filter { _, entry in
-            entry.health != SourceHealth() || !entry.liveWatchers.isEmpty
+            entry.health != SourceHealth() || !entry.liveWatchers.isEmpty || entry.active > 0
         }
     }
 }
