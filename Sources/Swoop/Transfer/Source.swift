@@ -1,4 +1,4 @@
-import SwoopTransfer
+import SwoopCurl
 
 /// One server a download fetches from: the first URL's, or a mirror that passed its check. Each
 /// has its own object identity (mirrors do not share `ETag`s), so its own precondition; its
@@ -9,13 +9,19 @@ final class Source {
     var object: RemoteObject {
         didSet {
             guard HostKey(object.url) != host.key else { return }
+            // Its requests in flight count at the host they went to; later ones at the new one.
+            host.active -= active
             host = hosts.entry(for: object.url)
+            host.active += active
             if let watcher { host.watch(watcher) }
         }
     }
     let headers: RequestHeaders
-    /// Requests in flight to it.
-    var active = 0
+    /// Requests in flight to it from this download; its host counts every download's
+    /// (``HostEntry/active``), which is what a per-client limit and its learnt cap are about.
+    var active = 0 {
+        didSet { host.active += active - oldValue }
+    }
     /// Body bytes it delivered.
     var bytes: Int64 = 0
     /// Its host's entry in the downloader's table.
@@ -47,7 +53,7 @@ final class Source {
     }
 
     func sample(at now: ContinuousClock.Instant) -> SourceSample {
-        health.sample(active: active, isUsable: dropped == nil, isHeld: isHeld, at: now)
+        health.sample(active: host.active, isUsable: dropped == nil, isHeld: isHeld, at: now)
     }
 
     /// `host:port`, for progress and messages.

@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// The sources of one download: the first, mirrors in use, and those dropped (and why); which
 /// one the next request goes to, and what the failure policy makes of each failure. Mirrors and
@@ -80,13 +80,13 @@ final class SourceSet {
         let wasDown = source.health.isDown
         let sharesWork = usable.contains { $0 !== source }
         let verdict = source.health.failed(
-            error, answered: answered, active: source.active, retryAfter: retryAfter, sharesWork: sharesWork,
+            error, answered: answered, active: source.host.active, retryAfter: retryAfter, sharesWork: sharesWork,
             policy: policy, at: now, by: owner)
         switch verdict {
         case .limited:
             logger.debug(
                 "source limits connections",
-                metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.active)"])
+                metadata: ["source": "\(source.object.url.redacted)", "cap": "\(source.host.active)"])
         case .down where !wasDown:
             let seconds = (trial: Int(policy.maxTrialInterval.seconds), outage: Int(policy.maxOutage.seconds))
             logger.warning(

@@ -1,5 +1,5 @@
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// What the machine asks of the run: its sources (whose health is their hosts', shared with
 /// every download of the downloader), the budget's permits, the connections' measurements.
@@ -16,7 +16,7 @@ extension TransferRun: TransferEnvironment {
 
     func source(_ index: Int, endedFrom slot: Int, bytes: Int64) {
         let source = sources.sources[index]
-        source.active -= 1
+        source.active = max(0, source.active - 1)
         source.bytes += bytes
         guard bytes > 0 else { return }
         source.health.delivered()

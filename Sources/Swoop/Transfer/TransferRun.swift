@@ -1,6 +1,6 @@
 import Logging
 import SwoopStore
-import SwoopTransfer
+import SwoopCurl
 
 /// Hears how the transfer stage ends.
 protocol TransferRunDelegate: AnyObject {
@@ -194,6 +194,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         controllerTimer?.cancel()
         retryTimer?.cancel()
         pool.cancelAll()
+        // Its requests no longer count at their hosts: their outcomes are ignored from here.
+        for source in sources.sources { source.active = 0 }
     }
 
     // MARK: Work

@@ -20,6 +20,10 @@ final class Nginx: @unchecked Sendable {
         var authorization: String
         var cookie: String
         var userAgent: String
+        /// When the response ended (seconds since the epoch, to the millisecond) and how long it
+        /// took from its request's first byte.
+        var end: Double
+        var seconds: Double
     }
 
     let prefix: URL
@@ -180,7 +184,8 @@ final class Nginx: @unchecked Sendable {
         log_format swoop escape=json '{"connection":$connection,"requests":$connection_requests,\
         "method":"$request_method","uri":"$uri","status":$status,"bytes":$body_bytes_sent,\
         "range":"$http_range","ifMatch":"$http_if_match","ifUnmodifiedSince":"$http_if_unmodified_since",\
-        "authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent"}';
+        "authorization":"$http_authorization","cookie":"$http_cookie","userAgent":"$http_user_agent",\
+        "end":$msec,"seconds":$request_time}';
         """
 
     /// The entries of an access log written with ``logFormat``; none if there is no file yet.
