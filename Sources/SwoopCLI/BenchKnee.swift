@@ -27,16 +27,15 @@ struct BenchKnee {
     }
 
     /// Why the rate stops growing at `recommended`: the server slows down with more connections
-    /// (the most measured well below the best, ``BenchPath/slower``), each connection is capped,
+    /// (``BenchPath/slowsDown(beyond:_:)``), each connection is capped,
     /// or the link is saturated.
     private static func why(
         recommended: ThroughputMeasurement, capped: Bool, perConnection: Double, best: Double,
         _ sorted: [ThroughputMeasurement]
     ) -> String {
-        if let most = sorted.last, most.connections > recommended.connections,
-            most.bytesPerSecond < BenchPath.slower * best
-        {
-            return "more connections than \(recommended.connections) are slower (\(Format.rate(most.bytesPerSecond)) "
+        let rates = sorted.map { (connections: $0.connections, rate: $0.bytesPerSecond) }
+        if let most = BenchPath.slowsDown(beyond: recommended.connections, rates) {
+            return "more connections than \(recommended.connections) are slower (\(Format.rate(most.rate)) "
                 + "at \(most.connections))"
         }
         if capped && recommended.connections == sorted.last?.connections {

@@ -129,12 +129,9 @@ enum BenchPath {
     ) -> (part: Part, reason: String) {
         let network = recommended.rate
         let count = Wording.count(recommended.connections, "connection")
-        let sorted = rates.sorted { $0.connections < $1.connections }
-        // The most connections measured well below the best: the server slows down with more.
-        let slowdown = sorted.last.flatMap { most in
-            most.connections > recommended.connections && most.rate < slower * (sorted.map(\.rate).max() ?? 0)
-                ? "more connections than \(recommended.connections) make it slower (\(Format.rate(most.rate)) at "
-                    + "\(most.connections)): its work is per request, or its threads share a lock" : nil
+        let slowdown = slowsDown(beyond: recommended.connections, rates).map { most in
+            "more connections than \(recommended.connections) make it slower (\(Format.rate(most.rate)) at "
+                + "\(most.connections)): its work is per request, or its threads share a lock"
         }
         if let disk, disk < network {
             // Said beside it: the disk binds a download first, and the server's slowdown is why
@@ -174,6 +171,17 @@ enum BenchPath {
     static let threadLimit = 0.9
     /// The most connections measured at under this share of the best rate: the server slows down.
     static let slower = 0.8
+
+    /// The most connections measured, when they are more than `recommended` and measured under
+    /// ``slower`` times the best rate of all `rates`: the server slows down with more connections.
+    static func slowsDown(
+        beyond recommended: Int, _ rates: [(connections: Int, rate: Double)]
+    ) -> (connections: Int, rate: Double)? {
+        guard let most = rates.max(by: { $0.connections < $1.connections }), most.connections > recommended,
+            most.rate < slower * (rates.map(\.rate).max() ?? 0)
+        else { return nil }
+        return most
+    }
     /// What the disk probe writes: as much as the object (a download meets the disk for that
     /// many bytes, and a small write measures only the caches below the file system), within
     /// 256 MiB and 1 GiB. `objectSize`: `nil` when not known.

@@ -348,8 +348,7 @@ extension DownloadError {
     /// reached at all (refused, no route, no such name) is final, as a refused connection is.
     package static func httpStatus(_ head: ResponseHead, url: String, firstContact: Bool) -> DownloadError {
         guard let gateway = head.gatewayAnswer else { return httpStatus(head.status, url: url) }
-        var status = "\(head.status)"
-        if let phrase = head.reasonPhrase, !phrase.isEmpty { status += " " + Wording.serverText(phrase, limit: 80) }
+        let status = statusText(head.status, phrase: head.reasonPhrase)
         let said =
             gateway.error == nil
             ? "\(Wording.serverText(gateway.name, limit: 60)): it could not fetch the object from the server behind it"

@@ -189,9 +189,7 @@ public final class TestOrigin: Sendable {
     public func revokeSignedURLs(answeringAfter delay: Duration? = nil) {
         core.updateFaults {
             $0.urlSigning?.revokedBefore = URLSigning.nowMilliseconds() + 1
-            $0.urlSigning?.refusalDelayMilliseconds = delay.map {
-                $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000
-            }
+            $0.urlSigning?.refusalDelayMilliseconds = delay.map(\.wholeMilliseconds)
         }
     }
 

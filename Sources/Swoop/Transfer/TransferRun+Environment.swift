@@ -16,7 +16,7 @@ extension TransferRun: TransferEnvironment {
 
     func source(_ index: Int, endedFrom slot: Int, bytes: Int64) {
         let source = sources.sources[index]
-        source.active = max(0, source.active - 1)
+        source.active -= 1
         source.bytes += bytes
         guard bytes > 0 else { return }
         source.health.delivered()

@@ -35,8 +35,7 @@ extension DownloadError {
         _ answer: ProxyAnswer, proxy: ProxyEndpoint?, url: String, beforeAnyResponse: Bool, curlCode: Int?
     ) -> DownloadError {
         let who = proxy.map(named) ?? "the proxy"
-        var status = "\(answer.status)"
-        if let phrase = answer.reasonPhrase, !phrase.isEmpty { status += " " + Wording.serverText(phrase, limit: 80) }
+        let status = statusText(answer.status, phrase: answer.reasonPhrase)
         var reason: String
         if answer.status == 407 {
             reason = "\(who) wants credentials (\(status))"
@@ -55,6 +54,12 @@ extension DownloadError {
             curlCode: curlCode)
         error.proxy = proxy?.description
         return error
+    }
+
+    /// "503 Service Unavailable": a status and its reason phrase as the intermediary sent it, escaped.
+    static func statusText(_ status: Int, phrase: String?) -> String {
+        guard let phrase, !phrase.isEmpty else { return "\(status)" }
+        return "\(status) " + Wording.serverText(phrase, limit: 80)
     }
 
     /// "the proxy http://127.0.0.1:3128", and where it was set when the environment set it.

@@ -227,9 +227,8 @@ final class OriginCore: Sendable {
             }
             if let work = faults.workPerRequest {
                 state.workDoneAt = max(now, state.workDoneAt) + work
-                let wait = state.workDoneAt - now
-                let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
-                plan.headDelayMilliseconds = max(plan.headDelayMilliseconds ?? 0, milliseconds)
+                let wait = (state.workDoneAt - now).wholeMilliseconds
+                plan.headDelayMilliseconds = max(plan.headDelayMilliseconds ?? 0, wait)
             }
             if case .payload = plan.body, faults.changeAfterBodyBytes?.path == target.path,
                 !state.bodyByteCount.fired

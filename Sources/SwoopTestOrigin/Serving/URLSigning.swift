@@ -31,8 +31,7 @@ public struct URLSigning: Sendable, Hashable {
     /// signature covers both.
     func query(for path: String) -> String {
         let now = Self.nowMilliseconds()
-        let validityMs = validity.components.seconds * 1000 + validity.components.attoseconds / 1_000_000_000_000_000
-        let expires = now + validityMs
+        let expires = now + validity.wholeMilliseconds
         return "expires=\(expires)&issued=\(now)&sig=\(Self.signature(path: path, expires: expires, issued: now))"
     }
 
