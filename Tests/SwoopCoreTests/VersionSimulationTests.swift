@@ -20,6 +20,7 @@ struct VersionSimulationTests {
     func neverMixed(batch: Int) async throws {
         let outcome = try await offThePool { Self.run(batch: batch, rule: .pinned) }
         for problem in outcome.problems { Issue.record(Comment(rawValue: problem)) }
+        print("version simulation, batch \(batch), the pinned rule: \(outcome)")
         #expect(outcome.finished > outcome.failed, "\(outcome.finished) finished, \(outcome.failed) failed")
     }
 
@@ -27,6 +28,7 @@ struct VersionSimulationTests {
     func overlapAloneIsCaught() async throws {
         let outcome = try await offThePool { Self.run(batch: 0, rule: .overlapDecides, count: 200) }
         #expect(outcome.mixedUnderHonestValidators > 0, "\(outcome)")
+        print("version simulation, the rule before issue 54: \(outcome)")
     }
 
     struct Tally: CustomStringConvertible {
