@@ -271,6 +271,41 @@ struct S3NameTests {
             #expect(result.stderr.contains("changed"), "the message says the object changed: \(result.stderr)")
         }
     }
+
+    @Test("a listing page answered 503 is asked again on the policy's backoff; one never answered gives up, saying so")
+    func listingRetries() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let objects = (0..<3).map { TestObject(size: 10_000 + Int64($0), seed: 300 + UInt64($0)) }
+            for (index, object) in objects.enumerated() {
+                origin.addS3Object(object, bucket: Self.bucket, key: "t/\(index).bin")
+            }
+            // The first two requests (the listing's) are refused, the third answered.
+            origin.updateFaults {
+                $0.s3Listing = .init()
+                $0.failures = .init(firstRequests: 2, status: 503)
+            }
+            let command = Self.prefixCommand(origin, "t/", ["--json", "-q"])
+            let passed = try await CLI.run(command, in: scratch.url, environment: Self.environment)
+            #expect(passed.status == 0, "\(passed.stderr)")
+            for (index, object) in objects.enumerated() {
+                #expect(try await TestData.sha256(of: scratch.path("out/\(index).bin")) == object.sha256)
+            }
+            let listings = origin.requests.filter { ($0.query ?? "").contains("list-type=2") }
+            #expect(listings.map(\.status) == [503, 503, 200], "\(listings.map(\.status))")
+
+            // Never answered: three tries, then the error says how many it took.
+            origin.resetLog()
+            origin.updateFaults { $0.failures = .init(firstRequests: 1_000, status: 503) }
+            let failed = try await CLI.run(
+                Self.prefixCommand(origin, "t/", ["-q", "--max-tries", "3"]), in: scratch.url,
+                environment: Self.environment)
+            #expect(failed.status != 0)
+            #expect(failed.stderr.contains("gave up after 3 tries"), "\(failed.stderr)")
+            #expect(origin.requests.count == 3, "\(origin.requests.map(\.status))")
+        }
+    }
 }
 
 /// The fields of `swoop get -r --json` these tests read.

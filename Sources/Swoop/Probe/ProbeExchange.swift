@@ -40,23 +40,11 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
     private(set) var headers: RequestHeaders
     /// What the last head decided and its `Retry-After`, acted on when its exchange ends.
     private var pending: (step: ProbeDecision.Step, retryAfter: Int?)?
-    private var retry = Retrying()
-    /// The health of the host asked last, shared by the downloader's downloads.
-    private var host: HostEntry?
-    /// The next request waits for its host, which is down (another request is its trial, or the
-    /// next trial is not due).
-    private var heldByHost = false
-    /// The host was given up (down for longer than the policy allows): why.
-    private var hostGivenUp: String?
+    private var retry = RetryTimer()
+    /// The host asked last, whose health the downloader's downloads share.
+    private var turn = HostTurn()
     private(set) var stopped = false
     weak var delegate: (any ProbeExchangeDelegate)?
-
-    /// Failed tries, the timer of the next, and since when it has been failing.
-    private struct Retrying {
-        var tries = 0
-        var timer: LoopTimer?
-        var failing: (error: DownloadError, since: ContinuousClock.Instant, nextTry: ContinuousClock.Instant)?
-    }
 
     init(
         decision: ProbeDecision, headers: RequestHeaders, options: TransferOptions, policy: FailurePolicy,
@@ -75,14 +63,12 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
     func start() {
         guard !stopped else { return }
         let url = decision.url
-        let host = loop.hosts.entry(for: url)
-        self.host = host
-        heldByHost = false
-        guard host.health.mayTake(active: 0, at: .now) else { return wait(for: host) }
+        let send = { [weak self] in self?.start() ?? () }
+        guard turn.mayAsk(url, loop: loop, watcher: self, retry: &retry, send: send) else { return }
         guard let (range, precondition, job) = delegate?.nextRequest(of: self) else { return }
-        guard connection.acquirePermit(for: url, owner: self, retry: { [weak self] in self?.start() }) else { return }
+        guard connection.acquirePermit(for: url, owner: self, retry: send) else { return }
         pending = nil
-        host.health.willSend(by: connection.token)
+        turn.willSend(by: connection.token)
         let request = headers.request(for: url, precondition: precondition, range: range, options: options)
         connection.begin(job, url: url, request: request)
         delegate?.probeExchangeWillSend(self)
@@ -93,33 +79,22 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
     /// ``waiting`` say what it waits for, since when it has been failing and until when.
     func start(after delay: Duration, failing error: DownloadError) {
         guard !stopped else { return }
-        retry.failing = (error, retry.failing?.since ?? .now, .now + delay)
-        retry.timer = loop.schedule(after: delay) { [weak self] in self?.start() }
-    }
-
-    /// Waits until `host` may take the request: its next trial is due, or it answered.
-    private func wait(for host: HostEntry) {
-        heldByHost = true
-        host.watch(self)
-        retry.timer?.cancel()
-        retry.timer = host.health.nextWake.map { wake in
-            loop.schedule(after: max(.zero, wake - .now)) { [weak self] in self?.start() }
-        }
+        retry.wait(delay, failing: error, on: loop) { [weak self] in self?.start() }
     }
 
     func hostMayTakeRequests() {
-        guard heldByHost, !stopped else { return }
+        guard turn.isHeld, !stopped else { return }
         start()
     }
 
     /// Stops: cancels a retry and, unless `keepingExchange` (it went on to the transfer), the request.
     func stop(keepingExchange: Bool = false) {
         stopped = true
-        retry.timer?.cancel()
+        retry.cancel()
         loop.budget.cancelWait(self)
-        host?.unwatch(self)
+        turn.leave(self)
         if !keepingExchange {
-            if connection.isBusy { host?.health.abandonTrial(by: connection.token) }
+            if connection.isBusy { turn.abandon(by: connection.token) }
             connection.cancel()
         }
     }
@@ -130,8 +105,8 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
     /// What the exchange waits for while no request is in flight (`nil`: one is).
     var idle: IdleWait? {
         guard !connection.isBusy else { return nil }
-        if heldByHost { return .outage }
-        if let timer = retry.timer, !timer.isCancelled { return .retry }
+        if turn.isHeld { return .outage }
+        if retry.isWaiting { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
     }
@@ -139,30 +114,24 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
     /// The server waited for between tries (for progress).
     var waiting: DownloadProgress.Wait? {
         let now = ContinuousClock.now
-        if heldByHost, let outage = host?.health.outage {
+        if turn.isHeld, let outage = turn.host?.health.outage {
             return DownloadProgress.Wait(
                 server: "\(decision.url.host):\(decision.url.port)", cause: outage.lastFailure,
                 duration: now - outage.since, nextTry: outage.trialInFlight ? nil : max(.zero, outage.nextTrial - now),
                 limit: policy.maxOutage)
         }
-        guard let failing = retry.failing else { return nil }
-        let waitsForTimer = retry.timer.map { !$0.isCancelled } ?? false
+        guard let failing = retry.retries.failing else { return nil }
+        let waitsForTimer = retry.isWaiting
         return DownloadProgress.Wait(
             server: "\(decision.url.host):\(decision.url.port)", cause: failing.error.shortCause,
             duration: now - failing.since, nextTry: waitsForTimer ? max(.zero, failing.nextTry - now) : nil, limit: nil)
     }
 
     /// Tries the request again after the policy's backoff, or returns the failure to give up
-    /// with (``FailurePolicy/retryDelay(after:_:retryAfter:)``).
+    /// with (``RequestRetries``).
     func retryOrGiveUp(_ error: DownloadError, retryAfter: Int?) -> DownloadError? {
-        retry.tries += 1
-        let tries = retry.tries
-        if let reason = hostGivenUp, error.isTransient { return error.replacing(reason: reason, remedy: .resume) }
-        guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
-            return tries > 1 ? error.adding(" (after \(tries) tries)") : error
-        }
-        start(after: delay, failing: error)
-        return nil
+        if let final = turn.final(error) { return final }
+        return retry.failed(error, retryAfter: retryAfter, policy: policy, on: loop) { [weak self] in self?.start() }
     }
 
     // MARK: ConnectionDelegate
@@ -175,7 +144,7 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         if case .fail(let error) = step, FailurePolicy.scope(of: error, answered: true) == .server {
             // "Not now" (a 5xx, 429): counted as the request's failure when it ends.
         } else {
-            host?.health.answered()
+            turn.answered()
         }
         if case .redirect = step { return body }
         return delegate?.probeExchange(self, decided: step, head: head, body: body) ?? .abort
@@ -186,7 +155,7 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         let decided = pending
         pending = nil
         if case .cancelled = outcome {
-            host?.health.abandonTrial(by: connection.token)
+            turn.abandon(by: connection.token)
             return  // only a stop cancels a probe
         }
         if case .redirect(let next)? = decided?.step {
@@ -204,19 +173,11 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
                 }
                 return outcome
             } ?? outcome
-        if case .failed(let error, let retryAfter) = ended { hostFailed(error, retryAfter: retryAfter) }
+        if case .failed(let error, let retryAfter) = ended {
+            // What it says of its host, for every download that uses the host.
+            turn.failed(
+                error, answered: connection.wasAnswered, retryAfter: retryAfter, policy: policy, by: connection.token)
+        }
         delegate?.probeExchange(self, ended: decided?.step, outcome: ended)
-    }
-
-    /// The request failed: what it says of its host, for every download that uses the host.
-    private func hostFailed(_ error: DownloadError, retryAfter: Int?) {
-        guard let host else { return }
-        let answered = connection.wasAnswered
-        // A permanent failure is the request's own end, not the host's.
-        guard FailurePolicy.scope(of: error, answered: answered) != .permanent else { return }
-        let verdict = host.health.failed(
-            error, answered: answered, active: 0, retryAfter: retryAfter, sharesWork: false, policy: policy, at: .now,
-            by: connection.token)
-        if case .giveUp(let reason) = verdict { hostGivenUp = reason }
     }
 }

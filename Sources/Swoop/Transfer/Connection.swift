@@ -50,6 +50,9 @@ final class Connection: ExchangeDelegate {
         /// Bytes of another source, kept in memory to compare with what the first source served
         /// (``MirrorCheck``); they never reach the store.
         case sample(RequestedRange)
+        /// A small document whole, kept in memory up to `limit` bytes (an S3 listing page,
+        /// ``DocumentFetch``).
+        case document(limit: Int)
     }
 
     /// How an exchange ended, as the connection saw it.
@@ -147,6 +150,11 @@ final class Connection: ExchangeDelegate {
     /// Hands over the bytes a sample or confirmation collected.
     func takeSample() -> [UInt8] {
         (response as? SampleResponse)?.take() ?? []
+    }
+
+    /// Hands over the document the last exchange brought.
+    func takeDocument() -> [UInt8] {
+        (response as? DocumentResponse)?.take() ?? []
     }
 
     /// The segment the current exchange fills.

@@ -1,10 +1,12 @@
 import SwoopCurl
 
-/// One small document fetched whole on the transfer thread, an S3 listing page: a GET with a
-/// connection permit, signed and read by the request's service like every request of a download,
-/// its body kept in memory up to `limit` bytes, and failed tries sent again on the
-/// ``FailurePolicy``'s backoff. No redirects: a store that moves a listing is answered with an error.
-final class DocumentFetch: ExchangeDelegate {
+/// One small document fetched whole on the transfer thread, an S3 listing page: a GET on a
+/// ``Connection`` (its permit, its exchange, the body kept in memory up to `limit` bytes by a
+/// ``DocumentResponse``), signed and read by the request's service like every request of a
+/// download. Failed tries are sent again as its ``RetryTimer`` says, and its host's turn is taken
+/// like a probe's (``HostTurn``): it waits for a host that is down, and what it learns of the host
+/// counts for every download.
+final class DocumentFetch: ConnectionDelegate, HostWatcher {
     private let url: RemoteURL
     private let headers: RequestHeaders
     private let options: TransferOptions
@@ -12,13 +14,9 @@ final class DocumentFetch: ExchangeDelegate {
     private let loop: TransferLoop
     private let limit: Int
     private var completion: ((Result<[UInt8], DownloadError>) -> Void)?
-    private var exchange: HTTPExchange?
-    private var permitHost: String?
-    private var body: [UInt8] = []
-    private var failure: DownloadError?
-    private var retryAfter: Int?
-    private var tries = 0
-    private var timer: LoopTimer?
+    private let connection: Connection
+    private var retry = RetryTimer()
+    private var turn = HostTurn()
 
     init(
         url: RemoteURL, headers: RequestHeaders, options: TransferOptions, policy: FailurePolicy, loop: TransferLoop,
@@ -31,31 +29,32 @@ final class DocumentFetch: ExchangeDelegate {
         self.loop = loop
         self.limit = limit
         self.completion = completion
+        self.connection = Connection(id: 0, loop: loop, delegate: nil)
+        connection.delegate = self
     }
 
-    /// Sends the request once a connection permit is free.
+    /// Sends the request once its host may take it and a connection permit is free.
     func start() {
-        guard completion != nil, exchange == nil else { return }
-        let host = "\(url.host):\(url.port)"
-        guard loop.budget.acquire(host: host) else {
-            let loop = self.loop
-            loop.budget.wait(self) { loop.afterCallbacks { [weak self] in self?.start() } }
-            return
-        }
-        permitHost = host
-        body = []
-        failure = nil
-        retryAfter = nil
-        let exchange = HTTPExchange(headers.request(for: url, range: nil, options: options), delegate: self)
-        self.exchange = exchange
-        loop.start(exchange)
+        guard completion != nil, !connection.isBusy else { return }
+        let send = { [weak self] in self?.start() ?? () }
+        guard turn.mayAsk(url, loop: loop, watcher: self, retry: &retry, send: send) else { return }
+        guard connection.acquirePermit(for: url, owner: self, retry: send) else { return }
+        turn.willSend(by: connection.token)
+        connection.begin(.document(limit: limit), url: url, request: headers.request(for: url, range: nil, options: options))
+    }
+
+    func hostMayTakeRequests() {
+        guard turn.isHeld else { return }
+        start()
     }
 
     /// Stops; the completion hears ``DownloadError/Kind/cancelled``.
     func cancel() {
-        timer?.cancel()
+        retry.cancel()
         loop.budget.cancelWait(self)
-        if let exchange { loop.cancel(exchange) }
+        turn.leave(self)
+        if connection.isBusy { turn.abandon(by: connection.token) }
+        connection.cancel()
         finish(.failure(DownloadError(.cancelled, "the request for \(url.redacted) was cancelled")))
     }
 
@@ -65,50 +64,24 @@ final class DocumentFetch: ExchangeDelegate {
         completion?(result)
     }
 
-    func exchange(_ exchange: HTTPExchange, didReceiveHead head: ResponseHead) -> BodyDisposition {
-        retryAfter = head.retryAfterSeconds
-        if head.status != 200 {
-            failure = .httpStatus(head, url: url.redacted, firstContact: false)
-        }
-        return .deliver
-    }
-
-    func exchange(_ exchange: HTTPExchange, didReceive body: UnsafeRawBufferPointer) -> BodyVerdict {
-        self.body.append(contentsOf: body.prefix(limit + 1 - self.body.count))
-        guard self.body.count <= limit else {
-            if failure == nil {
-                failure = .invalidResponse("the response from \(url.redacted) is larger than \(limit) bytes")
-            }
-            return .stop
-        }
-        return .take
-    }
-
-    func exchange(_ exchange: HTTPExchange, didCompleteWith outcome: ExchangeOutcome) {
-        guard exchange === self.exchange else { return }
-        self.exchange = nil
-        if let host = permitHost {
-            permitHost = nil
-            loop.budget.release(host: host)
-        }
+    func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
         guard completion != nil else { return }
-        let result: Result<[UInt8], DownloadError>
-        if let failure {
-            let read = exchange.request.service.map { $0.interpret(failure, body: body) } ?? failure
-            result = .failure(read)
-        } else if case .failed(let transport) = outcome {
-            result = .failure(.transport(transport, url: url.redacted, beforeAnyResponse: tries == 0))
-        } else {
-            result = .success(body)
-        }
-        if case .failure(let error) = result {
-            tries += 1
-            if let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) {
-                timer = loop.schedule(after: delay) { [weak self] in self?.start() }
-                return
+        switch outcome {
+        case .completed:
+            turn.answered()
+            finish(.success(connection.takeDocument()))
+        case .stopped, .cancelled:
+            turn.abandon(by: connection.token)
+        case .failed(let error, let retryAfter):
+            let answered = connection.wasAnswered
+            if answered, FailurePolicy.scope(of: error, answered: true) != .server { turn.answered() }
+            turn.failed(error, answered: answered, retryAfter: retryAfter, policy: policy, by: connection.token)
+            if let final = turn.final(error) { return finish(.failure(final)) }
+            let send = { [weak self] in self?.start() ?? () }
+            if let final = retry.failed(error, retryAfter: retryAfter, policy: policy, on: loop, send: send) {
+                finish(.failure(final))
             }
         }
-        finish(result.mapError { tries > 1 ? $0.adding(" (after \(tries) tries)") : $0 })
     }
 }
 

@@ -55,6 +55,8 @@ extension Connection.Job {
         case .stream:
             guard let store else { preconditionFailure("the stream's connection has no store") }
             return StreamResponse(store: store)
+        case .document(let limit):
+            return DocumentResponse(limit: limit, location: url?.redacted ?? "")
         }
     }
 }
@@ -142,6 +144,48 @@ final class SampleResponse: ResponseHandler {
         guard exact, let limit, Int64(sampled.count) != limit else { return nil }
         return .invalidResponse(
             "the server sent \(sampled.count) of the \(Wording.bytes(limit)) asked for (\(location))")
+    }
+}
+
+/// A small document, whole and in memory: a `200`'s body of at most `limit` bytes. Any other
+/// status is the exchange's failure (no redirect is followed: a store that moves a listing is
+/// answered with an error).
+final class DocumentResponse: ResponseHandler {
+    private let limit: Int
+    private let location: String
+    private(set) var failure: DownloadError?
+    private var document: [UInt8] = []
+
+    init(limit: Int, location: String) {
+        self.limit = limit
+        self.location = location
+    }
+
+    var job: Connection.Job { .document(limit: limit) }
+    /// A listing is the first request to its host: a wrong name is said as one.
+    var asksAboutObject: Bool { true }
+
+    /// Hands over the document.
+    func take() -> [UInt8] {
+        defer { document = [] }
+        return document
+    }
+
+    func head(_ head: ResponseHead, on connection: Connection) -> BodyDisposition {
+        guard head.status == 200 else {
+            failure = .httpStatus(head, url: location, firstContact: false)
+            return .abort
+        }
+        return .deliver
+    }
+
+    func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict {
+        guard document.count + body.count <= limit else {
+            failure = .invalidResponse("the response from \(location) is larger than \(Wording.bytes(limit))")
+            return .stop
+        }
+        document.append(contentsOf: body)
+        return .take
     }
 }
 

@@ -137,7 +137,7 @@ final class URLRefresher: @unchecked Sendable {
             logger.warning("\(error.reason); asking again")
             startCall()
         case .failure(let error):
-            finish(.failure(error.adding(" (after \(Wording.tries(triesWithoutProgress)))")))
+            finish(.failure(error.gaveUp(after: triesWithoutProgress)))
         }
     }
 

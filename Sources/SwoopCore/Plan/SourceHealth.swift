@@ -241,7 +241,7 @@ package struct SourceHealth: Equatable {
             guard sharesWork else { return .retryRange }
             failedAnswers += 1
             guard failedAnswers < policy.maxTries else {
-                return .giveUp("\(reason) (after \(Wording.tries(failedAnswers)))")
+                return .giveUp(reason + Wording.gaveUp(after: failedAnswers))
             }
             return rest(policy, retryAfter, now, &random)
         }

@@ -38,7 +38,7 @@ extension TransferMachine {
         let maxTries = settings.failures.maxTries
         if let ledger, ledger.breaks.contains(point), bridgeTries[point, default: 0] >= maxTries {
             let message =
-                "could not compare the bytes on both sides of offset \(point) after \(maxTries) tries, so the file "
+                "could not compare the bytes on both sides of offset \(point) after \(Wording.tries(maxTries)), so the file "
                 + "is not known to be one version"
             actions.append(.fail(DownloadError(.invalidResponse, message, remedy: .resume)))
             return

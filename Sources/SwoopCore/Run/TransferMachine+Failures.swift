@@ -48,11 +48,11 @@ extension TransferMachine {
         case .failAfterTries(let delay):
             plan.release(segment, failed: true, retryAt: now + delay)
             // The segment map keeps everything else; downloading again resumes.
-            var detail = " (gave up after \(Wording.tries(settings.failures.maxTries)))"
+            var failure = error.gaveUp(after: settings.failures.maxTries, remedy: .resume)
             if let others = environment.whyOthersCannotHelp {
-                detail += "; no other source can take over: " + others
+                failure = failure.adding("; no other source can take over: " + others)
             }
-            actions.append(.fail(error.adding(detail, remedy: .resume)))
+            actions.append(.fail(failure))
             return
         case .retry(let delay):
             plan.release(segment, failed: true, retryAt: now + delay)
