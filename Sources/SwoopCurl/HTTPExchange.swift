@@ -108,8 +108,6 @@ package final class HTTPExchange {
     /// A proxy's reply to the `CONNECT`, if one came, and whether the server's response has begun.
     private var tunnelReply = TunnelReply()
     private var serverResponseBegun = false
-    /// The last status line read, for its reason phrase.
-    private var statusLine: String?
     /// The proxy answered this request itself (a 407, or an error its `Proxy-Status` marks as
     /// its own): the transfer was stopped there, and fails with this.
     private var proxyRefusal: ProxyAnswer?
@@ -216,7 +214,6 @@ package final class HTTPExchange {
             }
             serverResponseBegun = true
         }
-        if line.starts(with: "HTTP/".utf8) { statusLine = String(decoding: line, as: UTF8.self) }
         guard let finished = head.consume(line) else { return true }
         if let answer = proxysOwnAnswer(finished) {
             proxyRefusal = answer
@@ -236,15 +233,13 @@ package final class HTTPExchange {
     /// proxy answered it instead of the server (``ProxyAnswer/isOwnAnswer(status:proxyStatus:)``).
     private func proxysOwnAnswer(_ head: ResponseHead) -> ProxyAnswer? {
         guard head.status == 407 || head.status >= 500 else { return nil }
-        let proxyStatus =
-            ProxyStatus(fieldValues: head.values("proxy-status"))
-            ?? ProxyStatus(squidError: head.values("x-squid-error"))
+        let proxyStatus = head.intermediaryStatus
         guard ProxyAnswer.isOwnAnswer(status: head.status, proxyStatus: proxyStatus),
             request.url.lowercased().hasPrefix("http:"),
             request.options.proxyRoute.proxy(for: request.url)?.speaksHTTP == true
         else { return nil }
         return ProxyAnswer(
-            status: head.status, reasonPhrase: statusLine.flatMap(ProxyAnswer.reasonPhrase(ofStatusLine:)),
+            status: head.status, reasonPhrase: head.reasonPhrase,
             proxyStatus: proxyStatus, refusedTunnel: false)
     }
 

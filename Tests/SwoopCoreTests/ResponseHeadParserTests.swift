@@ -153,4 +153,33 @@ struct ResponseHeadParserTests {
                 .retryAfterSeconds == nil)
         #expect(ResponseHead(status: 503).retryAfterSeconds == nil)
     }
+
+    @Test("the reason phrase is kept where a message quotes it: a proxy's 407 and a 5xx, not an empty one")
+    func reasonPhrase() {
+        func phrase(_ statusLine: String) -> String? {
+            var parser = ResponseHeadParser()
+            return feed(&parser, [statusLine, ""]).last??.reasonPhrase
+        }
+        #expect(phrase("HTTP/1.1 407 Proxy Authentication Required") == "Proxy Authentication Required")
+        #expect(phrase("HTTP/1.1 503 Backend fetch failed") == "Backend fetch failed")
+        #expect(phrase("HTTP/1.1 503") == nil)
+        #expect(phrase("HTTP/1.1 200 OK") == nil)
+    }
+
+    @Test("an intermediary's own words: Proxy-Status first, else X-Squid-Error; a head so far before its end")
+    func intermediaryStatus() throws {
+        var parser = ResponseHeadParser()
+        _ = feed(&parser, ["HTTP/1.1 503 Service Unavailable", "X-Squid-Error: ERR_CONNECT_FAIL 111"])
+        let partial = try #require(parser.partial)
+        #expect(parser.finished == nil)
+        #expect(partial.intermediaryStatus?.error == "connection_refused")
+        let both = ResponseHead(
+            status: 502,
+            fields: [
+                (name: "X-Squid-Error", value: "ERR_DNS_FAIL 0"),
+                (name: "Proxy-Status", value: "edge; error=connection_timeout"),
+            ])
+        #expect(both.intermediaryStatus?.error == "connection_timeout")
+        #expect(ResponseHead(status: 502).intermediaryStatus == nil)
+    }
 }

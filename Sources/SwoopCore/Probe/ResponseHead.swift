@@ -59,6 +59,12 @@ package struct ResponseHeadParser {
 
     package init() {}
 
+    /// The head so far, before the line that ends it (a proxy's reply to `CONNECT`, whose end
+    /// libcurl may not hand over).
+    package var partial: ResponseHead? {
+        status.map { ResponseHead(status: $0, fields: fields, reasonPhrase: reasonPhrase) }
+    }
+
     /// Feeds one raw line (with its CRLF). Returns the head when the line ends a final response's
     /// header block; 1xx blocks are skipped.
     package mutating func consume(_ raw: UnsafeRawBufferPointer) -> ResponseHead? {
@@ -90,9 +96,13 @@ package struct ResponseHeadParser {
             let word = UnsafeRawBufferPointer(rebasing: line[index..<end])
             status = word.isEmpty ? nil : Int(String(decoding: word, as: UTF8.self))
             reasonPhrase = nil
-            if let status, status >= 500 {
+            // Kept only where a message quotes it (a proxy's 407, a gateway's 5xx): a list of
+            // small files parses thousands of heads.
+            if let status, status >= 500 || status == 407 {
                 while end < line.count, line[end] == UInt8(ascii: " ") { end += 1 }
-                reasonPhrase = String(decoding: UnsafeRawBufferPointer(rebasing: line[end...]), as: UTF8.self)
+                if end < line.count {
+                    reasonPhrase = String(decoding: UnsafeRawBufferPointer(rebasing: line[end...]), as: UTF8.self)
+                }
             }
             fields.removeAll()
             return nil
