@@ -26,6 +26,14 @@ package final class ConnectionBudget {
         return true
     }
 
+    /// Permits free in all.
+    package var free: Int { total - active }
+
+    /// Permits free for a connection to `host`: within the total and the host's cap.
+    package func free(onHost host: String) -> Int {
+        min(free, perHost - activeByHost[host, default: 0])
+    }
+
     /// Returns a permit and wakes the sessions waiting for one.
     package func release(host: String) {
         active -= 1

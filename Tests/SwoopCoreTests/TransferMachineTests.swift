@@ -261,11 +261,11 @@ struct TransferMachineTests {
         }
         let due = try #require(server.health.outage?.nextTrial)
         let simulation = TransferSimulation(size: 64 * Self.mebibyte, servers: [server], target: 4)
-        _ = simulation.machine.start(first: RangeRequest(own: ByteRange(0, 1 << 20)), at: due)
+        _ = simulation.startTransfer(first: RangeRequest(own: ByteRange(0, 1 << 20)), at: due)
         #expect(simulation.servers[0].health.outage?.trialInFlight == true, "the probe's request is the host's trial")
         #expect(!simulation.servers[0].health.mayTake(active: 0, at: due), "another download waits for it")
         // The transfer stops (its download was cancelled or paused): no end of that request is heard.
-        simulation.machine.stop()
+        simulation.stopTransfer()
         #expect(simulation.servers[0].health.outage?.trialInFlight == false)
         #expect(simulation.servers[0].health.mayTake(active: 0, at: due), "another download may send the next")
         #expect(simulation.machine.dispatch(at: due).isEmpty, "a stopped machine decides nothing")

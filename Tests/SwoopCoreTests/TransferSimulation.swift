@@ -123,12 +123,10 @@ final class TransferSimulation: TransferEnvironment {
                     own, size: size, window: $0.window, heldAfter: $0.needsTrail(at: own.upperBound),
                     response: $0.beginResponse())
             } ?? RangeRequest(own: own)
-        guard let segment = machine.start(first: request, at: now) else { return false }
+        guard let segment = startTransfer(first: request) else { return false }
         let probe = TransferSend(slot: 0, source: 0, work: .segment(segment, request))
         servers[0].requests += 1
         flights[0] = flight(for: probe)
-        permits -= 1
-        holders.insert(0)
         machine.planAhead(window: nil, hashesInOrder: false)
         perform(machine.dispatch(at: now))
         var nextTick = now + .milliseconds(100)
@@ -155,6 +153,19 @@ final class TransferSimulation: TransferEnvironment {
 
     var isOver: Bool { completed || failure != nil || changed != nil }
 
+    /// The probe's request (slot 0, server 0, in flight already) becomes the transfer's first, as
+    /// the shell starts it: it holds a permit and counts at its server (maybe as its trial).
+    func startTransfer(first request: RangeRequest, at instant: ContinuousClock.Instant? = nil) -> Segment? {
+        guard let segment = machine.start(first: request, at: instant ?? now) else { return nil }
+        willSend(to: 0, from: 0, at: instant ?? now)
+        return segment
+    }
+
+    /// The transfer stops, as the shell stops it.
+    func stopTransfer() {
+        perform(machine.stop())
+    }
+
     /// Requests sent before `seconds` of virtual time.
     func sendsBefore(seconds: Double) -> Int? {
         sendTimes.firstIndex { $0 >= seconds } ?? sendTimes.count
@@ -167,6 +178,7 @@ final class TransferSimulation: TransferEnvironment {
             guard !isOver else { return }
             switch action {
             case .send(let send):
+                willSend(to: send.source, from: send.slot)
                 sends.append(send)
                 sendTimes.append(self.seconds)
                 servers[send.source].requests += 1
@@ -174,6 +186,12 @@ final class TransferSimulation: TransferEnvironment {
                 if send.source == 0 && awaitsFreshURL { sendsAwaitingFreshURL += 1 }
                 flights[send.slot] = flight(for: send)
                 mostInFlight = max(mostInFlight, flights.count)
+            case .waitForPermit:
+                waitsForPermit = true
+            case .dropSource(let source, let reason):
+                servers[source].dropped = servers[source].dropped ?? reason
+            case .abandonTrial(let source, let slot):
+                servers[source].health.abandonTrial(by: slot)
             case .cancel(let slot):
                 flights[slot]?.cancelled = true
                 cancels += 1
@@ -339,9 +357,8 @@ final class TransferSimulation: TransferEnvironment {
     private func end(_ slot: Int, _ end: RequestEnd) {
         if end.urlExpired { awaitsFreshURL = true }
         flights[slot] = nil
-        holders.remove(slot)
-        permits += 1
-        perform(machine.requestEnded(slot: slot, end, at: now))
+        if holders.remove(slot) != nil { permits += 1 }
+        perform(machine.requestEnded(slot: slot, hostHeard(end, on: slot), at: now))
         if waitsForPermit, permits > 0 {
             waitsForPermit = false
             perform(machine.dispatch(at: now))
@@ -354,34 +371,38 @@ final class TransferSimulation: TransferEnvironment {
         servers.map { $0.health.sample(active: $0.active, isUsable: $0.dropped == nil, isHeld: $0.held, at: now) }
     }
 
-    func source(_ source: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {
+    /// A request on `slot` goes to `source`: it holds a permit and counts there (maybe as its trial).
+    private func willSend(to source: Int, from slot: Int, at instant: ContinuousClock.Instant? = nil) {
+        if holders.insert(slot).inserted { permits -= 1 }
         servers[source].active += 1
-        servers[source].health.willSend(by: slot, at: now)
+        servers[source].health.willSend(by: slot, at: instant ?? now)
     }
 
-    func source(_ source: Int, endedFrom slot: Int, bytes: Int64) {
+    /// What `slot`'s end tells its server, as the shell tells it, with the health's verdict.
+    private func hostHeard(_ end: RequestEnd, on slot: Int) -> RequestEnd {
+        guard let (source, report) = machine.hostReport(slot: slot, end) else { return end }
         servers[source].active -= 1
-        servers[source].bytes += bytes
-        if bytes > 0 { servers[source].health.delivered() }
+        servers[source].bytes += end.bytes
+        if end.bytes > 0 { servers[source].health.delivered() }
+        var end = end
+        switch report {
+        case .failed(let error, let answered, let retryAfter):
+            guard servers[source].dropped == nil else {
+                end.verdict = .rest
+                break
+            }
+            let sharesWork = servers.indices.contains { $0 != source && servers[$0].dropped == nil }
+            end.verdict = servers[source].health.failed(
+                error, answered: answered, active: servers[source].active, retryAfter: retryAfter,
+                sharesWork: sharesWork, policy: policy, at: now, by: slot, using: &random)
+        case .nothing:
+            servers[source].health.abandonTrial(by: slot)
+        }
+        return end
     }
 
-    func source(_ source: Int, abandonsTrialOf slot: Int) {
-        servers[source].health.abandonTrial(by: slot)
-    }
-
-    func source(
-        _ source: Int, failed error: DownloadError, answered: Bool, retryAfter: Int?, slot: Int,
-        at now: ContinuousClock.Instant
-    ) -> SourceHealth.Verdict {
-        guard servers[source].dropped == nil else { return .rest }
-        let sharesWork = servers.indices.contains { $0 != source && servers[$0].dropped == nil }
-        return servers[source].health.failed(
-            error, answered: answered, active: servers[source].active, retryAfter: retryAfter, sharesWork: sharesWork,
-            policy: policy, at: now, by: slot, using: &random)
-    }
-
-    func drop(_ source: Int, reason: String) {
-        servers[source].dropped = servers[source].dropped ?? reason
+    func permits(for source: Int) -> PermitCount {
+        PermitCount(free: permits, freeOnHost: permits, host: 0)
     }
 
     var sourcesNextWake: ContinuousClock.Instant? {
@@ -393,21 +414,6 @@ final class TransferSimulation: TransferEnvironment {
             servers[index].dropped.map { "\(index): \($0)" }
         }
         return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
-    }
-
-    func acquirePermit(slot: Int, for source: Int) -> Bool {
-        if holders.contains(slot) { return true }
-        guard permits > 0 else {
-            waitsForPermit = true
-            return false
-        }
-        permits -= 1
-        holders.insert(slot)
-        return true
-    }
-
-    func releasePermit(slot: Int) {
-        if holders.remove(slot) != nil { permits += 1 }
     }
 
     func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {

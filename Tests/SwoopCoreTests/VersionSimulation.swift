@@ -301,6 +301,7 @@ final class VersionSimulation: TransferEnvironment {
             random: SplitMix64(seed: random.next()))
         self.machine = machine
         guard let segment = machine.start(first: request, at: now) else { return }
+        willSend(from: 0)
         flights[0] = Flight(
             send: TransferSend(slot: 0, source: 0, work: .segment(segment, request)), node: node,
             version: version(on: node), answerAt: step + 1, bytesPerStep: random.logUniform(2_000...200_000))
@@ -324,6 +325,7 @@ final class VersionSimulation: TransferEnvironment {
             guard outcome == nil, machine != nil else { return }
             switch action {
             case .send(let send):
+                willSend(from: send.slot)
                 requests += 1
                 machineSent = true
                 let node = nextNode()
@@ -343,7 +345,9 @@ final class VersionSimulation: TransferEnvironment {
                 changed()
             case .fail(let error):
                 outcome = .failed(error.message)
-            case .renew, .retried, .refresh, .note:
+            case .abandonTrial(_, let slot):
+                health.abandonTrial(by: slot)
+            case .renew, .retried, .refresh, .note, .waitForPermit, .dropSource:
                 break
             }
         }
@@ -421,7 +425,7 @@ final class VersionSimulation: TransferEnvironment {
     private func end(_ slot: Int, _ end: RequestEnd) {
         flights[slot] = nil
         guard let machine else { return }
-        perform(machine.requestEnded(slot: slot, end, at: now))
+        perform(machine.requestEnded(slot: slot, hostHeard(end, on: slot, machine: machine), at: now))
     }
 
     /// The chunks a checkpoint records: the written ones less the chunk before each break.
@@ -484,7 +488,9 @@ final class VersionSimulation: TransferEnvironment {
     }
 
     private func stopTry() {
-        machine?.stop()
+        if let machine {
+            for case .abandonTrial(_, let slot) in machine.stop() { health.abandonTrial(by: slot) }
+        }
         machine = nil
         flights = [:]
         active = 0
@@ -503,35 +509,32 @@ final class VersionSimulation: TransferEnvironment {
         [health.sample(active: active, isUsable: true, isHeld: false, at: now)]
     }
 
-    func source(_ source: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {
+    /// A request on `slot` goes to the server: it counts there (maybe as its trial).
+    private func willSend(from slot: Int) {
         active += 1
         health.willSend(by: slot, at: now)
     }
 
-    func source(_ source: Int, endedFrom slot: Int, bytes: Int64) {
+    /// What `slot`'s end tells the server's health, as the shell tells it, with its verdict.
+    private func hostHeard(_ end: RequestEnd, on slot: Int, machine: TransferMachine) -> RequestEnd {
+        guard let (_, report) = machine.hostReport(slot: slot, end) else { return end }
         active -= 1
-        if bytes > 0 { health.delivered() }
+        if end.bytes > 0 { health.delivered() }
+        var end = end
+        switch report {
+        case .failed(let error, let answered, let retryAfter):
+            end.verdict = health.failed(
+                error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: false, policy: policy,
+                at: now, by: slot, using: &random)
+        case .nothing:
+            health.abandonTrial(by: slot)
+        }
+        return end
     }
 
-    func source(_ source: Int, abandonsTrialOf slot: Int) {
-        health.abandonTrial(by: slot)
-    }
-
-    func source(
-        _ source: Int, failed error: DownloadError, answered: Bool, retryAfter: Int?, slot: Int,
-        at now: ContinuousClock.Instant
-    ) -> SourceHealth.Verdict {
-        health.failed(
-            error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: false, policy: policy,
-            at: now,
-            by: slot, using: &random)
-    }
-
-    func drop(_ source: Int, reason: String) {}
     var sourcesNextWake: ContinuousClock.Instant? { health.nextWake }
     var whyOthersCannotHelp: String? { nil }
-    func acquirePermit(slot: Int, for source: Int) -> Bool { true }
-    func releasePermit(slot: Int) {}
+    func permits(for source: Int) -> PermitCount { PermitCount(free: .max, freeOnHost: .max, host: 0) }
 
     func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
         let count = max((flights.keys.max() ?? -1) + 1, machine?.target ?? 1)

@@ -12,13 +12,18 @@ struct ConnectionPermit {
     mutating func acquire(
         for url: RemoteURL, on loop: TransferLoop, owner: AnyObject, retry: @escaping () -> Void
     ) -> Bool {
-        let key = "\(url.host):\(url.port)"
+        let key = Self.host(of: url)
         if loop.budget.acquire(host: key) {
             host = key
             return true
         }
         loop.budget.wait(owner) { loop.afterCallbacks(retry) }
         return false
+    }
+
+    /// The budget's name for `url`'s host.
+    static func host(of url: RemoteURL) -> String {
+        "\(url.host):\(url.port)"
     }
 
     /// Returns the permit, if one is held.

@@ -1,58 +1,22 @@
 import SwoopStore
 import SwoopCurl
 
-/// What the machine asks of the run: its sources (whose health is their hosts', shared with
-/// every download of the downloader), the budget's permits, the connections' measurements.
+/// What the machine reads of the run (its sources, whose health is their hosts', shared with every
+/// download of the downloader; the budget's permits; the connections' measurements), and what the
+/// machine's sends and a request's end do to the sources' hosts.
 extension TransferRun: TransferEnvironment {
     func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
         sources.samples(at: now)
-    }
-
-    func source(_ index: Int, willSendFrom slot: Int, at now: ContinuousClock.Instant) {
-        let source = sources.sources[index]
-        source.active += 1
-        source.health.willSend(by: token(slot), at: now)
-    }
-
-    func source(_ index: Int, endedFrom slot: Int, bytes: Int64) {
-        let source = sources.sources[index]
-        source.active -= 1
-        source.bytes += bytes
-        guard bytes > 0 else { return }
-        source.health.delivered()
-        if index == 0 { refresher?.noteProgress() }
-    }
-
-    func source(_ index: Int, abandonsTrialOf slot: Int) {
-        sources.sources[index].health.abandonTrial(by: token(slot))
-    }
-
-    func source(
-        _ index: Int, failed error: DownloadError, answered: Bool, retryAfter: Int?, slot: Int,
-        at now: ContinuousClock.Instant
-    ) -> SourceHealth.Verdict {
-        sources.failed(
-            sources.sources[index], error, answered: answered, retryAfter: retryAfter, policy: settings.failures,
-            by: token(slot), at: now)
-    }
-
-    func drop(_ index: Int, reason: String) {
-        sources.drop(sources.sources[index], reason)
     }
 
     var sourcesNextWake: ContinuousClock.Instant? { sources.nextWake }
 
     var whyOthersCannotHelp: String? { sources.whyOthersCannotHelp }
 
-    func acquirePermit(slot: Int, for index: Int) -> Bool {
-        let connection = pool.slot(slot, store: store, object: object, delegate: self)
-        return connection.acquirePermit(for: sources.sources[index].object.url, owner: self) { [weak self] in
-            self?.dispatchWork()
-        }
-    }
-
-    func releasePermit(slot: Int) {
-        pool.connection(slot)?.releasePermit()
+    func permits(for index: Int) -> PermitCount {
+        let key = ConnectionPermit.host(of: sources.sources[index].object.url)
+        let budget = loop.budget
+        return PermitCount(free: budget.free, freeOnHost: budget.free(onHost: key), host: key.hashValue)
     }
 
     func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
@@ -61,6 +25,42 @@ extension TransferRun: TransferEnvironment {
 
     func isRateCapped(at now: ContinuousClock.Instant) -> Bool {
         isCapped(at: now)
+    }
+
+    /// A request on `slot` goes to source `index`: it counts as in flight at its host (and may be
+    /// the host's trial while the host is down).
+    func willSend(to index: Int, from slot: Int) {
+        let source = sources.sources[index]
+        source.active += 1
+        source.health.willSend(by: token(slot), at: .now)
+    }
+
+    /// `slot`'s request ended with `end`: the machine's end, with what it told its source's host
+    /// (``TransferMachine/hostReport(slot:_:)``) and the health's verdict on a failure.
+    func hostHeard(_ end: RequestEnd, on slot: Int, machine: TransferMachine) -> RequestEnd {
+        guard let (index, report) = machine.hostReport(slot: slot, end) else { return end }
+        let source = sources.sources[index]
+        source.active -= 1
+        source.bytes += end.bytes
+        if end.bytes > 0 {
+            source.health.delivered()
+            if index == 0 { refresher?.noteProgress() }
+        }
+        var end = end
+        switch report {
+        case .failed(let error, let answered, let retryAfter):
+            end.verdict = sources.failed(
+                source, error, answered: answered, retryAfter: retryAfter, policy: settings.failures, by: token(slot),
+                at: .now)
+        case .nothing:
+            source.health.abandonTrial(by: token(slot))
+        }
+        return end
+    }
+
+    /// The request on `slot` to source `index` will not be heard of again (the run stops).
+    func abandonTrial(of index: Int, on slot: Int) {
+        sources.sources[index].health.abandonTrial(by: token(slot))
     }
 
     /// The slot's connection among every download's (whose request a down host's trial is).

@@ -148,6 +148,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             throw .invalidResponse("internal: the probe's range \(first.own) is not missing")
         }
         connection.adopt(.segment(segment, request: first), store: store, object: object)
+        // The probe's request, in flight on slot 0, is the first source's from here.
+        willSend(to: 0, from: 0)
         let mirrors = settings.mirrors
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
         guard machine.isWorthSplitting else {
@@ -187,7 +189,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     func stop() {
         guard !stopped else { return }
         stopped = true
-        machine?.stop()
+        for case .abandonTrial(let source, let slot) in machine?.stop() ?? [] { abandonTrial(of: source, on: slot) }
         sources.checks?.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
@@ -220,6 +222,12 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             switch action {
             case .send(let send):
                 perform(send)
+            case .waitForPermit:
+                loop.budget.wait(self) { [loop] in loop.afterCallbacks { [weak self] in self?.dispatchWork() } }
+            case .dropSource(let index, let reason):
+                sources.drop(sources.sources[index], reason)
+            case .abandonTrial(let source, let slot):
+                abandonTrial(of: source, on: slot)
             case .cancel(let slot):
                 pool.connection(slot)?.cancel()
             case .renew(let slot):
@@ -261,6 +269,10 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         connection.attach(to: store, object: object)
         let request = source.headers.request(
             for: object.url, precondition: object.precondition, range: .bounded(range), options: settings.options)
+        // The machine counted the permit free; it is taken for the whole exchange.
+        let permitted = connection.acquirePermit(for: object.url, owner: self) { [weak self] in self?.dispatchWork() }
+        assert(permitted, "the machine sent a request without a free permit")
+        willSend(to: send.source, from: send.slot)
         connection.begin(job, url: object.url, request: request)
         counters.willSend(busy: pool.busyCount)
     }
@@ -334,6 +346,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         // The request's bytes may be what a check waits for: with a fixed count nothing else
         // settles it (no controller ticks), and the source would never join.
         settleChecks(machine)
-        perform(machine.requestEnded(slot: connection.id, end(of: connection, outcome), at: .now))
+        let end = hostHeard(end(of: connection, outcome), on: connection.id, machine: machine)
+        perform(machine.requestEnded(slot: connection.id, end, at: .now))
     }
 }

@@ -59,13 +59,28 @@ package struct SourceSample: Equatable {
     package var isUsable: Bool
     /// Held back for now: resting after a failure, or down between trials.
     package var isResting: Bool
+    /// A request sent now holds the others back (it is a down source's trial, or finds out whether
+    /// a source in doubt went away).
+    package var holdsBackAfterSend: Bool
 
-    package init(active: Int, cap: Int? = nil, failures: Int, isUsable: Bool, isResting: Bool) {
+    package init(
+        active: Int, cap: Int? = nil, failures: Int, isUsable: Bool, isResting: Bool, holdsBackAfterSend: Bool = false
+    ) {
         self.active = active
         self.cap = cap
         self.failures = failures
         self.isUsable = isUsable
         self.isResting = isResting
+        self.holdsBackAfterSend = holdsBackAfterSend
+    }
+
+    /// The sample once `count` more requests were sent to the source.
+    package func sending(_ count: Int) -> SourceSample {
+        guard count > 0 else { return self }
+        var sample = self
+        sample.active += count
+        if holdsBackAfterSend { sample.isResting = true }
+        return sample
     }
 }
 

@@ -63,6 +63,10 @@ package struct RequestEnd {
     package var pinned: Bool
     /// The failure is the first source refusing an expired URL, and a fresh one can be fetched.
     package var urlExpired: Bool
+    /// What the source's health made of the failure, when the end told its host one
+    /// (``TransferMachine/hostReport(slot:_:)``): the shell tells the health and hands the verdict
+    /// back here.
+    package var verdict: SourceHealth.Verdict?
 
     package init(
         _ outcome: Outcome, bytes: Int64 = 0, answered: Bool = false, refusal: Refusal? = nil, pinned: Bool = false,
@@ -77,10 +81,44 @@ package struct RequestEnd {
     }
 }
 
+/// What a request's end tells its source's host, whose health every download of the host shares:
+/// the shell tells the health before it hands the end to the machine.
+package enum HostReport {
+    /// A failure the health hears; its verdict goes back with the end (``RequestEnd/verdict``).
+    case failed(DownloadError, answered: Bool, retryAfter: Int?)
+    /// Nothing of the host (an answer, a refusal, a cancel): if the request was its trial while it
+    /// is down, another may be sent.
+    case nothing
+}
+
+/// The downloader's connection permits as one decision sees them: free in all, free for the
+/// source's host, and which host that is (sources may share one).
+package struct PermitCount: Equatable {
+    package var free: Int
+    package var freeOnHost: Int
+    package var host: Int
+
+    package init(free: Int, freeOnHost: Int, host: Int) {
+        self.free = free
+        self.freeOnHost = freeOnHost
+        self.host = host
+    }
+}
+
 /// What the machine tells its shell to do, in order.
 package enum TransferAction {
-    /// Send this request (the slot's connection opens if it is new).
+    /// Send this request (the slot's connection opens if it is new): it takes a permit of the
+    /// downloader's budget (the machine counted it free) and counts as in flight at its source's
+    /// host (maybe as its trial).
     case send(TransferSend)
+    /// No permit was free for the work left: dispatch again (``TransferMachine/dispatch(at:)``)
+    /// when one is returned.
+    case waitForPermit
+    /// The source is no longer used, for this reason.
+    case dropSource(Int, reason: String)
+    /// `slot`'s request to `source` will not be heard of again (the transfer stops): if it was the
+    /// host's trial while it is down, another download may send one.
+    case abandonTrial(source: Int, slot: Int)
     /// Cancel the request in flight on `slot` (its end arrives later, as `cancelled`).
     case cancel(slot: Int)
     /// `slot`'s next request goes on a new connection (a balancer may pick another node).

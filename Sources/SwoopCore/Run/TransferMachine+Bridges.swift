@@ -8,7 +8,10 @@ extension TransferMachine {
             guard let index = (0..<target).first(where: { !isBusy($0) }), let source = chooseSource(at: now)
             else { break }
             open(upTo: index)
-            guard environment.acquirePermit(slot: index, for: source) else { break }
+            guard permitFree(for: source) else {
+                waitForPermit(into: &actions)
+                break
+            }
             let request = RangeRequest.bridge(
                 at: point, size: plan.layout.objectSize, window: ledger.window, response: ledger.beginResponse())
             bridgesInFlight.insert(point)
@@ -26,7 +29,6 @@ extension TransferMachine {
         let point = request.own.lowerBound
         bridgesInFlight.remove(point)
         if case .failed(let error, _) = end.outcome {
-            if let source { environment.source(source, abandonsTrialOf: slot) }
             if error.kind == .objectChanged {
                 actions.append(.objectChanged(error.message))
                 return

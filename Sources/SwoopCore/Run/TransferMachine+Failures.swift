@@ -7,25 +7,17 @@ extension TransferMachine {
         _ end: RequestEnd, at now: ContinuousClock.Instant, into actions: inout [TransferAction]
     ) {
         if end.urlExpired, source == 0 {
-            // The URL expired: the range waits for a fresh one, which every refused request shares.
-            environment.source(0, abandonsTrialOf: slot)  // an answer, though not a usable one: no outage
+            // The URL expired: the range waits for a fresh one, which every refused request shares
+            // (an answer, though not a usable one: its host heard nothing, ``hostReport(slot:_:)``).
             plan.release(segment, failed: false)
             // The shell holds the source back while the fresh URL is checked, then dispatches.
             actions.append(.refresh(refusedOn: slot))
             return
         }
-        let finding: FailedRequest.Finding
-        if error.kind == .objectChanged {
-            if let source { environment.source(source, abandonsTrialOf: slot) }
-            finding = .objectChanged(error.reason)
-        } else {
-            finding = .source(
-                source.map {
-                    environment.source(
-                        $0, failed: error, answered: end.answered, retryAfter: retryAfter, slot: slot, at: now)
-                } ?? .retryRange)
-        }
-        let samples = environment.sourceSamples(at: now)
+        // What the source's health made of the failure came in with the end.
+        let finding: FailedRequest.Finding =
+            error.kind == .objectChanged ? .objectChanged(error.reason) : .source(end.verdict ?? .retryRange)
+        let samples = sourceSamples(at: now)
         let othersUsable = samples.indices.contains { $0 != source && samples[$0].isUsable }
         let failure = FailedRequest(
             finding, fromFirstSource: (source ?? 0) == 0, othersUsable: othersUsable,
@@ -36,7 +28,7 @@ extension TransferMachine {
             if countsAsRetry { actions.append(.retried) }
             plan.release(segment, failed: false)
         case .dropSource(let reason):
-            if let source { environment.drop(source, reason: reason) }
+            if let source { drop(source, reason: reason, into: &actions) }
             plan.release(segment, failed: false)
         case .startOver:
             actions.append(.objectChanged(error.message))

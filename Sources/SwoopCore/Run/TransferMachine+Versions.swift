@@ -19,7 +19,6 @@ extension TransferMachine {
         _ work: TransferWork, request: Int, slot: Int, source: Int, _ end: RequestEnd,
         at now: ContinuousClock.Instant, into actions: inout [TransferAction]
     ) {
-        environment.source(source, abandonsTrialOf: slot)  // an answer, though not a usable one
         let error: DownloadError
         if case .failed(let failure, _) = end.outcome {
             error = failure
@@ -44,14 +43,14 @@ extension TransferMachine {
             let reason =
                 "\(error.reason); \(answers) answers in a row, on new connections, did not carry the "
                 + "download's validators again: the object changed"
-            let samples = environment.sourceSamples(at: now)
+            let samples = sourceSamples(at: now)
             let othersUsable = samples.indices.contains { $0 != source && samples[$0].isUsable }
             let failure = FailedRequest(
                 .objectChanged(reason), fromFirstSource: source == 0, othersUsable: othersUsable,
                 failuresWithoutProgress: 0)
             switch settings.failures.action(for: failure, using: &random) {
             case .dropSource(let why):
-                environment.drop(source, reason: why)
+                drop(source, reason: why, into: &actions)
                 dispatch(at: now, into: &actions)
             default:
                 actions.append(.objectChanged(DownloadError(.objectChanged, reason).message))
@@ -89,16 +88,19 @@ extension TransferMachine {
         if case .asking = confirmation { return false }
         guard let ledger, window == nil else { return true }
         if asked.isEmpty, let startedAt, now - startedAt >= settings.confirmsOneResponseAfter { asked.insert(0) }
-        let samples = environment.sourceSamples(at: now)
-        let pending = asked.subtracting(confirmed).filter {
+        let samples = sourceSamples(at: now)
+        let unconfirmed = asked.subtracting(confirmed).filter {
             samples.indices.contains($0) && samples[$0].isUsable && samples[$0].failures == 0
         }
-        guard let source = pending.min() else { return true }
+        guard let source = unconfirmed.min() else { return true }
         guard TransferPolicy.canTakeRequest(samples[source]) else {
             if let wake = environment.sourcesNextWake { actions.append(.wake(at: wake)) }
             return false
         }
-        guard environment.acquirePermit(slot: 0, for: source) else { return false }
+        guard permitFree(for: source) else {
+            waitForPermit(into: &actions)
+            return false
+        }
         let size = plan.layout.objectSize
         let request = RangeRequest.bridge(
             at: max(1, size / 2), size: size, window: RangeRequest.minimumWindow, response: ledger.beginResponse())

@@ -6,9 +6,10 @@
 /// Events come in as calls (``start(first:)``, ``dispatch(at:)``, ``requestEnded(slot:_:at:)``,
 /// ``hedge(at:)``, ``roomFreed(consumed:at:)``), each with the time it happens; what to do comes out
 /// as ``TransferAction``s, which the shell (`TransferRun`) performs in order. The machine reads no
-/// clock, opens no socket and writes no byte: what it must ask of the world (its sources' shared
-/// health, the downloader's permits, the connections' measurements) goes through its
-/// ``TransferEnvironment``. The tests drive it with virtual time.
+/// clock, opens no socket and writes no byte, and calls nothing that changes the world: it reads
+/// what it shares with other downloads (its sources' health, the downloader's permits, the
+/// connections' measurements) through its ``TransferEnvironment``, and what a request's end did
+/// to its host's health comes in with the end. The tests drive it with virtual time.
 package final class TransferMachine {
     /// What the machine reads from the configuration, once.
     package struct Settings {
@@ -77,6 +78,10 @@ package final class TransferMachine {
     /// Breaks a bridge is asking about now, and the tries of each so far.
     var bridgesInFlight: Set<Int64> = []
     var bridgeTries: [Int64: Int] = [:]
+    /// Sources the machine dropped (the shell drops them as it performs the action).
+    var dropped: Set<Int> = []
+    /// What the current event's actions will take, until the shell performs them.
+    var pending = Pending()
     /// Backoff jitter.
     var random: any RandomNumberGenerator
 
@@ -126,7 +131,6 @@ package final class TransferMachine {
             Slot(work: .segment(segment, first), source: 0, request: watches[0, default: ValidatorWatch()].willSend())
         ]
         plan.noteRequested(segment, upTo: range.upperBound)
-        environment.source(0, willSendFrom: 0, at: now)
         return segment
     }
 
@@ -153,6 +157,7 @@ package final class TransferMachine {
 
     /// The in-order sink's reader has taken `consumed` bytes: the limit follows.
     package func roomFreed(consumed: Int64, at now: ContinuousClock.Instant) -> [TransferAction] {
+        pending = Pending()
         guard let window else { return [] }
         plan.limit = consumed + max(plan.layout.chunkSize, window.size - window.piece)
         return dispatch(at: now)
@@ -162,11 +167,12 @@ package final class TransferMachine {
     /// that role up (the host's health is shared, and a stopped transfer hears no more ends, so a
     /// trial left in flight would hold back every other download of that host for good). The shell
     /// cancels the requests.
-    package func stop() {
-        guard !stopped else { return }
+    package func stop() -> [TransferAction] {
+        guard !stopped else { return [] }
         stopped = true
-        for (slot, state) in slots.enumerated() where state.work != nil {
-            if let source = state.source { environment.source(source, abandonsTrialOf: slot) }
+        return slots.indices.compactMap { slot in
+            guard slots[slot].work != nil, let source = slots[slot].source else { return nil }
+            return .abandonTrial(source: source, slot: slot)
         }
     }
 
@@ -175,6 +181,7 @@ package final class TransferMachine {
     /// Gives idle slots work; completes when nothing is left. The event of a wake, a host that may
     /// take requests again, a permit granted, a source that joined.
     package func dispatch(at now: ContinuousClock.Instant) -> [TransferAction] {
+        pending = Pending()
         var actions: [TransferAction] = []
         dispatch(at: now, into: &actions)
         return actions
@@ -196,12 +203,12 @@ package final class TransferMachine {
             if isBusy(index) { continue }
             guard let source = chooseSource(at: now) else { break }
             open(upTo: index)
-            guard environment.acquirePermit(slot: index, for: source) else { break }
-            let cut = { [self] (victim: Segment) in cutPoint(victim, samples: samples, roundTrip: roundTrip) }
-            guard let segment = plan.claim(now: now, ownerID: index, cut: cut) else {
-                environment.releasePermit(slot: index)
+            guard permitFree(for: source) else {
+                waitForPermit(into: &actions)
                 break
             }
+            let cut = { [self] (victim: Segment) in cutPoint(victim, samples: samples, roundTrip: roundTrip) }
+            guard let segment = plan.claim(now: now, ownerID: index, cut: cut) else { break }
             request(segment, slot: index, source: source, sample: sample(index, in: samples), at: now, into: &actions)
         }
         hedge(at: now, into: &actions)
@@ -217,13 +224,13 @@ package final class TransferMachine {
 
     /// The source the next request goes to (see ``TransferPolicy/chooseSource(_:avoiding:)``).
     func chooseSource(avoiding: Int? = nil, at now: ContinuousClock.Instant) -> Int? {
-        TransferPolicy.chooseSource(environment.sourceSamples(at: now), avoiding: avoiding)
+        TransferPolicy.chooseSource(sourceSamples(at: now), avoiding: avoiding)
     }
 
     /// The source a slot's next request in its segment goes to: `current` while it may take one
     /// (keeping its connection), else whichever the policy picks.
     func nextSource(after current: Int?, at now: ContinuousClock.Instant) -> Int? {
-        let samples = environment.sourceSamples(at: now)
+        let samples = sourceSamples(at: now)
         if let current, samples.indices.contains(current), TransferPolicy.canTakeRequest(samples[current]) {
             return current
         }
@@ -283,7 +290,7 @@ package final class TransferMachine {
         let request = watches[source, default: ValidatorWatch()].willSend()
         slots[slot] = Slot(work: work, source: source, request: request)
         asked.insert(source)
-        environment.source(source, willSendFrom: slot, at: now)
+        noteSend(to: source)
         actions.append(.send(TransferSend(slot: slot, source: source, work: work)))
     }
 
@@ -305,6 +312,7 @@ package final class TransferMachine {
     /// byte-rate cap (it would spend the cap on bytes fetched twice). The event of the
     /// housekeeping tick: rates move while connections sit idle at the end.
     package func hedge(at now: ContinuousClock.Instant) -> [TransferAction] {
+        pending = Pending()
         var actions: [TransferAction] = []
         hedge(at: now, into: &actions)
         return actions
@@ -323,12 +331,10 @@ package final class TransferMachine {
         var helpers = (0..<target).filter { !isBusy($0) }.makeIterator()
         for id in victims {
             guard let victim = slots[id].work?.segment, let source = chooseSource(avoiding: slots[id].source, at: now),
-                let helper = helpers.next(), environment.acquirePermit(slot: helper, for: source)
+                let helper = helpers.next()
             else { return }
-            guard let hedge = plan.hedge(victim, ownerID: helper) else {
-                environment.releasePermit(slot: helper)
-                return
-            }
+            guard permitFree(for: source) else { return waitForPermit(into: &actions) }
+            guard let hedge = plan.hedge(victim, ownerID: helper) else { return }
             actions.append(.note(.hedging(segment: "\(victim)", rate: Int(all[id].rate))))
             request(hedge, slot: helper, source: source, sample: sample(helper, in: all), at: now, into: &actions)
         }
@@ -338,10 +344,10 @@ package final class TransferMachine {
 
     /// `slot`'s request ended: continue on the same slot, retry, give up, or start over.
     package func requestEnded(slot: Int, _ end: RequestEnd, at now: ContinuousClock.Instant) -> [TransferAction] {
+        pending = Pending()
         guard !stopped, let work = work(of: slot) else { return [] }
         let (source, request, heard) = (slots[slot].source, slots[slot].request, slots[slot].pinnedHeard)
         slots[slot] = Slot()
-        if let source { environment.source(source, endedFrom: slot, bytes: end.bytes) }
         var actions: [TransferAction] = [.note(.requestEnded(slot: slot, range: work.range, bytes: end.bytes))]
         if let source, end.pinned, !heard { pinnedAnswer(source: source, request: request, into: &actions) }
         if let source, end.refusal != nil {
@@ -366,7 +372,6 @@ package final class TransferMachine {
                 segment, requested: request.sent, error: error, retryAfter: retryAfter, slot: slot, source: source,
                 end, at: now, into: &actions)
         }
-        if let source { environment.source(source, abandonsTrialOf: slot) }
         if case .cancelled = end.outcome, segment.isDone || segment.partner == nil {
             // A hedge partner won, or the connection was replaced, or the download is stopping.
             if segment.isDone { plan.finish(segment) } else { plan.release(segment, failed: false) }
@@ -380,7 +385,7 @@ package final class TransferMachine {
                 actions.append(.cancel(slot: other))
             }
         } else if segment.isOwned && segment.partner == nil, slot < target,
-            let next = nextSource(after: source, at: now), environment.acquirePermit(slot: slot, for: next)
+            let next = nextSource(after: source, at: now), permitFree(for: next)
         {
             // The request ended inside the segment: the same slot asks for the next part (of the
             // same source while it may be asked, keeping its connection).
