@@ -79,7 +79,9 @@ struct PoolConformanceTests {
                 return entries.filter { $0.uri == pool.path && $0.userAgent == "through-the-pool" }
             }
         }
-        #expect(try await eventually { answers().joined().count >= pooled.requests }, "\(answers())")
+        // Waited for, not asked: a request cancelled before a node took it (a hedge's partner, a
+        // replaced slow connection: more of them on a loaded machine) is in neither node's log.
+        _ = try await eventually(timeout: .seconds(5)) { answers().joined().count >= pooled.requests }
         let logged = answers()
         let other = logged[1 - pinned]
         let served = logged[pinned].filter { $0.status == 206 || $0.status == 200 }

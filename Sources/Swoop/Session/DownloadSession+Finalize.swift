@@ -22,6 +22,7 @@ extension DownloadSession {
     /// durable, rename). A mismatch deletes the part file: its bytes are wrong.
     func finalize(_ finishing: SessionStage.Finishing) {
         stage = .finalizing(finishing)
+        machine.entered(.finalizing)
         finishing.run?.stop()
         transferEnded()
         let size = finishing.size
@@ -45,7 +46,7 @@ extension DownloadSession {
                 }
                 publish(finishing, record: record, verified: verified)
             case .failure(let error):
-                discardOnStop = true
+                machine.bytesAreWrong()
                 stop(with: .failure(error))
             }
         }
@@ -80,8 +81,8 @@ extension DownloadSession {
             verified: verified)
         result.bytesCompared = counters.overlapBytes
         result.lastModified = lastModified
-        result.objectChanges = restarts.changes
-        result.bytesRefetched = restarts.bytesRefetched
+        result.objectChanges = machine.changes
+        result.bytesRefetched = machine.bytesRefetched
         result.connectionsSettled = counters.settledConnections > 0 ? counters.settledConnections : nil
         return result
     }

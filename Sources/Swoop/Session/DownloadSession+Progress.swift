@@ -44,8 +44,8 @@ extension DownloadSession {
             bytesDone: bytesDone, totalBytes: stage.object?.size, bytesPerSecond: progress.bytesPerSecond,
             activeConnections: stage.run?.activeConnections ?? 0, connectionTarget: stage.run?.controller?.target,
             elapsed: .now - context.startedAt, sources: sourceReports, waiting: waiting)
-        snapshot.objectChanges = restarts.changes
-        snapshot.bytesRefetched = restarts.bytesRefetched
+        snapshot.objectChanges = machine.changes
+        snapshot.bytesRefetched = machine.bytesRefetched
         return snapshot
     }
 

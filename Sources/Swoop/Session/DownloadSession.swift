@@ -7,9 +7,9 @@ import SwoopCurl
 /// Each stage is its own type: the ``Prober`` (with the pure ``ProbeDecision``), the
 /// ``TransferRun`` (with the pure ``TransferPolicy`` and ``FailurePolicy``), the
 /// ``DownloadStore`` over a ``BodySink``, the ``ObjectVerifier``. The session holds them in its
-/// ``Stage``, whose cases carry what each stage owns; it hears only how a stage ends and decides
-/// which comes next. Body bytes go from connections to the store and never pass through here.
-/// Transfer thread only.
+/// ``Stage``, whose cases carry what each stage owns; it hears how a stage ends, and its
+/// ``SessionMachine`` (pure, in the core) decides what comes next: the session performs. Body
+/// bytes go from connections to the store and never pass through here. Transfer thread only.
 final class DownloadSession: ProberDelegate, TransferRunDelegate {
     let context: SessionContext
     var logger: Logger { context.logger }
@@ -26,13 +26,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         URLRefresher(
             provider: $0, sources: sources, configuration: context.configuration, loop: context.loop, logger: logger)
     }
-    /// How often it started over: once for an object that changed, within `maxTries` for a
-    /// single stream that broke off.
-    var restarts = Restarts()
-    /// Delete the partial state when stopping (a cancel, or an object that changed).
-    var discardOnStop = false
-    /// Times the probe's connection ended while the sink opened (``sinkOpened``).
-    private var lostHandovers = 0
+    /// The session's decisions: restarts, lost handovers, what a stop keeps.
+    var machine: SessionMachine
     let progress: ProgressReporter
     /// Called once when no more bytes will be fetched (the download finalizes or stops).
     private var onTransferEnd: (() -> Void)?
@@ -52,6 +47,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             loop: loop, settings: ExchangeSettings(configuration), request: request, service: service.map { (url, $0) },
             paths: paths, sink: sink, objectFound: objectFound, logger: Self.logger(logger, url: url))
         self.sources = SourceList(first: url, mirrors: mirrors)
+        self.machine = SessionMachine(
+            settings: .init(
+                failures: context.settings.failures, restartsOnChange: configuration.files.onObjectChange == .restart,
+                inOrder: sink.window != nil, expectedSize: request.expectedSize))
         self.progress = ProgressReporter(context, handler: progress)
         self.onTransferEnd = transferEnded
         self.completion = completion
@@ -102,6 +101,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             expectedSize: context.request.expectedSize)
         prober.delegate = self
         stage = .probing(prober)
+        machine.entered(.probing)
         prober.start(after: delay)
     }
 
@@ -164,23 +164,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         if let error { return stop(with: .failure(error)) }
         let handover = prober.completeHandover()
         guard handover != .lost else {
-            // Its exchange ended while the body waited: ask again, with what the sink held kept
-            // only if it was resumed.
-            lostHandovers += 1
-            guard lostHandovers < max(1, context.configuration.retry.maxTries) else {
-                let reason =
-                    "the server's connection ended while \(context.paths.part) was created (\(lostHandovers) times)"
-                return stop(with: .failure(DownloadError(.network, reason)))
-            }
-            logger.warning("the server's connection ended while \(context.paths.part) was created; asking again")
-            context.counters.retries += 1
-            stopWork(of: stage)
-            stage = .starting
-            context.sink.close(discarding: !resuming) { [self] in
-                guard case .starting = stage else { return }
-                probe()
-            }
-            return
+            // Its exchange ended while the body waited.
+            return perform(machine.handoverLost(part: context.paths.part, resuming: resuming))
         }
         do throws(DownloadError) {
             try startTransfer(step, of: found, from: prober, on: connection)
@@ -220,6 +205,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             run.startStream(from: connection)
         }
         stage = .transferring(SessionStage.Transfer(run: run, store: store, object: found, verifier: verifier))
+        machine.entered(.transferring)
         if let coding = found.contentCoding, coding != "identity" {
             logger.info("the server stores the object with Content-Encoding \(coding); keeping its bytes as stored")
         }
@@ -256,12 +242,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     func transferDidComplete(_ run: TransferRun) {
         guard let transfer = current(run) else { return }
         let size = transfer.object.size ?? transfer.store.streamPosition
-        if let expected = context.request.expectedSize, size != expected {
-            // A stream of unannounced length (the probe checked any announced one): not the object.
-            discardOnStop = true
-            let message = "\(url.redacted) is \(Wording.bytes(size)), not the \(expected) expected"
-            return stop(with: .failure(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize)))
-        }
+        let next = machine.transferCompleted(size: size, url: url.redacted)
+        guard case .finalize = next else { return perform(next) }
         finalize(
             SessionStage.Finishing(
                 run: run, store: transfer.store, object: transfer.object, verifier: transfer.verifier, size: size))
@@ -281,40 +263,54 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// Pauses: stops every transfer, checkpoints, and reports ``DownloadError/Kind/interrupted``.
     func pause() {
-        switch stage {
-        case .starting, .probing, .transferring:
-            let kept =
-                stage.store?.keepsPartialState == true
-                ? "; \(Wording.bytes(bytesDone)) kept in \(context.paths.part)" : ""
-            stop(with: .failure(DownloadError(.interrupted, "download paused" + kept, remedy: .resume)))
-        case .finalizing, .stopped:
-            break
-        }
+        let kept = "; \(Wording.bytes(bytesDone)) kept in \(context.paths.part)"
+        if let next = machine.pause(store: partialState, kept: kept) { perform(next) }
     }
 
     /// Cancels: stops every transfer and deletes the partial state.
     func cancel() {
-        switch stage {
-        case .starting, .probing, .transferring:
-            discardOnStop = true
-            stop(with: .failure(DownloadError(.cancelled, "download cancelled; partial data deleted")))
-        case .finalizing, .stopped:
-            break
+        if let next = machine.cancel() { perform(next) }
+    }
+
+    /// Performs what the machine decided (a finalize is begun where the machine says so).
+    func perform(_ action: SessionAction) {
+        switch action {
+        case .startOver(let delay, let replacingTarget, let log):
+            if replacingTarget { context.sink.replacesTarget() }
+            logger.warning("\(log)")
+            if delay != nil { context.counters.retries += 1 }
+            startOver { [self] in probe(after: delay) }
+        case .probeAgain(let discarding, let log):
+            logger.warning("\(log)")
+            context.counters.retries += 1
+            stopWork(of: stage)
+            stage = .starting
+            context.sink.close(discarding: discarding) { [self] in
+                guard case .starting = stage else { return }
+                probe()
+            }
+        case .fail(let error):
+            stop(with: .failure(error))
+        case .finalize:
+            assertionFailure("finalizing is begun by the event that decides it")
         }
     }
 
+    /// The download's partial state, as a stop sees it.
+    var partialState: SessionMachine.Store {
+        guard let store = stage.store else { return .none(resumedMap: resumedMap != nil) }
+        if store.keepsPartialState { return .mapped }
+        return store.plan == nil ? .stream : .oneResponse
+    }
+
     /// Ends the session once: stops the stages, keeps (one last checkpoint) or discards the
-    /// partial state, and reports.
+    /// partial state, as the machine says, and reports.
     func stop(with result: Result<DownloadResult, DownloadError>) {
         let ending = stage
-        if case .stopped = ending { return }
+        guard let how = machine.stopping(result.map { _ in () }, store: partialState) else { return }
         let store = ending.store
-        // Without a segment map (a small file, a stream) nothing can resume: keep nothing.
-        if case .failure = result, let store, !store.keepsPartialState { discardOnStop = true }
         var result = result
-        if case .failure(let error) = result, !keepsResumableState(store) {
-            result = .failure(error.nothingKept(store: store, streaming: context.sink.window != nil))
-        }
+        if let failure = how.failure { result = .failure(failure) }
         if case .success(let done) = result {
             // The last report says the whole object is there, also when it already was (no bytes
             // moved; the stage knows no size then).
@@ -328,14 +324,14 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         refresher?.stop()
         transferEnded()
         let report = { [self] in
-            context.sink.close(discarding: discardOnStop) { [self] in
+            context.sink.close(discarding: how.discards) { [self] in
                 let completion = self.completion
                 self.completion = nil
                 completion?(result)
                 keepAlive = nil
             }
         }
-        if case .failure = result, case .transferring = ending, !discardOnStop, let store {
+        if how.checkpointsFirst, let store {
             // Keep what arrived: one last checkpoint before reporting.
             store.checkpoint(then: report)
         } else {
@@ -355,14 +351,6 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             finishing.verifier?.cancel()
         case .starting, .stopped: break
         }
-    }
-
-    /// Whether a stop now leaves partial state a later run resumes from: a segment map being
-    /// kept, or one from an earlier run that this run has not replaced.
-    private func keepsResumableState(_ store: DownloadStore?) -> Bool {
-        guard !discardOnStop else { return false }
-        if let store { return store.keepsPartialState }
-        return resumedMap != nil
     }
 
     func transferEnded() {
