@@ -5,7 +5,7 @@ import SwoopTestSupport
 /// decides it: the core's ``TransferMachine`` (its plan, its ``AgreementLedger``, a
 /// ``ValidatorWatch`` per source, the confirmation at the end), a probe that pins the validators
 /// or, resuming, asks under the segment map's and tells a pool from a change with a watch of its
-/// own, and the session's rule (start over on a change, within `maxTries`). The bytes are written
+/// own, and the session machine's (start over on a change, within `maxTries`). The bytes are written
 /// and compared as the store does.
 ///
 /// The modelled server changes its object whole, or in a few 4 KiB blocks (mostly away from every
@@ -104,7 +104,6 @@ final class VersionSimulation: TransferEnvironment {
     let rule: Rule
     private var random: SplitMix64
     private let layout: ChunkLayout
-    private let maxTries = 5
     private let policy = FailurePolicy(
         baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 5, maxOutage: .seconds(120))
     private let start = ContinuousClock.now
@@ -131,7 +130,9 @@ final class VersionSimulation: TransferEnvironment {
     private var active = 0
     private var wake: Int?
     private var outcome: Outcome?
-    private var changes = 0
+    /// The session's decisions (start over on a change, within `maxTries`), the library's own.
+    private lazy var session = SessionMachine(
+        settings: .init(failures: policy, restartsOnChange: true, inOrder: false))
     private(set) var crashes = 0
     /// The try that finished got every byte in its first response, too quickly to be confirmed
     /// by a request after it (``TransferMachine/Settings/confirmsOneResponseAfter``).
@@ -285,7 +286,7 @@ final class VersionSimulation: TransferEnvironment {
         if !held.isEmpty, answer(on: node, precondition: mapValidators) != nil {
             switch probeWatch.otherAnswer(to: probeWatch.willSend()) {
             case .askAgain: wake = step + 1
-            case .changed: startOver()
+            case .changed: changed()
             }
             return
         }
@@ -458,17 +459,16 @@ final class VersionSimulation: TransferEnvironment {
         unconfirmedOneResponse = machine != nil && !machineSent && step - tryStart < threshold
     }
 
-    /// The object changed: start over within `maxTries`.
+    /// The object changed: the session machine decides (start over within `maxTries`, or fail).
     private func changed() {
-        guard changes < maxTries else {
-            outcome = .failed("the object kept changing")
-            return
+        switch session.objectChanged("the object changed", held: 0, finishedTarget: nil) {
+        case .startOver: startOver()
+        case .fail(let error): outcome = .failed(error.message)
+        case .probeAgain, .finalize: break
         }
-        startOver()
     }
 
     private func startOver() {
-        changes += 1
         restarts += 1
         stopTry()
         recorded = ChunkSet(count: layout.chunkCount)
