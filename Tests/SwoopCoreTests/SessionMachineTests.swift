@@ -28,7 +28,9 @@ struct SessionMachineTests {
     func objectChanges() throws {
         var machine = machine()
         for change in 1...3 {
-            guard case .startOver(nil, false, let log) = machine.objectChanged("ETag moved", held: 100, finishedTarget: nil)
+            guard
+                case .startOver(nil, false, let log) = machine.objectChanged(
+                    "ETag moved", held: 100, finishedTarget: nil)
             else {
                 Issue.record("change \(change) did not start over")
                 return
@@ -47,7 +49,8 @@ struct SessionMachineTests {
         #expect(stop.discards && !stop.checkpointsFirst)
     }
 
-    @Test("with on-change fail a changed object fails at once; a finished file of the earlier version is left as it was")
+    @Test(
+        "with on-change fail a changed object fails at once; a finished file of the earlier version is left as it was")
     func changeFails() throws {
         var machine = machine(restarts: false)
         let event3 = machine.objectChanged("412", held: 10, finishedTarget: "/d/f")
@@ -124,7 +127,8 @@ struct SessionMachineTests {
         #expect(error.kind == .sizeMismatch && wrong.discardsOnStop)
     }
 
-    @Test("what a stop keeps: a map is kept with one last checkpoint; a stream or one response keeps nothing, saying so")
+    @Test(
+        "what a stop keeps: a map is kept with one last checkpoint; a stream or one response keeps nothing, saying so")
     func stops() throws {
         let paused = DownloadError(.interrupted, "download paused", remedy: .resume)
         var mapped = machine()

@@ -39,7 +39,8 @@ struct TransferMachineEventTests {
             baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
         let machine = TransferMachine(
             plan: plan, ledger: nil,
-            settings: .init(policy: TransferPolicy(minimumSegmentSize: 1 << 20), failures: policy, hedgesSlowTail: false),
+            settings: .init(
+                policy: TransferPolicy(minimumSegmentSize: 1 << 20), failures: policy, hedgesSlowTail: false),
             target: target, environment: world, random: SplitMix64(seed: 3))
         _ = try #require(machine.start(first: RangeRequest(own: ByteRange(0, 1 << 20)), at: now))
         machine.planAhead(window: nil, hashesInOrder: false)
@@ -52,7 +53,8 @@ struct TransferMachineEventTests {
 
     @Test("one event's requests count at their source: a source capped at 3, with the probe's in flight, takes 2")
     func sendsCountAtTheirSource() throws {
-        let world = StillWorld(samples: [SourceSample(active: 1, cap: 3, failures: 0, isUsable: true, isResting: false)])
+        let world = StillWorld(samples: [SourceSample(active: 1, cap: 3, failures: 0, isUsable: true, isResting: false)]
+        )
         let machine = try machine(world)
         let sent = sends(machine.dispatch(at: now))
         #expect(sent.count == 2, "\(sent.map(\.slot))")
@@ -83,14 +85,16 @@ struct TransferMachineEventTests {
         #expect(waits.count == 1)
     }
 
-    @Test("what an end tells its host: a segment's failure is heard; refusals, expired URLs, changes and answers are not")
+    @Test(
+        "what an end tells its host: a segment's failure is heard; refusals, expired URLs, changes and answers are not")
     func hostReports() throws {
         let world = StillWorld(samples: [SourceSample(active: 1, failures: 0, isUsable: true, isResting: false)])
         let machine = try machine(world, target: 1)
         let reset = DownloadError(.network, "connection reset", curlCode: 56)
         func report(_ end: RequestEnd) -> HostReport? { machine.hostReport(slot: 0, end)?.report }
-        guard case .failed(let error, let answered, let retryAfter)? = report(
-            RequestEnd(.failed(reset, retryAfter: 7), answered: true))
+        guard
+            case .failed(let error, let answered, let retryAfter)? = report(
+                RequestEnd(.failed(reset, retryAfter: 7), answered: true))
         else {
             Issue.record("a reset was not told to the host")
             return

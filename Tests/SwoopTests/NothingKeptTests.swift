@@ -11,7 +11,9 @@ struct NothingKeptTests {
         let kept = error.nothingKept(store: .none(resumedMap: false), streaming: true)
         #expect(kept.reason == "the server went away (a stream keeps nothing to resume from)")
         #expect(kept.remedy == .startAgain)
-        #expect(error.nothingKept(store: .none(resumedMap: false)).reason == "the server went away", "no store, no stream: no why")
+        #expect(
+            error.nothingKept(store: .none(resumedMap: false)).reason == "the server went away",
+            "no store, no stream: no why")
     }
 
     @Test("what the error carries stays: the proxy, the status, the curl code")

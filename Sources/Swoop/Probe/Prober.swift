@@ -21,19 +21,16 @@ protocol ProberDelegate: AnyObject {
 
 /// The probe stage: the download's first request (a ``ProbeExchange``: redirects, retries), and
 /// what its head means for the download: a transfer that takes its connection over, or an end
-/// (already complete, nothing left, empty, a restart, a failure). Transfer thread only.
+/// (already complete, nothing left, empty, a restart, a failure). Its ``ProbeMachine`` (pure, in
+/// the core) decides; the prober performs. Transfer thread only.
 final class Prober: ProbeExchangeDelegate {
-    /// What the probe is for.
-    enum Purpose {
-        /// A download's first request: its response carries the first bytes and becomes the
-        /// transfer's first segment or its stream.
-        case download
-        /// Only the final response head (``FileNameLookup``): the probe asks for one byte and
-        /// ends with the step that head decided, without a transfer.
-        case headOnly
-    }
+    /// What the probe is for: a download's first request, whose response becomes the transfer's
+    /// first segment or stream, or only the final response head (``FileNameLookup``: one byte
+    /// asked for, the probe ends with the step that head decided, without a transfer).
+    typealias Purpose = ProbeMachine.Purpose
 
-    let purpose: Purpose
+    var purpose: Purpose { machine.purpose }
+    private var machine: ProbeMachine
     private let exchange: ProbeExchange
     private let counters: DownloadCounters
     private let logger: Logger
@@ -44,12 +41,6 @@ final class Prober: ProbeExchangeDelegate {
     private(set) var lastHead: ResponseHead?
     /// How long that head took to arrive (connecting, the request's round trip).
     private(set) var lastTiming: ResponseTiming?
-    /// The next request goes without `Range` (``ProbeDecision/Step/withoutRange``).
-    private var withoutRange = false
-    /// The connection went on to the transfer; the prober is done.
-    private var handedOver = false
-    /// The connection goes on to the transfer once its sink has opened; its body waits.
-    private var handoverPending = false
 
     /// When the transfer takes the probe's connection over.
     enum Handover {
@@ -58,8 +49,6 @@ final class Prober: ProbeExchangeDelegate {
         /// Once the sink has opened (``completeHandover()``); its body waits meanwhile.
         case whenSinkOpens
     }
-    /// Starting the transfer failed: acted on when the exchange ends.
-    private var transferRefused: DownloadError?
     private let loop: TransferLoop
     /// How far the first request reaches.
     private let probeSize: Int64
@@ -70,7 +59,7 @@ final class Prober: ProbeExchangeDelegate {
         purpose: Purpose = .download, refresher: URLRefresher? = nil, expectedSize: Int64? = nil
     ) {
         let configuration = settings.configuration
-        self.purpose = purpose
+        self.machine = ProbeMachine(purpose: purpose)
         self.refresher = refresher
         self.counters = counters
         self.logger = logger
@@ -110,40 +99,28 @@ final class Prober: ProbeExchangeDelegate {
 
     /// What the probe waits for while no request is in flight (`nil`: one is).
     var idle: IdleWait? {
-        guard !handedOver, refresher?.isRefreshing != true else { return nil }
+        guard machine.phase != .handedOver, refresher?.isRefreshing != true else { return nil }
         return exchange.idle
     }
 
     /// The server the probe waits for between tries (for progress).
     var waiting: DownloadProgress.Wait? {
-        handedOver ? nil : exchange.waiting
+        machine.phase == .handedOver ? nil : exchange.waiting
     }
 
-    /// How a handover the sink's opening waited for went.
-    enum DelayedHandover {
-        /// The exchange goes on: its held body goes to the transfer.
-        case live
-        /// It had ended whole (a response without a body): the transfer hears that as its own
-        /// (``Connection/reportEndedExchange()``).
-        case endedWhole
-        /// It ended otherwise (cancelled, or failed while its body waited): ask again.
-        case lost
-    }
+    /// How a handover the sink's opening waited for went (``ProbeMachine/DelayedHandover``: an
+    /// exchange that ended whole is reported to the transfer with ``Connection/reportEndedExchange()``).
+    typealias DelayedHandover = ProbeMachine.DelayedHandover
 
     /// The sink has opened: the transfer takes the connection over now, unless its exchange
     /// ended meanwhile other than whole.
     func completeHandover() -> DelayedHandover {
-        guard handoverPending else { return .lost }
-        let handover: DelayedHandover = exchange.isBusy ? .live : exchange.connection.endedWhole ? .endedWhole : .lost
-        guard handover != .lost else { return .lost }
-        handoverPending = false
-        handedOver = true
-        return handover
+        machine.sinkOpened(exchangeBusy: exchange.isBusy, endedWhole: exchange.connection.endedWhole)
     }
 
     /// Stops probing: cancels the probe in flight (unless it became the transfer) and any retry.
     func stop() {
-        exchange.stop(keepingExchange: handedOver)
+        exchange.stop(keepingExchange: machine.phase == .handedOver)
     }
 
     // MARK: ProbeExchangeDelegate
@@ -156,7 +133,7 @@ final class Prober: ProbeExchangeDelegate {
     ) {
         let (range, precondition) = ProbeDecision.request(for: exchange.decision.basis, probeSize: probeSize)
         // Without Range, a 200's bytes start at 0: judged as an answer to "from byte 0".
-        if withoutRange { return (nil, precondition, .probe(.from(0))) }
+        if machine.withoutRange { return (nil, precondition, .probe(.from(0))) }
         return (range, precondition, .probe(range))
     }
 
@@ -170,25 +147,23 @@ final class Prober: ProbeExchangeDelegate {
     ) -> BodyDisposition {
         lastHead = head
         lastTiming = exchange.connection.exchange?.timing()
-        switch (step, purpose) {
-        case (.ranged, .headOnly):
+        switch machine.head(decided: step) {
+        case .discard:
             // One byte: read it, and the connection stays open for the download that follows.
             return .discard
-        case (.stream, .headOnly):
-            // A 200: the whole object would follow.
+        case .abort:
             return .abort
-        case (.compareHeld(_, let range), _):
+        case .collect(let range):
             // The bytes to compare with those held: kept in memory, then judged as it ends.
             exchange.connection.collect(range)
             return .deliver
-        case (.ranged, .download), (.stream, .download):
+        case .handOver:
             // The head is the probe's result: the transfer takes the connection over once this
             // callback has returned, and its body waits in libcurl (TCP holds the server back).
             exchange.connection.holdBody()
-            handoverPending = true
             loop.afterCallbacks { [weak self] in self?.handOver(step) }
             return body
-        default:
+        case .asDecided:
             return body
         }
     }
@@ -198,71 +173,59 @@ final class Prober: ProbeExchangeDelegate {
     /// probe's own response, which stops at its first byte: the probe ends with the failure. A
     /// response without a body may have ended already: the transfer hears how, as its own.
     private func handOver(_ step: ProbeDecision.Step) {
-        guard handoverPending, !exchange.stopped else { return }
+        guard machine.phase == .handingOver, !exchange.stopped else { return }
         let connection = exchange.connection
         let ended = !exchange.isBusy
+        let handover: ProbeMachine.Handover
         do throws(DownloadError) {
             switch try delegate?.prober(self, beginTransfer: step, on: connection) {
-            case .whenSinkOpens:
-                return
-            case .now, nil:
-                handoverPending = false
-                handedOver = true
+            case .whenSinkOpens: handover = .whenSinkOpens
+            case .now, nil: handover = .now
             }
         } catch {
-            handoverPending = false
-            guard !ended else { return failed(error, retryAfter: nil) }
-            transferRefused = error
+            handover = .refused(error)
         }
-        if ended { connection.reportEndedExchange() } else { connection.releaseBody() }
+        switch machine.handoverBegan(handover, exchangeEnded: ended) {
+        case .wait: return
+        case .fail(let error): return failed(error, retryAfter: nil)
+        case .letGo: if ended { connection.reportEndedExchange() } else { connection.releaseBody() }
+        }
     }
 
     func probeExchange(_ exchange: ProbeExchange, ended step: ProbeDecision.Step?, outcome: Connection.Outcome) {
-        // While the sink opens, the session finds out in completeHandover().
-        guard !handedOver, !handoverPending else { return }
-        if let error = transferRefused {
-            transferRefused = nil
-            return failed(error, retryAfter: nil)
-        }
-        switch (step, outcome) {
-        case (_, .failed(let error, let retryAfter)):
-            failed(error, retryAfter: retryAfter)
-        case (.compareHeld(let found, let range)?, _):
+        var failure: (error: DownloadError, retryAfter: Int?)?
+        if case .failed(let error, let retryAfter) = outcome { failure = (error, retryAfter) }
+        switch machine.ended(step: step, failure: failure, url: "\(exchange.decision.url)") {
+        case .nothing:
+            return
+        case .end(let step):
+            delegate?.prober(self, didEndWith: step)
+        case .compare(let found, let range):
             let bytes = exchange.connection.takeSample()
             delegate?.prober(self, didEndWith: exchange.decision.confirmed(bytes, at: range, found: found))
-        case (.withoutRange?, _):
-            guard !withoutRange else {
-                return failed(
-                    .invalidResponse("the server answered 416 to a request without Range (\(exchange.decision.url))"),
-                    retryAfter: nil)
-            }
-            withoutRange = true
+        case .askWithoutRange:
             logger.info("the server refused the range (416); asking for the object without Range")
             exchange.start()
-        case (.askAgain(let why)?, _):
+        case .askAgain(let why):
             // A change, or a pool's other node: a few answers on new connections tell.
             logger.info("\(why); asking again on a new connection (a change, or a pool's other node)")
             exchange.connection.wantsFreshConnection = true
             exchange.start()
-        case (let step?, _):
-            delegate?.prober(self, didEndWith: step)
-        case (nil, _):
-            failed(
-                .invalidResponse("the server's response ended without a complete header (\(exchange.decision.url))"),
-                retryAfter: nil)
+        case .failed(let error, let retryAfter):
+            failed(error, retryAfter: retryAfter)
         }
     }
 
-    /// A failed probe: a restart when the object changed, a fresh URL when it expired, else another
-    /// try after a backoff, or the end.
+    /// A failed probe: what the machine makes of it (a restart when the object changed, a fresh URL
+    /// when it expired, else another try after a backoff, or the end), performed.
     private func failed(_ error: DownloadError, retryAfter: Int?) {
-        if error.kind == .objectChanged {
-            delegate?.prober(self, didEndWith: .restart(error.message))
-            return
-        }
-        if let refresher, URLExpiry.isRefusal(error, url: exchange.decision.url, now: URLExpiry.now) {
+        let expired = refresher != nil && URLExpiry.isRefusal(error, url: exchange.decision.url, now: URLExpiry.now)
+        switch machine.failed(error, urlExpired: expired) {
+        case .restart(let message):
+            delegate?.prober(self, didEndWith: .restart(message))
+        case .refreshURL:
             // A presigned URL that expired: probe a fresh one (the refresher bounds the tries).
-            refresher.refresh(after: refresher.current) { [weak self] result in
+            refresher?.refresh(after: refresher?.current ?? exchange.decision.url) { [weak self] result in
                 guard let self, !exchange.stopped else { return }
                 switch result {
                 case .success(let url):
@@ -272,13 +235,13 @@ final class Prober: ProbeExchangeDelegate {
                     delegate?.prober(self, didEndWith: .fail(error))
                 }
             }
-            return
+        case .retryOrGiveUp:
+            if let final = exchange.retryOrGiveUp(error, retryAfter: retryAfter) {
+                delegate?.prober(self, didEndWith: .fail(final))
+                return
+            }
+            counters.retries += 1
+            logger.info("probe failed; retrying", metadata: ["error": "\(error)"])
         }
-        if let final = exchange.retryOrGiveUp(error, retryAfter: retryAfter) {
-            delegate?.prober(self, didEndWith: .fail(final))
-            return
-        }
-        counters.retries += 1
-        logger.info("probe failed; retrying", metadata: ["error": "\(error)"])
     }
 }

@@ -40,7 +40,8 @@ final class DocumentFetch: ConnectionDelegate, HostWatcher {
         guard turn.mayAsk(url, loop: loop, watcher: self, retry: &retry, send: send) else { return }
         guard connection.acquirePermit(for: url, owner: self, retry: send) else { return }
         turn.willSend(by: connection.token)
-        connection.begin(.document(limit: limit), url: url, request: headers.request(for: url, range: nil, options: options))
+        connection.begin(
+            .document(limit: limit), url: url, request: headers.request(for: url, range: nil, options: options))
     }
 
     func hostMayTakeRequests() {

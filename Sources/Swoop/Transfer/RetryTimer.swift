@@ -26,7 +26,9 @@ struct RetryTimer {
     }
 
     /// `send` runs after `delay`, following `error` (a download that starts over).
-    mutating func wait(_ delay: Duration, failing error: DownloadError, on loop: TransferLoop, send: @escaping () -> Void) {
+    mutating func wait(
+        _ delay: Duration, failing error: DownloadError, on loop: TransferLoop, send: @escaping () -> Void
+    ) {
         retries.waits(delay, failing: error, at: .now)
         schedule(after: delay, on: loop, send)
     }

@@ -8,6 +8,7 @@ final class Source {
     /// Its URL and identity; the first source's URL changes when a fresh one replaces it.
     var object: RemoteObject {
         didSet {
+            permitHost = ConnectionPermit.host(of: object.url)
             guard HostKey(object.url) != host.key else { return }
             // Its requests in flight count at the host they went to; later ones at the new one.
             host.active -= active
@@ -24,6 +25,9 @@ final class Source {
     }
     /// Body bytes it delivered.
     var bytes: Int64 = 0
+    /// The connection budget's name for its host (``ConnectionPermit/host(of:)``), kept: the
+    /// transfer machine reads the permits free for it at every decision.
+    private(set) var permitHost: String
     /// Its host's entry in the downloader's table.
     private(set) var host: HostEntry
     private let hosts: HostTable
@@ -50,6 +54,7 @@ final class Source {
         self.headers = headers
         self.hosts = hosts
         host = hosts.entry(for: object.url)
+        permitHost = ConnectionPermit.host(of: object.url)
     }
 
     func sample(at now: ContinuousClock.Instant) -> SourceSample {

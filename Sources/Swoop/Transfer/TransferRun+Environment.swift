@@ -14,7 +14,7 @@ extension TransferRun: TransferEnvironment {
     var whyOthersCannotHelp: String? { sources.whyOthersCannotHelp }
 
     func permits(for index: Int) -> PermitCount {
-        let key = ConnectionPermit.host(of: sources.sources[index].object.url)
+        let key = sources.sources[index].permitHost
         let budget = loop.budget
         return PermitCount(free: budget.free, freeOnHost: budget.free(onHost: key), host: key.hashValue)
     }

@@ -40,8 +40,8 @@ extension TransferMachine {
         let maxTries = settings.failures.maxTries
         if let ledger, ledger.breaks.contains(point), bridgeTries[point, default: 0] >= maxTries {
             let message =
-                "could not compare the bytes on both sides of offset \(point) after \(Wording.tries(maxTries)), so the file "
-                + "is not known to be one version"
+                "could not compare the bytes on both sides of offset \(point) after \(Wording.tries(maxTries)), "
+                + "so the file is not known to be one version"
             actions.append(.fail(DownloadError(.invalidResponse, message, remedy: .resume)))
             return
         }
