@@ -67,7 +67,16 @@ struct BenchCommandTests {
                 let rows = try #require(summary["results"] as? [[String: Any]])
                 let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
                 #expect(rates.count == 3 && rates.allSatisfy { $0 > 0 }, "\(rates)")
-                #expect(rates.count == 3 && rates[2] > 1.3 * rates[1], "64 connections beyond 32's rate: \(rates)")
+                // 64 requests in flight at once: the permits of the counts before came back.
+                #expect(origin.maximumConcurrentRequests >= 56, "at most \(origin.maximumConcurrentRequests) at once")
+                // 64 connections at 2 MiB/s need more processor than 32; beside the rest of the suite the
+                // processors may be the limit (the bench says so), and then 64 are no faster.
+                let busy = summary["machineBusy"] as? Double ?? 0
+                if busy < 0.8 {
+                    #expect(
+                        rates.count == 3 && rates[2] > 1.3 * rates[1],
+                        "64 connections beyond 32's rate: \(rates), the machine \(busy) busy")
+                }
                 let adaptive = summary["defaultBytesPerSecond"] as? Double ?? 0
                 #expect(adaptive > (rates.first ?? 0) / 2, "the default: \(adaptive) B/s against \(rates)")
             }
