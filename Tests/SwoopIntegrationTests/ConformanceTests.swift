@@ -193,7 +193,9 @@ struct ConformanceTests {
             let name = "inplace-mid\(index)"
             let file = variant.fileName(name)
             let url = try await server.publish(try versions.copy("mid\(index)"), at: variant.path(name))
-            let command = [url, "-o", file, "--limit-rate", "2m", "--json", "-q"] + count + trust
+            // Checkpoints every 0.1 s: the progress this waits for shows as it arrives.
+            let command =
+                [url, "-o", file, "--limit-rate", "2m", "--checkpoint-interval", "0.1", "--json", "-q"] + count + trust
             let run = try CLI.start(command, in: scratch.url)
             let original = versions.original
             let progressed = try await waitForProgress(run, scratch.path(file), original, atLeast: 4 << 20, variant)
