@@ -94,7 +94,7 @@ package struct SessionMachine {
                     "not mixing versions, the stream stops here (what it delivered is of the earlier version)"
                 }
             let tries = changes > 0 ? " (started over \(Wording.count(changes, "time")))" : ""
-            return fail(DownloadError(.objectChanged, "\(reason); \(consequence)\(tries)"))
+            return .fail(DownloadError(.objectChanged, "\(reason); \(consequence)\(tries)"))
         }
         changes += 1
         bytesRefetched += held
@@ -118,7 +118,7 @@ package struct SessionMachine {
         guard let delay else {
             let tries = streamTries > 1 ? " (tried \(streamTries) times)" : ""
             let remedy: DownloadError.Remedy? = settings.inOrder ? nil : .startAgain
-            return fail(error.adding(noRanges + tries, remedy: remedy))
+            return .fail(error.adding(noRanges + tries, remedy: remedy))
         }
         phase = .starting
         let next = "\(streamTries + 1) of \(settings.failures.maxTries)"
@@ -133,7 +133,7 @@ package struct SessionMachine {
         lostHandovers += 1
         guard lostHandovers < settings.failures.maxTries else {
             let reason = "the server's connection ended while \(part) was created (\(lostHandovers) times)"
-            return fail(DownloadError(.network, reason))
+            return .fail(DownloadError(.network, reason))
         }
         phase = .starting
         return .probeAgain(
@@ -146,7 +146,7 @@ package struct SessionMachine {
         if let expected = settings.expectedSize, size != expected {
             discardsOnStop = true
             let message = "\(url) is \(Wording.bytes(size)), not the \(expected) expected"
-            return fail(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize))
+            return .fail(DownloadError(.sizeMismatch, message, remedy: .correctExpectedSize))
         }
         phase = .finalizing
         return .finalize
@@ -157,19 +157,14 @@ package struct SessionMachine {
     package func pause(store: Store, kept: String) -> SessionAction? {
         guard phase != .finalizing, phase != .stopped else { return nil }
         let said = store == .mapped ? kept : ""
-        return fail(DownloadError(.interrupted, "download paused" + said, remedy: .resume))
+        return .fail(DownloadError(.interrupted, "download paused" + said, remedy: .resume))
     }
 
     /// The caller cancels, unless the download is finalizing or over: the partial state goes.
     package mutating func cancel() -> SessionAction? {
         guard phase != .finalizing, phase != .stopped else { return nil }
         discardsOnStop = true
-        return fail(DownloadError(.cancelled, "download cancelled; partial data deleted"))
-    }
-
-    /// The download fails with `error`.
-    private func fail(_ error: DownloadError) -> SessionAction {
-        .fail(error)
+        return .fail(DownloadError(.cancelled, "download cancelled; partial data deleted"))
     }
 
     /// How a stop with `result` ends, given the partial state `store`: whether it discards the
