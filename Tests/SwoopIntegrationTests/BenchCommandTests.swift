@@ -51,12 +51,12 @@ struct BenchCommandTests {
     func countsAfterCancelledPasses() async throws {
         try await exclusively {
             try await withTestOrigin { origin in
-                // 2 MiB/s a connection: 64 connections fetch the 64 MiB object in half a second, within
-                // the 0.6 s ramp-up of a 3 s window, then again and again; each count's last pass is
-                // cancelled when its window ends. Each count must get its connections whatever the
-                // counts before it did (their cancelled connections hold no connection permit).
+                // 1 MiB/s a connection: 64 connections fetch the 64 MiB object in a second, a third of a
+                // 3 s window, then again; each count's last pass is cancelled when its window ends. Each
+                // count must get its connections whatever the counts before it did (their cancelled
+                // connections hold no connection permit).
                 origin.addObject(TestObject(size: 64 << 20, seed: 62), at: "/c.bin")
-                origin.updateFaults { $0.throttleBytesPerSecond = 2 << 20 }
+                origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
                 let result = try await CLI.run(
@@ -67,9 +67,15 @@ struct BenchCommandTests {
                 let rows = try #require(summary["results"] as? [[String: Any]])
                 let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
                 #expect(rates.count == 3 && rates.allSatisfy { $0 > 0 }, "\(rates)")
-                // 64 requests in flight at once: the permits of the counts before came back.
-                #expect(origin.maximumConcurrentRequests >= 56, "at most \(origin.maximumConcurrentRequests) at once")
-                // 64 connections at 2 MiB/s need more processor than 32; beside the rest of the suite the
+                // The permits of the counts before came back. Had the cancelled passes kept theirs (64 per
+                // host), 64 connections would have had 16 left and no pass more than 32 requests at once;
+                // 64 connections need not all be in flight at the same instant on a loaded machine (one
+                // may end its range before the last one starts: CI once saw 47 at 2 MiB/s a connection).
+                print(
+                    "bench after cancelled passes: -c 16,32,64 at \(rates) B/s, \(origin.maximumConcurrentRequests) at once"
+                )
+                #expect(origin.maximumConcurrentRequests >= 44, "at most \(origin.maximumConcurrentRequests) at once")
+                // 64 connections need more processor than 32; beside the rest of the suite the
                 // processors may be the limit (the bench says so), and then 64 are no faster.
                 let busy = summary["machineBusy"] as? Double ?? 0
                 if busy < 0.8 {
