@@ -72,7 +72,8 @@ struct BenchCommandTests {
                 // 64 connections need not all be in flight at the same instant on a loaded machine (one
                 // may end its range before the last one starts: CI once saw 47 at 2 MiB/s a connection).
                 print(
-                    "bench after cancelled passes: -c 16,32,64 at \(rates) B/s, \(origin.maximumConcurrentRequests) at once"
+                    "bench after cancelled passes: -c 16,32,64 at \(rates) B/s,",
+                    "\(origin.maximumConcurrentRequests) at once"
                 )
                 #expect(origin.maximumConcurrentRequests >= 44, "at most \(origin.maximumConcurrentRequests) at once")
                 // 64 connections need more processor than 32; beside the rest of the suite the
