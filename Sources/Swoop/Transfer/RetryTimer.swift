@@ -1,8 +1,9 @@
 import SwoopCurl
 
-/// Where a single request's next try waits (a probe, a mirror's check, a document): its
-/// ``RequestRetries`` decide, and this runs the one loop timer they name. A byte range's next try
-/// is the transfer machine's (``TransferAction/wake(at:)``). Transfer thread only.
+/// Where a request's next try waits: the one owner of retry timers. A single request's (a probe, a
+/// mirror's check, a document) is decided by its ``RequestRetries``; a byte range's by the transfer
+/// machine, which names the instant (``TransferAction/wake(at:)``, ``wait(until:on:send:)``). This
+/// runs the one loop timer either names. Transfer thread only.
 struct RetryTimer {
     private(set) var retries = RequestRetries()
     private var timer: LoopTimer?

@@ -47,7 +47,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     var housekeepingTimer: LoopTimer?
     /// Every 25 ms while the adaptive count climbs or tries a step.
     var controllerTimer: LoopTimer?
-    private var retryTimer: LoopTimer?
+    /// The machine's next try of a byte range (``TransferAction/wake(at:)``).
+    private var retryTimer = RetryTimer()
     private(set) var stopped = false
     /// When the single stream began, and the confirmation after it (``TransferRun+Stream.swift``).
     var streamStartedAt: ContinuousClock.Instant?
@@ -114,7 +115,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         guard !pool.isAnyBusy, !sources.isChecking, refresher?.isRefreshing != true else { return nil }
         // A host that is down is tried by one request at a time, maybe another download's.
         if sources.waitingFor != nil { return .outage }
-        if let retryTimer, !retryTimer.isCancelled { return .retry }
+        if retryTimer.isWaiting { return .retry }
         if loop.budget.isWaiting(self) { return .permit }
         return .nothing
     }
@@ -194,7 +195,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
         controllerTimer?.cancel()
-        retryTimer?.cancel()
+        retryTimer.cancel()
         pool.cancelAll()
         // Its requests no longer count at their hosts: their outcomes are ignored from here.
         for source in sources.sources { source.active = 0 }
@@ -239,8 +240,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             case .refresh(let slot):
                 refresh(refusedOn: slot)
             case .wake(let instant):
-                retryTimer?.cancel()
-                retryTimer = loop.schedule(after: max(.zero, instant - .now)) { [weak self] in self?.dispatchWork() }
+                retryTimer.wait(until: instant, on: loop) { [weak self] in self?.dispatchWork() }
             case .complete:
                 delegate?.transferDidComplete(self)
             case .objectChanged(let message):
