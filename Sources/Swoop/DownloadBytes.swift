@@ -99,7 +99,7 @@ public struct DownloadResponse: Sendable, Equatable {
     }
 
     init(_ object: RemoteObject, timing: ResponseTiming?) {
-        let named = object.url.redacted.hasPrefix("s3://")
+        let named = Downloader.namesObjectStore(object.url.redacted)
         self.init(
             url: named ? object.url.redacted : object.url.absoluteString, expectedContentLength: object.size,
             contentType: object.contentType, etag: object.etag, lastModified: object.lastModified,

@@ -47,8 +47,8 @@ public final class Downloader: Sendable {
     private let coalesced = Mutex<[ByteName: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
     private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
-    /// How `s3://` URLs are reached, with the credentials read so far.
-    let s3 = S3Access()
+    /// How names other than URLs (`s3://BUCKET/KEY`) are reached, with the credentials read so far.
+    let stores = ObjectStores()
     /// The addresses of the hosts downloads go to (``Configuration/addresses``).
     let hostAddresses = HostAddresses()
 
@@ -256,22 +256,27 @@ public final class Downloader: Sendable {
     /// control characters), or `index.html` when there is none. No request is sent; to use the
     /// server's `Content-Disposition` name, see ``suggestedFileName(for:)-(DownloadRequest)``.
     public static func suggestedFileName(for url: String) -> String {
-        if S3Location.isS3(url) {
-            let key = (try? S3Location(parsing: url))?.key ?? ""
+        if let store = ObjectStores.kind(of: url) {
+            let key = store.key(of: url) ?? ""
             return FileName.sanitized(String(key.split(separator: "/").last ?? "")) ?? "index.html"
         }
         guard let remote = try? RemoteURL(url) else { return "index.html" }
         return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
     }
 
-    /// The URL a download of `string` requests, and for `s3://BUCKET/KEY` the service that signs
-    /// its requests (``Configuration/s3``).
+    /// The URL a download of `string` requests, and for a store's name (`s3://BUCKET/KEY`) the
+    /// service that authorizes its requests (``ObjectStores``).
     func remote(
         _ string: String, configuration: Configuration
     ) throws(DownloadError) -> (url: RemoteURL, service: (any ObjectService)?) {
-        guard S3Location.isS3(string) else { return (try RemoteURL(string), nil) }
-        let (url, service) = try s3.object(string, configuration: configuration.s3)
+        guard let store = stores.store(for: string) else { return (try RemoteURL(string), nil) }
+        let (url, service) = try store.object(string, configuration: configuration)
         return (url, service)
+    }
+
+    /// Whether `name` is an object store's (`s3://BUCKET/KEY`), not a URL.
+    public static func namesObjectStore(_ name: String) -> Bool {
+        ObjectStores.kind(of: name) != nil
     }
 
     static func validate(_ headers: [(name: String, value: String)]) throws(DownloadError) {

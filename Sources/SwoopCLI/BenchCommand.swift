@@ -51,7 +51,7 @@ struct Bench: AsyncParsableCommand {
     var noDisk = false
 
     @OptionGroup(title: "Access") var access: AccessOptions
-    @OptionGroup(title: "Object stores (s3://)") var s3: S3Options
+    @OptionGroup var stores: ObjectStoreOptions
     @OptionGroup(title: "Addresses") var addressOptions: AddressOptions
 
     func counts() throws -> [Int] {
@@ -78,7 +78,7 @@ struct Bench: AsyncParsableCommand {
     func run() async throws {
         var configuration = Downloader.Configuration()
         access.apply(to: &configuration)
-        s3.apply(to: &configuration)
+        stores.apply(to: &configuration)
         addressOptions.apply(to: &configuration)
         let request = DownloadRequest(url: url, headers: try access.parsedHeaders())
         let downloader = Downloader(configuration: configuration)

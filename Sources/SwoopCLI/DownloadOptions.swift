@@ -7,7 +7,7 @@ struct DownloadOptions: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var access: AccessOptions
     @OptionGroup(title: "Addresses") var addresses: AddressOptions
-    @OptionGroup(title: "Object stores (s3://)") var s3: S3Options
+    @OptionGroup var stores: ObjectStoreOptions
 
     @Flag(
         name: .long,
@@ -32,7 +32,7 @@ struct DownloadOptions: ParsableArguments {
         var configuration = Downloader.Configuration()
         connection.apply(to: &configuration)
         access.apply(to: &configuration)
-        s3.apply(to: &configuration)
+        stores.apply(to: &configuration)
         addresses.apply(to: &configuration)
         configuration.verifiesPublishedDigests = !noVerify
         return configuration

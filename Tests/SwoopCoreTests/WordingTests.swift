@@ -23,6 +23,14 @@ struct WordingTests {
         #expect(Wording.noun(for: 1, "entry", plural: "entries") == "entry")
     }
 
+    @Test("lists: one item alone, two joined by the conjunction, more with commas before it")
+    func lists() {
+        #expect(Wording.list([], "or") == "")
+        #expect(Wording.list(["http"], "or") == "http")
+        #expect(Wording.list(["http", "https"], "and") == "http and https")
+        #expect(Wording.list(["http://", "https://", "s3://"], "or") == "http://, https:// or s3://")
+    }
+
     @Test("a server's text is made safe for a terminal: C0, DEL and C1 escaped, length capped")
     func serverText() {
         #expect(Wording.serverText("Bad\u{1B}[2J Gateway") == "Bad\\x1b[2J Gateway")

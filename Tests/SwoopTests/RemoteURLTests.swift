@@ -228,6 +228,10 @@ struct FileNameTests {
             ("https://example.com/%C2%85nel", "_nel"),
             ("not a url", "index.html"),
             ("ftp://example.com/file", "index.html"),
+            ("s3://bucket/data/big.bin", "big.bin"),
+            ("S3://bucket/a/b%20c", "b%20c"),
+            ("s3://bucket/dir/", "dir"),
+            ("s3://bucket", "index.html"),
         ]
         for (url, expected) in cases {
             #expect(Downloader.suggestedFileName(for: url) == expected, "\(url)")
@@ -422,5 +426,34 @@ struct ThroughputMeterTests {
             meter.record(totalBytes: 4096, at: start + .milliseconds(100 * step))
         }
         #expect(meter.bytesPerSecond == 0)
+    }
+}
+
+@Suite("Object stores by name")
+struct ObjectStoresTests {
+    @Test("a store's name is its scheme and ://, in any case; anything else is a URL to parse")
+    func kinds() {
+        #expect(ObjectStores.schemes == ["s3"])
+        #expect(ObjectStores.kind(of: "s3://bucket/key") == S3Access.self)
+        #expect(ObjectStores.kind(of: "S3://bucket/key") == S3Access.self)
+        for url in ["s3:/bucket/key", "s3:bucket", "s4://bucket/key", "https://s3://x", "bucket/s3://", "", "s3"] {
+            #expect(ObjectStores.kind(of: url) == nil, "\(url)")
+            #expect(!Downloader.namesObjectStore(url), "\(url)")
+        }
+    }
+
+    @Test("a downloader reaches a store's name through the store, with its service; a URL through nothing")
+    func remote() async throws {
+        let downloader = Downloader()
+        var configuration = Downloader.Configuration()
+        configuration.s3.endpointURL = "http://127.0.0.1:9"
+        configuration.s3.signsRequests = false
+        let object = try downloader.remote("s3://bucket/a/b.bin", configuration: configuration)
+        #expect(object.url.redacted == "s3://bucket/a/b.bin")
+        #expect(object.url.absoluteString == "http://127.0.0.1:9/bucket/a/b.bin")
+        #expect(object.service is S3Service)
+        let plain = try downloader.remote("https://example.com/x", configuration: configuration)
+        #expect(plain.service == nil && plain.url.redacted == "https://example.com/x")
+        await downloader.shutdown()
     }
 }

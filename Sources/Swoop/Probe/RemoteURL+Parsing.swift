@@ -16,7 +16,8 @@ extension RemoteURL {
             let looksLikeHost = trimmed.first.map { $0.isLetter || $0.isNumber } ?? false
             return trimmed.contains(where: \.isWhitespace) || !looksLikeHost
                 ? .invalidRequest(
-                    "invalid URL '\(shown)': it has no scheme (a URL starts with http://, https:// or s3://)")
+                    "invalid URL '\(shown)': it has no scheme (a URL starts with "
+                        + Wording.list((["http", "https"] + ObjectStores.schemes).map { $0 + "://" }, "or") + ")")
                 : .invalidRequest("invalid URL '\(shown)': it has no scheme; write http://\(shown) or https://\(shown)")
         }
         guard let (colon, scheme) = Self.scheme(of: trimmed) else { throw noScheme() }
@@ -27,8 +28,8 @@ extension RemoteURL {
         }
         guard scheme == "http" || scheme == "https" else {
             throw .invalidRequest(
-                "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads http, "
-                    + "https and s3 URLs"
+                "unsupported URL scheme '\(scheme)' in '\(RemoteURL.printable(trimmed))': Swoop downloads "
+                    + Wording.list(["http", "https"] + ObjectStores.schemes, "and") + " URLs"
             )
         }
         guard let url = URL(string: trimmed) else {

@@ -13,7 +13,9 @@ import Musl
 /// `s3://BUCKET/KEY` in every message and in the segment map, never a signed URL) and the service
 /// that signs its requests and reads its errors. One per downloader: credentials are read once per
 /// way of finding them (a profile, or those in the configuration) and shared by its downloads.
-final class S3Access: Sendable {
+final class S3Access: ObjectStore {
+    static let scheme = "s3"
+
     /// The environment, home directory and file reader the AWS settings are read through.
     private let sources: S3SettingsSources
     private let stores = Mutex<[String: S3CredentialStore]>([:])
@@ -22,16 +24,23 @@ final class S3Access: Sendable {
     /// processor time). Credentials are not cached here (their store reads them again on expiry).
     private let resolved = Mutex<[String: (settings: S3Settings, at: ContinuousClock.Instant)]>([:])
 
-    init(sources: S3SettingsSources = .process) {
+    init(sources: S3SettingsSources) {
         self.sources = sources
     }
 
-    /// The object's URL and service for a download of `uri` with `configuration`.
+    convenience init() {
+        self.init(sources: .process)
+    }
+
+    static func key(of name: String) -> String? {
+        (try? S3Location(parsing: name))?.key
+    }
+
+    /// The object's URL and service for a download of `uri` with `configuration`'s ``Downloader/Configuration/s3``.
     func object(
-        _ uri: String, configuration: Downloader.Configuration.S3
-    ) throws(DownloadError) -> (
-        url: RemoteURL, service: S3Service
-    ) {
+        _ uri: String, configuration: Downloader.Configuration
+    ) throws(DownloadError) -> (url: RemoteURL, service: any ObjectService) {
+        let configuration = configuration.s3
         let location = try S3Location(parsing: uri)
         guard location.namesObject else {
             throw DownloadError(

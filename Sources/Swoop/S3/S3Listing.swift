@@ -143,6 +143,9 @@ extension Downloader {
         _ prefix: String, token: String?, configuration: Configuration
     ) async throws(DownloadError) -> S3ListingPage {
         let location = try S3Location(parsing: prefix)
+        guard let s3 = stores.store(for: prefix) as? S3Access else {
+            throw .invalidRequest("'\(prefix)' is not an s3:// prefix; write s3://BUCKET/PREFIX/")
+        }
         let (url, service) = try s3.listing(location, continuationToken: token, configuration: configuration.s3)
         let headers = RequestHeaders([], originalURL: url, service: service)
         let (options, policy) = (TransferOptions(configuration), FailurePolicy(configuration))

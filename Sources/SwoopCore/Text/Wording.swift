@@ -18,6 +18,13 @@ package enum Wording {
         Self.count(count, "byte")
     }
 
+    /// `"a"`, `"a or b"`, `"a, b or c"` (`conjunction`: "or", "and").
+    package static func list(_ items: [String], _ conjunction: String) -> String {
+        guard let last = items.last else { return "" }
+        guard items.count > 1 else { return last }
+        return items.dropLast().joined(separator: ", ") + " \(conjunction) " + last
+    }
+
     /// `"1 try"`, `"3 tries"`.
     package static func tries(_ count: some BinaryInteger) -> String {
         Self.count(count, "try", plural: "tries")
