@@ -50,9 +50,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// The machine's next try of a byte range (``TransferAction/wake(at:)``).
     private var retryTimer = RetryTimer()
     private(set) var stopped = false
-    /// When the single stream began, and the confirmation after it (``TransferRun+Stream.swift``).
-    var streamStartedAt: ContinuousClock.Instant?
-    var streamCheck = StreamCheck()
+    /// The decisions of a single stream: its end, and the confirmation after it (``TransferRun+Stream.swift``).
+    var stream: StreamMachine?
 
     /// What the run reads from the configuration, once.
     struct Settings {
@@ -180,7 +179,10 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     func startStream(from connection: Connection) {
         pool.adoptProbe(connection, delegate: self)
         connection.adopt(.stream, store: store, object: object)
-        streamStartedAt = .now
+        stream = StreamMachine(
+            object: object.identity, confirmsAfter: settings.machine.confirmsOneResponseAfter,
+            maxTries: settings.failures.maxTries)
+        stream?.started(at: .now)
         // An in-order sink pauses the stream when its window is full; room lets it go on.
         store.sink.observeRoom { [weak connection] _ in connection?.resumeIfPaused() }
         logger.info("the server does not support ranges; downloading in one stream")
