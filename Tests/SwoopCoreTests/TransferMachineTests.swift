@@ -144,6 +144,24 @@ struct TransferMachineTests {
         #expect(simulation.retries == 0, "a refusal is not the range's failure")
     }
 
+    @Test(
+        "a pool whose refusals come faster than the pinned node's answers (two requests in three 412): a pool, not a change",
+        arguments: [4, 8, 16])
+    func poolOfThreeNodes(target: Int) {
+        var server = TransferSimulation.Server()
+        server.firstByte = .milliseconds(60)
+        var served = 0
+        server.answer = { _, _ in
+            served += 1
+            return served.isMultiple(of: 3) ? nil : Self.preconditionFailed()
+        }
+        let simulation = TransferSimulation(size: 256 * Self.mebibyte, servers: [server], target: target)
+        #expect(simulation.run())
+        #expect(simulation.changed == nil, "\(simulation.changed ?? "")")
+        #expect(simulation.completed, "\(String(describing: simulation.failure ?? nil))")
+        #expect(simulation.machine.watches[0]?.isPool == true)
+    }
+
     @Test("the pinned validators gone (every request 412 from 0.4 s on): it starts over after 4 answers")
     func validatorsGone() throws {
         var server = TransferSimulation.Server()

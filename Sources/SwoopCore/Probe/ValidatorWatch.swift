@@ -17,7 +17,10 @@
 ///
 /// Answers to requests sent before a doubt began prove nothing either way: they were on their way
 /// when it began. Requests are numbered by ``willSend()``. Pure: the caller keeps the count per
-/// source and acts on the verdicts.
+/// source and acts on the verdicts. A caller with several requests in flight believes a change only
+/// once every request sent since the run began (``runStart``) and before the one that answered last
+/// has answered: a pool's pinned node may answer more slowly than the others refuse (the transfer
+/// machine's rule).
 package struct ValidatorWatch: Sendable, Equatable {
     /// What the answers so far have shown.
     package enum State: Sendable, Equatable {
@@ -53,7 +56,7 @@ package struct ValidatorWatch: Sendable, Equatable {
     package private(set) var otherAnswers = 0
     package private(set) var pinnedAnswers = 0
     /// Requests numbered from here on were sent after the current run began.
-    private var runStart = 0
+    package private(set) var runStart = 0
 
     package init() {}
 

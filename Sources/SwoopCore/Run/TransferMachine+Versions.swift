@@ -34,7 +34,14 @@ extension TransferMachine {
             bridgeTries[bridge.own.lowerBound, default: 1] -= 1
             if confirmation == .asking(source) { confirmation = .notYet }
         }
-        switch watches[source, default: ValidatorWatch()].otherAnswer(to: request) {
+        var verdict = watches[source, default: ValidatorWatch()].otherAnswer(to: request)
+        if case .changed = verdict, awaitsAnswer(from: source, sentBefore: request) {
+            // A request sent since the run began, and before this one, has not answered yet: it
+            // may carry the pinned validators (a pool's node that answers more slowly than the
+            // others refuse). Requests sent after this one do not hold the verdict back.
+            verdict = .askAgain
+        }
+        switch verdict {
         case .askAgain:
             actions.append(.renew(slot: slot))
             actions.append(.note(.askingAgain(source: source, error: error)))
@@ -55,6 +62,16 @@ extension TransferMachine {
             default:
                 actions.append(.objectChanged(DownloadError(.objectChanged, reason).message))
             }
+        }
+    }
+
+    /// Whether a request to `source` sent since its watch's current run of other answers began, and
+    /// before request number `request`, is in flight without its head heard.
+    private func awaitsAnswer(from source: Int, sentBefore request: Int) -> Bool {
+        guard let runStart = watches[source]?.runStart else { return false }
+        return slots.contains { slot in
+            slot.work != nil && slot.source == source && !slot.pinnedHeard
+                && (runStart..<request).contains(slot.request)
         }
     }
 
