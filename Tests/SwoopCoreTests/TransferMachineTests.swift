@@ -145,7 +145,7 @@ struct TransferMachineTests {
     }
 
     @Test(
-        "a pool whose refusals come faster than the pinned node's answers (two requests in three 412): a pool, not a change",
+        "a pool whose refusals come before the pinned node's answers (two requests in three 412): a pool, not a change",
         arguments: [4, 8, 16])
     func poolOfThreeNodes(target: Int) {
         var server = TransferSimulation.Server()
