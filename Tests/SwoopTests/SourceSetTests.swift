@@ -26,10 +26,12 @@ struct SourceSetTests {
             sink: DiscardSink(loop: InlineExecutor()),
             plan: SegmentScheduler(objectSize: size, resuming: nil, minimumSegmentSize: 1 << 20), bytesResumed: 0,
             checkpoint: nil, checkpointInterval: nil, counters: DownloadCounters(), startedAt: .now)
-        return SourceSet(
+        let sources = SourceSet(
+            first: url, mirrors: [], hosts: hosts, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        sources.begin(
             first: RemoteObject(url: url, size: size, acceptsRanges: true),
-            headers: RequestHeaders([], originalURL: url), store: store, hosts: hosts,
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, checking: nil)
+            headers: RequestHeaders([], originalURL: url), store: store, checking: nil)
+        return sources
     }
 
     @Test("a host that one download finds down holds another download's requests until its trial is due")

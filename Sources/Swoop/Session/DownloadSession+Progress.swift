@@ -33,10 +33,10 @@ extension DownloadSession {
     /// Each source's bytes and state, for a download from several URLs.
     var sourceReports: [DownloadResult.Source] {
         guard sources.entries.count > 1 else { return [] }
-        return stage.run?.sources.reports
-            ?? sources.entries.map(\.current).map {
-                DownloadResult.Source(url: $0.redacted, address: $0.address, bytes: 0, isChecking: true)
-            }
+        guard stage.run == nil else { return sources.reports }
+        return sources.entries.map(\.current).map {
+            DownloadResult.Source(url: $0.redacted, address: $0.address, bytes: 0, isChecking: true)
+        }
     }
 
     func progressSnapshot() -> DownloadProgress {

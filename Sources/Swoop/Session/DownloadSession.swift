@@ -13,8 +13,9 @@ import SwoopCurl
 final class DownloadSession: ProberDelegate, TransferRunDelegate {
     let context: SessionContext
     var logger: Logger { context.logger }
-    /// Every URL of the download, as asked and as in use (a refresh replaces the first's).
-    let sources: SourceList
+    /// Every URL of the download, as asked and as in use (a refresh replaces the first's), and the
+    /// sources of the transfer under way.
+    let sources: SourceSet
     /// The first source as asked (a resumed download's, when its map names one of the mirrors):
     /// what the map names and messages show.
     var url: RemoteURL { sources.first.asked }
@@ -46,7 +47,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         context = SessionContext(
             loop: loop, settings: ExchangeSettings(configuration), request: request, service: service.map { (url, $0) },
             paths: paths, sink: sink, objectFound: objectFound, logger: Self.logger(logger, url: url))
-        self.sources = SourceList(first: url, mirrors: mirrors)
+        self.sources = SourceSet(first: url, mirrors: mirrors, hosts: loop.hosts, logger: context.logger)
         self.machine = SessionMachine(
             settings: .init(
                 failures: context.settings.failures, restartsOnChange: configuration.files.onObjectChange == .restart,
@@ -194,7 +195,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         let verifier = TransferSetup.verifier(for: found, store: store, resuming: resumedMap, context)
         let run = TransferRun(
             object: found, store: store, headers: prober.headers, settings: context.settings,
-            loop: context.loop, counters: context.counters, logger: logger, mirrors: sources.mirrors,
+            loop: context.loop, counters: context.counters, logger: logger, sources: sources,
             requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
         if case .ranged(_, let first) = step {

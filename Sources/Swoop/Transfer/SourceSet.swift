@@ -2,16 +2,34 @@ import Logging
 import SwoopStore
 import SwoopCurl
 
-/// The sources of one download: the first, mirrors in use, and those dropped (and why); which
-/// one the next request goes to, and what the failure policy makes of each failure. Mirrors and
-/// fresh URLs join through ``checks``, which compares their bytes with the first source's first,
-/// so a file never mixes two objects. Transfer thread only.
+/// Every source of one download, the one place its URLs are held: each source as it was asked for
+/// (its identity: what the segment map names, what a resume is matched by) and as it is used now
+/// (a fresh URL from ``DownloadRequest/urlProvider`` replaces the first source's), and, during a
+/// transfer, the sources it fetches from: the first, mirrors in use, and those dropped (and why);
+/// which one the next request goes to, and what the failure policy makes of each failure. The
+/// session makes it and each transfer begins on it (``begin(first:headers:store:checking:)``): the
+/// probe, a restart, the refresher and the checkpoint read the same URLs. Mirrors and fresh URLs
+/// join through ``checks``, which compares their bytes with the first source's first, so a file
+/// never mixes two objects. Transfer thread only.
 final class SourceSet {
-    private(set) var sources: [Source]
-    private let store: DownloadStore
+    /// A source's URLs.
+    struct Entry {
+        /// The URL as given (or as the address lookup pinned it).
+        let asked: RemoteURL
+        /// The URL requests go to now.
+        var current: RemoteURL
+    }
+
+    /// Every source given, the first first.
+    private(set) var entries: [Entry]
+    /// The sources the transfer under way fetches from, by index: the first, then each mirror
+    /// that agreed with it.
+    private(set) var sources: [Source] = []
+    private var store: DownloadStore?
     private let logger: Logger
-    /// The checks of mirrors and fresh URLs; none for a download that has neither (most).
-    let checks: SourceChecks?
+    /// The checks of mirrors and fresh URLs in the transfer under way; none for a download that has
+    /// neither (most).
+    private(set) var checks: SourceChecks?
     /// A mirror joined: the transfer can use more connections.
     var onSourceAdded: (() -> Void)?
 
@@ -22,15 +40,46 @@ final class SourceSet {
         didSet { for source in sources { source.watcher = watcher } }
     }
 
-    init(
-        first: RemoteObject, headers: RequestHeaders, store: DownloadStore, hosts: HostTable, logger: Logger,
-        checking context: SourceChecks.Context?
-    ) {
-        self.sources = [Source(index: 0, object: first, headers: headers, hosts: hosts)]
+    init(first: RemoteURL, mirrors: [RemoteURL], hosts: HostTable, logger: Logger) {
+        entries = ([first] + mirrors).map { Entry(asked: $0, current: $0) }
         self.hosts = hosts
-        self.store = store
         self.logger = logger
-        self.checks = context.map { SourceChecks(store: store, context: $0) }
+    }
+
+    // MARK: URLs
+
+    /// The first source: the one probed, whose map is kept.
+    var first: Entry { entries[0] }
+
+    /// The other sources' URLs, as in use now.
+    var mirrors: [RemoteURL] { entries.dropFirst().map(\.current) }
+
+    /// A resumed map was written for the source asked as `redacted`: that one goes first (its
+    /// validators are that source's).
+    func putFirst(named redacted: String) {
+        guard entries[0].asked.redacted != redacted,
+            let index = entries.firstIndex(where: { $0.asked.redacted == redacted })
+        else { return }
+        entries.swapAt(0, index)
+    }
+
+    /// The provider gave a fresh URL for the first source: the probe asks it from now on; a
+    /// transfer checks it before its first source uses it (``SourceChecks/refresh(_:refused:refresher:range:done:)``).
+    func refreshed(_ url: RemoteURL) {
+        entries[0].current = url
+    }
+
+    // MARK: The transfer under way
+
+    /// A transfer begins on `first`, the object the probe found at the first source: the
+    /// sources of an earlier one (before a restart) are let go, and mirrors are checked again.
+    func begin(
+        first: RemoteObject, headers: RequestHeaders, store: DownloadStore, checking context: SourceChecks.Context?
+    ) {
+        self.store = store
+        sources = [Source(index: 0, object: first, headers: headers, hosts: hosts)]
+        sources[0].watcher = watcher
+        checks = context.map { SourceChecks(store: store, context: $0) }
         checks?.onAgreement = { [unowned self] object, headers in add(object, headers: headers) }
         checks?.firstSourceURL = { [unowned self] in primary.object.url }
     }
@@ -53,7 +102,7 @@ final class SourceSet {
     /// fresh URL before it replaces the old one): one chunk the first source has written, or is
     /// writing now (`firstRange`, the probe's).
     func sampleRange(near firstRange: ByteRange) -> ByteRange? {
-        guard let plan = store.plan else { return nil }
+        guard let plan = store?.plan else { return nil }
         let layout = plan.layout
         let chunk =
             (0..<layout.chunkCount).first { plan.written.contains($0) } ?? Int(firstRange.lowerBound / layout.chunkSize)

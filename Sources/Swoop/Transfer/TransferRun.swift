@@ -58,17 +58,14 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         let configuration: Downloader.Configuration
         let options: TransferOptions
         let machine: TransferMachine.Settings
-        /// Mirrors to check once the first source's bytes are coming in.
-        let mirrors: [RemoteURL]
 
-        init(_ settings: ExchangeSettings, mirrors: [RemoteURL]) {
+        init(_ settings: ExchangeSettings) {
             configuration = settings.configuration
             options = settings.options
             machine = TransferMachine.Settings(
                 policy: TransferPolicy(configuration), failures: settings.failures,
                 hedgesSlowTail: configuration.tuning.hedgesSlowTail,
                 sendsNothing: configuration.tuning.faults.transferSendsNothing)
-            self.mirrors = mirrors
         }
 
         var policy: TransferPolicy { machine.policy }
@@ -77,12 +74,11 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
 
     init(
         object: RemoteObject, store: DownloadStore, headers: RequestHeaders, settings: ExchangeSettings,
-        loop: TransferLoop, counters: DownloadCounters, logger: Logger,
-        mirrors: [RemoteURL] = [], requestHeaders: [(name: String, value: String)] = [],
-        refresher: URLRefresher? = nil
+        loop: TransferLoop, counters: DownloadCounters, logger: Logger, sources: SourceSet,
+        requestHeaders: [(name: String, value: String)] = [], refresher: URLRefresher? = nil
     ) {
         self.loop = loop
-        self.settings = Settings(settings, mirrors: mirrors)
+        self.settings = Settings(settings)
         self.object = object
         self.store = store
         self.counters = counters
@@ -91,12 +87,12 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         self.pool = ConnectionPool(loop: loop)
         // Mirrors are checked before they contribute, and so is a fresh URL for an expired one.
         let context =
-            mirrors.isEmpty && refresher == nil
+            sources.mirrors.isEmpty && refresher == nil
             ? nil
             : SourceChecks.Context(
                 requestHeaders: requestHeaders, settings: settings, loop: loop, logger: logger)
-        self.sources = SourceSet(
-            first: object, headers: headers, store: store, hosts: loop.hosts, logger: logger, checking: context)
+        self.sources = sources
+        sources.begin(first: object, headers: headers, store: store, checking: context)
         sources.onSourceAdded = { [weak self] in
             self?.controller?.sourcesChanged(at: .now)
             self?.loop.afterCallbacks { self?.dispatchWork() }
@@ -150,7 +146,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         connection.adopt(.segment(segment, request: first), store: store, object: object)
         // The probe's request, in flight on slot 0, is the first source's from here.
         willSend(to: 0, from: 0)
-        let mirrors = settings.mirrors
+        let mirrors = sources.mirrors
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
         guard machine.isWorthSplitting else {
             if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }

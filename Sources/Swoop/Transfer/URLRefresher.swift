@@ -18,7 +18,7 @@ final class URLRefresher: @unchecked Sendable {
     private let timeout: Duration
     private let logger: Logger
     /// The download's URLs, where a fresh one is recorded for everything else to read.
-    private let sources: SourceList
+    private let sources: SourceSet
     /// The newest URL of the first source: the request's, then each the provider gave.
     var current: RemoteURL { sources.first.current }
     /// Calls of the provider so far.
@@ -31,7 +31,7 @@ final class URLRefresher: @unchecked Sendable {
     private var stopped = false
 
     init(
-        provider: @escaping Provider, sources: SourceList, configuration: Downloader.Configuration,
+        provider: @escaping Provider, sources: SourceSet, configuration: Downloader.Configuration,
         loop: TransferLoop, logger: Logger
     ) {
         self.provider = provider
