@@ -3,16 +3,20 @@ import SwoopTestSupport
 
 /// A download against a server whose object changes, in virtual time, decided as the library
 /// decides it: the core's ``TransferMachine`` (its plan, its ``AgreementLedger``, a
-/// ``ValidatorWatch`` per source, the confirmation at the end), a probe that pins the validators
-/// or, resuming, asks under the segment map's and tells a pool from a change with a watch of its
-/// own, and the session machine's (start over on a change, within `maxTries`). The bytes are written
-/// and compared as the store does.
+/// ``ValidatorWatch`` per source, the confirmation at the end), its ``ProbeMachine`` over the heads
+/// the server sends, judged by ``ProbeDecision`` (a new download pins the validators of its first
+/// answer; a resumed one asks under the segment map's, and the decision's watch tells a pool from a
+/// change: VersionSimulation+Probe.swift), and its ``SessionMachine`` (start over on a change,
+/// within `maxTries`; ask again when a handover is lost). The bytes are written and compared as
+/// the store does.
 ///
 /// The modelled server changes its object whole, or in a few 4 KiB blocks (mostly away from every
 /// seam), in place (responses under way read the new bytes) or not; its validators are honest,
 /// stale for a while after a change, fixed at the first version's, or absent; it may be a pool of
 /// nodes with validators of their own and maybe a version of their own, and may ignore
-/// preconditions. Crashes lose what no checkpoint recorded; the next try resumes.
+/// preconditions. A download may start from an earlier run's partial download (of one node's
+/// version, under its validators). Crashes lose what no checkpoint recorded; the next try resumes
+/// from the segment map, which the session writes as the transfer starts.
 ///
 /// The property: a download that ends without an error holds one version, byte for byte, unless
 /// the validators lie or are absent and a change left every byte compared as it was (what cannot
@@ -81,10 +85,12 @@ final class VersionSimulation: TransferEnvironment {
     enum Outcome: Equatable {
         case finished
         case failed(String)
+        /// Neither, after 20 000 steps (200 s of virtual time): a download left waiting.
+        case unfinished
     }
 
-    /// One request under way.
-    private struct Flight {
+    /// One request of the transfer under way.
+    struct Flight {
         var send: TransferSend
         var node: Int
         /// The version it serves (the one of its answer; the node's current one when in place).
@@ -98,49 +104,57 @@ final class VersionSimulation: TransferEnvironment {
     }
 
     static let block: Int64 = 4096
+    /// The plan's smallest segment, and how far a new download's probe reaches: small, so that
+    /// objects of these sizes split among connections (the library's probe reaches 1 MiB).
+    static let minimumSegmentSize: Int64 = 64 << 10
     let size: Int64
     let connections: Int
     let server: Server
     let rule: Rule
-    private var random: SplitMix64
-    private let layout: ChunkLayout
-    private let policy = FailurePolicy(
+    var random: SplitMix64
+    let layout: ChunkLayout
+    let policy = FailurePolicy(
         baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 5, maxOutage: .seconds(120))
     private let start = ContinuousClock.now
 
     // The server's state.
-    private var step = 0
+    private(set) var step = 0
     private var version = 0
     private var changedAt = -1_000_000
-    private var served = 0
     /// The blocks each version rewrote; `nil`: every byte.
     private var patches: [Int: Set<Int64>?] = [:]
 
-    // The client's state.
-    private var file: [UInt8]
-    private var recorded: ChunkSet
+    // The client's state (some of it read and moved by the probe stage, VersionSimulation+Probe.swift).
+    var file: [UInt8]
+    var recorded: ChunkSet
+    /// A segment map is on disk: the session writes one as the transfer starts, unless the object
+    /// arrives whole in its first response (`TransferSetup.ranged`), and the next try resumes from it.
+    var mapped = false
     /// The validators the segment map recorded (a resumed try asks under them).
-    private var mapValidators: ObjectIdentity.Validators?
+    var mapValidators: ObjectIdentity.Validators?
     /// The validators of this try: every byte it uses was served under them.
-    private var pinned: ObjectIdentity.Validators?
-    private var machine: TransferMachine?
-    private var probeWatch = ValidatorWatch()
-    private var flights: [Int: Flight] = [:]
+    var pinned: ObjectIdentity.Validators?
+    var machine: TransferMachine?
+    /// The probe stage of the current try, until the transfer has its request.
+    var prober: Probe?
+    var flights: [Int: Flight] = [:]
     private var health = SourceHealth()
     private var active = 0
     private var wake: Int?
-    private var outcome: Outcome?
+    private(set) var outcome: Outcome?
     /// The session's decisions (start over on a change, within `maxTries`), the library's own.
-    private lazy var session = SessionMachine(
+    lazy var session = SessionMachine(
         settings: .init(failures: policy, restartsOnChange: true, inOrder: false))
     private(set) var crashes = 0
     /// The try that finished got every byte in its first response, too quickly to be confirmed
     /// by a request after it (``TransferMachine/Settings/confirmsOneResponseAfter``).
     private(set) var unconfirmedOneResponse = false
     /// When the current try began, and whether its machine sent a request of its own.
-    private var tryStart = 0
-    private var machineSent = false
+    var tryStart = 0
+    var machineSent = false
     private(set) var restarts = 0
+    /// The restarts a probe's answers decided (a change believed, or bytes held that differ).
+    private(set) var restartsByProbe = 0
     private(set) var requests = 0
 
     init(seed: UInt64, rule: Rule = .pinned) {
@@ -217,10 +231,10 @@ final class VersionSimulation: TransferEnvironment {
     }
 
     /// The version node `node` serves now.
-    private func version(on node: Int) -> Int { version + (server.nodesDiffer ? node : 0) }
+    func version(on node: Int) -> Int { version + (server.nodesDiffer ? node : 0) }
 
     /// The validators node `node` names for the version it serves now.
-    private func validators(on node: Int) -> ObjectIdentity.Validators? {
+    func validators(on node: Int) -> ObjectIdentity.Validators? {
         var named = version(on: node)
         switch server.validators {
         case .honest: break
@@ -232,15 +246,15 @@ final class VersionSimulation: TransferEnvironment {
         return server.datesOnly ? .init(etag: nil, lastModified: tag) : .init(etag: tag, lastModified: nil)
     }
 
-    /// The node that answers the next request.
-    private func nextNode() -> Int {
-        served += 1
-        return server.randomNode ? Int(random.next() % UInt64(server.nodes)) : served % server.nodes
+    /// The node that answers the next request (counted here).
+    func nextNode() -> Int {
+        requests += 1
+        return server.randomNode ? Int(random.next() % UInt64(server.nodes)) : requests % server.nodes
     }
 
     /// How node `node` answers a request under `precondition`: `nil` serves it; otherwise the
     /// refusal (a 412, or a head under other validators) as the shell reports it.
-    private func answer(on node: Int, precondition: ObjectIdentity.Validators?) -> RequestEnd? {
+    func answer(on node: Int, precondition: ObjectIdentity.Validators?) -> RequestEnd? {
         let named = validators(on: node)
         guard rule == .pinned, let precondition, let named, named != precondition else { return nil }
         if !server.ignoresPreconditions {
@@ -253,8 +267,10 @@ final class VersionSimulation: TransferEnvironment {
 
     // MARK: Running
 
-    /// Runs until the download ends, crashing now and then.
+    /// Runs until the download ends, from an earlier run's partial download now and then,
+    /// crashing now and then.
     func run() -> Outcome {
+        if random.chance(0.3) { resumeEarlierRun() }
         probe()
         while outcome == nil, step < 20_000 {
             step += 1
@@ -265,69 +281,29 @@ final class VersionSimulation: TransferEnvironment {
             if machine != nil, random.chance(0.01), crashes < 3 { crash() }
             tick()
         }
-        return outcome ?? .failed("did not finish in 20 000 steps")
+        return outcome ?? .unfinished
     }
 
-    private var now: ContinuousClock.Instant { start + .milliseconds(10 * step) }
-
-    /// A try's first request: a new download pins the validators it answers under; a resumed
-    /// one asks under the map's, and a watch tells a pool's other node from a change.
-    private func probe() {
-        let missing = recorded.missingRuns.map { layout.byteRange(ofChunks: $0) }
-        guard let first = missing.first else { return finish() }
-        let held = completeRanges()
-        let ledger = AgreementLedger(size: size, held: held)
-        let own = ByteRange(first.lowerBound, min(first.upperBound, first.lowerBound + 64 << 10))
-        let request = RangeRequest.overlapping(
-            own, size: size, window: AgreementLedger.defaultWindow, heldAfter: ledger.needsTrail(at: own.upperBound),
-            response: ledger.beginResponse())
-        requests += 1
-        let node = nextNode()
-        if !held.isEmpty, answer(on: node, precondition: mapValidators) != nil {
-            switch probeWatch.otherAnswer(to: probeWatch.willSend()) {
-            case .askAgain: wake = step + 1
-            case .changed: changed()
-            }
-            return
-        }
-        if !held.isEmpty { probeWatch.pinnedAnswer(to: probeWatch.willSend()) }
-        pinned = held.isEmpty ? validators(on: node) : mapValidators
-        (tryStart, machineSent) = (step, false)
-        let plan = SegmentScheduler(layout: layout, missing: missing, minimumSegmentSize: 64 << 10)
-        let machine = TransferMachine(
-            plan: plan, ledger: ledger,
-            settings: .init(
-                policy: TransferPolicy(minimumSegmentSize: 64 << 10), failures: policy, hedgesSlowTail: true),
-            target: connections, environment: self, firstWatch: probeWatch.isPool ? .provenPool : ValidatorWatch(),
-            random: SplitMix64(seed: random.next()))
-        self.machine = machine
-        guard let segment = machine.start(first: request, at: now) else { return }
-        willSend(from: 0)
-        flights[0] = Flight(
-            send: TransferSend(slot: 0, source: 0, work: .segment(segment, request)), node: node,
-            version: version(on: node), answerAt: step + 1, bytesPerStep: random.logUniform(2_000...200_000))
-        machine.planAhead(window: nil, hashesInOrder: false)
-        perform(machine.dispatch(at: now))
-    }
+    var now: ContinuousClock.Instant { start + .milliseconds(10 * step) }
 
     private func tick() {
         if let wake, wake <= step {
             self.wake = nil
             if let machine { perform(machine.dispatch(at: now)) } else { probe() }
         }
+        probeTurn()
         for slot in flights.keys.sorted() {
             guard outcome == nil else { return }
             deliver(slot)
         }
     }
 
-    private func perform(_ actions: [TransferAction]) {
+    func perform(_ actions: [TransferAction]) {
         for action in actions {
             guard outcome == nil, machine != nil else { return }
             switch action {
             case .send(let send):
                 willSend(from: send.slot)
-                requests += 1
                 machineSent = true
                 let node = nextNode()
                 flights[send.slot] = Flight(
@@ -337,7 +313,7 @@ final class VersionSimulation: TransferEnvironment {
             case .cancel(let slot):
                 flights[slot]?.cancelled = true
             case .checkpoint:
-                if random.chance(0.3) { recorded = recordable() }
+                if random.chance(0.3), mapped { recorded = recordable() }
             case .wake(let instant):
                 wake = Int((instant - start).seconds * 100) + 1
             case .complete:
@@ -437,7 +413,7 @@ final class VersionSimulation: TransferEnvironment {
         return chunks
     }
 
-    private func completeRanges() -> [ByteRange] {
+    func completeRanges() -> [ByteRange] {
         var ranges: [ByteRange] = []
         var cursor: Int64 = 0
         for run in recorded.missingRuns {
@@ -451,7 +427,7 @@ final class VersionSimulation: TransferEnvironment {
 
     // MARK: The session's rules
 
-    private func finish() {
+    func finish() {
         outcome = .finished
         let threshold = Int(
             TransferMachine.Settings(policy: .init(minimumSegmentSize: 1), failures: policy, hedgesSlowTail: false)
@@ -459,23 +435,40 @@ final class VersionSimulation: TransferEnvironment {
         unconfirmedOneResponse = machine != nil && !machineSent && step - tryStart < threshold
     }
 
-    /// The object changed: the session machine decides (start over within `maxTries`, or fail).
-    private func changed() {
-        switch session.objectChanged("the object changed", held: 0, finishedTarget: nil) {
+    /// The object changed (`byProbe`: the probe's answers said so): the session machine decides
+    /// (start over within `maxTries`, or fail).
+    func changed(_ reason: String = "the object changed", byProbe: Bool = false) {
+        if byProbe { restartsByProbe += 1 }
+        perform(session.objectChanged(reason, held: 0, finishedTarget: nil))
+    }
+
+    /// What the session machine decided, performed as the session does.
+    func perform(_ action: SessionAction) {
+        switch action {
         case .startOver: startOver()
+        case .probeAgain(let discarding, _):
+            // A new probe once the sink has closed, over what it kept (nothing, for a new download).
+            stopTry()
+            if discarding { discardHeld() }
+            wake = step + 1
         case .fail(let error): outcome = .failed(error.message)
-        case .probeAgain, .finalize: break
+        case .finalize: break
         }
     }
 
     private func startOver() {
         restarts += 1
         stopTry()
+        discardHeld()
+        wake = step + 1
+    }
+
+    /// What the disk held is discarded: no bytes, no segment map.
+    private func discardHeld() {
         recorded = ChunkSet(count: layout.chunkCount)
         file = [UInt8](repeating: 0, count: Int(size))
+        mapped = false
         mapValidators = nil
-        probeWatch = ValidatorWatch()
-        wake = step + 1
     }
 
     /// A crash: what the last checkpoint recorded is kept, with the validators it was served under.
@@ -483,7 +476,6 @@ final class VersionSimulation: TransferEnvironment {
         crashes += 1
         stopTry()
         mapValidators = pinned
-        probeWatch = ValidatorWatch()
         wake = step + 1
     }
 
@@ -492,6 +484,7 @@ final class VersionSimulation: TransferEnvironment {
             for case .abandonTrial(_, let slot) in machine.stop() { health.abandonTrial(by: slot) }
         }
         machine = nil
+        prober = nil
         flights = [:]
         active = 0
         health = SourceHealth()
@@ -510,7 +503,7 @@ final class VersionSimulation: TransferEnvironment {
     }
 
     /// A request on `slot` goes to the server: it counts there (maybe as its trial).
-    private func willSend(from slot: Int) {
+    func willSend(from slot: Int) {
         active += 1
         health.willSend(by: slot, at: now)
     }
