@@ -73,12 +73,12 @@ final class SourceSet {
 
     /// A transfer begins on `first`, the object the probe found at the first source: the
     /// sources of an earlier one (before a restart) are let go, and mirrors are checked again.
+    /// The transfer then sets ``watcher`` and ``onSourceAdded`` for itself.
     func begin(
         first: RemoteObject, headers: RequestHeaders, store: DownloadStore, checking context: SourceChecks.Context?
     ) {
         self.store = store
         sources = [Source(index: 0, object: first, headers: headers, hosts: hosts)]
-        sources[0].watcher = watcher
         checks = context.map { SourceChecks(store: store, context: $0) }
         checks?.onAgreement = { [unowned self] object, headers in add(object, headers: headers) }
         checks?.firstSourceURL = { [unowned self] in primary.object.url }
