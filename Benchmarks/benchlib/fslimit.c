@@ -1,0 +1,83 @@
+/*
+ * The file system's own limit for a list of small files, made durable the way Swoop publishes
+ * them (Sources/SwoopStore/Finalize: Finalizer.finalize(batch:), PublishQueue): for each group of
+ * files, each is created unnamed (O_TMPFILE) in the target directory, written in one write,
+ * given the completed-object record as an extended attribute, then the group is made durable
+ * with one syncfs, each file linked at its name (linkat of /proc/self/fd/N: never replacing), and
+ * the directory fsync'ed once. No network, no parsing, no hashing: what is left is the kernel's
+ * and the disk's work for the same files.
+ *
+ *   fslimit DIR COUNT SIZE [GROUP]
+ *
+ * Writes COUNT files of SIZE bytes named f000000 ... into DIR (which must exist and be empty),
+ * GROUP at a time (default 256, PublishQueue.batchLimit). Prints one line:
+ *   files=COUNT bytes=TOTAL wall=SECONDS user=SECONDS sys=SECONDS
+ * Written here for the benchmark (issue 57); Linux only.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+static void die(const char *what, const char *path) {
+    fprintf(stderr, "fslimit: %s %s: %s\n", what, path, strerror(errno));
+    exit(1);
+}
+
+static double seconds(struct timeval tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: fslimit DIR COUNT SIZE [GROUP]\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    long count = atol(argv[2]), size = atol(argv[3]), group = argc > 4 ? atol(argv[4]) : 256;
+    if (count <= 0 || size < 0 || group <= 0) {
+        fprintf(stderr, "fslimit: COUNT and GROUP must be positive, SIZE not negative\n");
+        return 2;
+    }
+    char *body = malloc(size ? size : 1);
+    for (long i = 0; i < size; i++) body[i] = (char)(i * 2654435761u >> 13);
+    /* About the size of Swoop's record (size, ETag, Last-Modified). */
+    const char record[] = "{\"size\":4096,\"etag\":\"\\\"5f3c-1000\\\"\",\"lastModified\":\"Sat, 05 Dec 2026 09:00:00 GMT\"}";
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dirfd < 0) die("cannot open", dir);
+    int *fds = malloc(sizeof(int) * group);
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (long first = 0; first < count; first += group) {
+        long n = count - first < group ? count - first : group;
+        for (long i = 0; i < n; i++) {
+            int fd = open(dir, O_TMPFILE | O_WRONLY, 0644);
+            if (fd < 0) die("cannot create an unnamed file in", dir);
+            if (size && write(fd, body, size) != size) die("cannot write in", dir);
+            if (fsetxattr(fd, "user.swoop.fslimit", record, sizeof record - 1, 0) != 0 && errno != ENOTSUP)
+                die("cannot set an attribute in", dir);
+            fds[i] = fd;
+        }
+        if (syncfs(fds[0]) != 0) die("cannot syncfs", dir);
+        for (long i = 0; i < n; i++) {
+            char from[64], name[32];
+            snprintf(from, sizeof from, "/proc/self/fd/%d", fds[i]);
+            snprintf(name, sizeof name, "f%06ld", first + i);
+            if (linkat(AT_FDCWD, from, dirfd, name, AT_SYMLINK_FOLLOW) != 0) die("cannot link", name);
+            close(fds[i]);
+        }
+        if (fsync(dirfd) != 0) die("cannot fsync", dir);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    printf("files=%ld bytes=%ld wall=%.4f user=%.4f sys=%.4f\n", count, count * size,
+           (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9, seconds(usage.ru_utime),
+           seconds(usage.ru_stime));
+    return 0;
+}
