@@ -14,6 +14,8 @@ struct TransferMachineEventTests {
     final class StillWorld: TransferEnvironment {
         var samples: [SourceSample]
         var free: Int
+        var connections: [ConnectionSample] = []
+        var capped = false
 
         init(samples: [SourceSample], free: Int = 64) {
             self.samples = samples
@@ -24,8 +26,8 @@ struct TransferMachineEventTests {
         var sourcesNextWake: ContinuousClock.Instant? { nil }
         var whyOthersCannotHelp: String? { nil }
         func permits(for source: Int) -> PermitCount { PermitCount(free: free, freeOnHost: free, host: source) }
-        func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] { [] }
-        func isRateCapped(at now: ContinuousClock.Instant) -> Bool { false }
+        func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] { connections }
+        func isRateCapped(at now: ContinuousClock.Instant) -> Bool { capped }
     }
 
     private let now = ContinuousClock.now
@@ -135,5 +137,56 @@ struct TransferMachineEventTests {
         let actions = machine.requestEnded(slot: 0, end, at: now)
         let failure = actions.compactMap { if case .fail(let error) = $0 { error } else { nil } }.first
         #expect(failure?.message.contains("has not answered for 121 s") == true, "\(actions)")
+    }
+
+    /// Slots 0-4 measured: four at 10 MiB/s and slot 4 at 1 MiB/s, each for 5 s.
+    private static let oneSlow = (0..<5).map { slot in
+        ConnectionSample(
+            id: slot, rate: Double(slot == 4 ? 1 << 20 : 10 << 20), timeToFirstByte: 0.01, isTransferring: true,
+            secondsSinceFirstByte: 5, replacements: 0)
+    }
+
+    @Test("a connection far slower than the others is the machine's to replace; not while the rate cap holds")
+    func slowReplaced() throws {
+        let world = StillWorld(samples: [SourceSample(active: 1, failures: 0, isUsable: true, isResting: false)])
+        world.connections = Self.oneSlow
+        let machine = try machine(world)
+        _ = machine.dispatch(at: now)
+        let replaced = machine.replaceSlow(at: now).compactMap { if case .replace(let slot) = $0 { slot } else { nil } }
+        #expect(replaced == [4])
+        world.capped = true
+        #expect(machine.replaceSlow(at: now).isEmpty, "under the cap the rates are its shares")
+    }
+
+    @Test("the adaptive count moves on what the machine observes, and holds while the cap or an outage is the limit")
+    func adaptHolds() throws {
+        /// Feeds a controller of 4 connections 2 s of ticks at 25 ms, 8 MiB a tick: whether it moved.
+        func moves(_ world: StillWorld) throws -> Bool {
+            let machine = try self.machine(world)
+            _ = machine.dispatch(at: now)
+            var controller = ConnectionController(initial: 4, maximum: 64)
+            for tick in 1...80 {
+                let at = now + .milliseconds(25 * tick)
+                let count = machine.adapt(
+                    &controller, totalBytes: Int64(tick) * (8 << 20), busy: 8, localWait: .zero, at: at)
+                if count != nil { return true }
+            }
+            return false
+        }
+        let up = SourceSample(active: 8, failures: 0, isUsable: true, isResting: false)
+        let world = StillWorld(samples: [up])
+        world.connections = (0..<8).map {
+            ConnectionSample(
+                id: $0, rate: Double(40 << 20), timeToFirstByte: 0.01, isTransferring: true, secondsSinceFirstByte: 1,
+                replacements: 0)
+        }
+        #expect(try moves(world), "a rate that holds at 4 connections: the controller tries more")
+        world.capped = true
+        #expect(try !moves(world), "under the cap the count is kept")
+        world.capped = false
+        var recovering = up
+        recovering.isUp = false
+        world.samples = [recovering]
+        #expect(try !moves(world), "a source ramping back up: the count is kept")
     }
 }

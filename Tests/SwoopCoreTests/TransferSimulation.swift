@@ -197,6 +197,9 @@ final class TransferSimulation: TransferEnvironment {
                 cancels += 1
             case .renew:
                 renewals += 1
+            case .replace(let slot):
+                flights[slot]?.cancelled = true
+                cancels += 1
             case .checkpoint, .note:
                 break
             case .retried:

@@ -324,7 +324,7 @@ final class VersionSimulation: TransferEnvironment {
                 outcome = .failed(error.message)
             case .abandonTrial(_, let slot):
                 health.abandonTrial(by: slot)
-            case .renew, .retried, .refresh, .note, .waitForPermit, .dropSource:
+            case .renew, .retried, .refresh, .note, .waitForPermit, .dropSource, .replace:
                 break
             }
         }

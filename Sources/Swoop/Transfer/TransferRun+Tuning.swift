@@ -27,21 +27,21 @@ extension TransferRun {
         }
     }
 
-    /// Closes connections far slower than the others; each slot reconnects. The request is
-    /// cancelled, the bytes it wrote are kept, and the rest of its segment goes back to the plan.
+    /// Closes connections far slower than the others, as the machine says; each slot reconnects.
     private func replaceSlowConnections(at now: ContinuousClock.Instant) {
-        guard settings.configuration.tuning.replacesSlowConnections, !isCapped(at: now), let machine else { return }
-        let slow = settings.policy.connectionsToReplace(
-            machine.connectionSamples(at: now), minimumStealSize: machine.plan.minimumStealSize)
-        for id in slow {
-            let connection = pool.connections[id]
-            logger.debug(
-                "replacing a slow connection",
-                metadata: ["connection": "\(id)", "rate": "\(Int(connection.recentRate))"])
-            connection.replacements += 1
-            connection.wantsFreshConnection = true
-            connection.cancel()
-        }
+        if let machine { perform(machine.replaceSlow(at: now)) }
+    }
+
+    /// A connection far slower than the others goes (``TransferAction/replace(slot:)``): its
+    /// request is cancelled, the bytes it wrote are kept, and the rest of its segment goes back
+    /// to the plan; the slot reconnects.
+    func replace(slot: Int) {
+        guard let connection = pool.connection(slot) else { return }
+        logger.debug(
+            "replacing a slow connection", metadata: ["connection": "\(slot)", "rate": "\(Int(connection.recentRate))"])
+        connection.replacements += 1
+        connection.wantsFreshConnection = true
+        connection.cancel()
     }
 
     /// Starts the adaptive count from the probe's first response on `probe`: its round trip and
@@ -99,26 +99,13 @@ extension TransferRun {
     /// Feeds the controller (from the housekeeping tick while it holds, and from its own faster
     /// tick while it climbs) and applies a new count.
     func adaptConnections(at now: ContinuousClock.Instant) {
-        guard var controller, !controller.isSettled, let machine else { return }
+        guard var controller, let machine else { return }
         defer { self.controller = controller }
-        if isCapped(at: now) || sources.sources.contains(where: { $0.health.state != .up }) {
-            // The cap is the limit, or a server is down or ramping back up: more connections
-            // cannot add throughput, and the rate says nothing about the path. Keep the count,
-            // and measure afresh once the cap lets go or the server is back.
-            controller.restartMeasurement(at: now)
-            return
-        }
-        let samples = machine.connectionSamples(at: now)
-        let busy = pool.busyCount
-        let transferring = samples.count(where: { $0.isTransferring && $0.secondsSinceFirstByte != nil })
-        let observation = ConnectionController.Observation(
-            totalBytes: counters.bytesReceived, remainingBytes: machine.plan.remainingBytes, now: now,
-            roundTrip: TransferPolicy.roundTrip(samples), transferring: transferring,
-            waiting: max(0, busy - transferring),
-            firstConnectionRate: samples.dropFirst().allSatisfy({ $0.rate == 0 }) ? samples.first?.rate ?? 0 : 0,
-            localWait: store.sink.localWait)
         let wasSettled = controller.isSettled
-        if let count = controller.observe(observation) {
+        let count = machine.adapt(
+            &controller, totalBytes: counters.bytesReceived, busy: pool.busyCount, localWait: store.sink.localWait,
+            at: now)
+        if let count {
             logger.debug(
                 "adapting connections",
                 metadata: ["from": "\(machine.target)", "to": "\(count)", "why": "\(controller.lastReason)"])
@@ -126,9 +113,7 @@ extension TransferRun {
             counters.settledConnections = count
             self.controller = controller
             dispatchWork()
-            return
-        }
-        if controller.isSettled && !wasSettled {
+        } else if controller.isSettled && !wasSettled {
             logger.debug(
                 "connections settled", metadata: ["count": "\(machine.target)", "why": "\(controller.lastReason)"])
         }

@@ -65,6 +65,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
             machine = TransferMachine.Settings(
                 policy: TransferPolicy(configuration), failures: settings.failures,
                 hedgesSlowTail: configuration.tuning.hedgesSlowTail,
+                replacesSlowConnections: configuration.tuning.replacesSlowConnections,
                 sendsNothing: configuration.tuning.faults.transferSendsNothing)
         }
 
@@ -231,6 +232,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
                 pool.connection(slot)?.cancel()
             case .renew(let slot):
                 pool.connection(slot)?.wantsFreshConnection = true
+            case .replace(let slot):
+                replace(slot: slot)
             case .checkpoint:
                 store.checkpointIfDue()
             case .retried:

@@ -315,6 +315,6 @@ extension SourceHealth {
         let limit = limit(at: now)
         return SourceSample(
             active: active, cap: limit.count, failures: failuresInARow + failedAnswers, isUsable: isUsable,
-            isResting: limit.isHeldBack || isHeld, holdsBackAfterSend: isDown || doubt != nil)
+            isResting: limit.isHeldBack || isHeld, holdsBackAfterSend: isDown || doubt != nil, isUp: state == .up)
     }
 }

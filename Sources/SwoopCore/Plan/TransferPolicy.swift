@@ -62,15 +62,19 @@ package struct SourceSample: Equatable {
     /// A request sent now holds the others back (it is a down source's trial, or finds out whether
     /// a source in doubt went away).
     package var holdsBackAfterSend: Bool
+    /// Its host answers as usual: not down, not ramping back up after an outage.
+    package var isUp: Bool
 
     package init(
-        active: Int, cap: Int? = nil, failures: Int, isUsable: Bool, isResting: Bool, holdsBackAfterSend: Bool = false
+        active: Int, cap: Int? = nil, failures: Int, isUsable: Bool, isResting: Bool, holdsBackAfterSend: Bool = false,
+        isUp: Bool = true
     ) {
         self.active = active
         self.cap = cap
         self.failures = failures
         self.isUsable = isUsable
         self.isResting = isResting
+        self.isUp = isUp
         self.holdsBackAfterSend = holdsBackAfterSend
     }
 

@@ -123,6 +123,10 @@ package enum TransferAction {
     case cancel(slot: Int)
     /// `slot`'s next request goes on a new connection (a balancer may pick another node).
     case renew(slot: Int)
+    /// `slot`'s connection is far slower than the others: close it and reconnect. Its request is
+    /// cancelled (its end arrives later, as `cancelled`); the bytes it wrote are kept and the rest
+    /// of its segment goes back to the plan.
+    case replace(slot: Int)
     /// Write the segment map if its interval has passed.
     case checkpoint
     /// A range is tried again (for the counters).

@@ -17,6 +17,8 @@ package final class TransferMachine {
         package var failures: FailurePolicy
         /// Fetch a slow tail on an idle connection too.
         package var hedgesSlowTail: Bool
+        /// Close connections far slower than the others, and reconnect them (``replaceSlow(at:)``).
+        package var replacesSlowConnections: Bool
         /// A fault switch of the tests: the transfer sends nothing.
         package var sendsNothing: Bool
         /// An object that arrived in the probe's one response is confirmed by a request after it
@@ -25,12 +27,13 @@ package final class TransferMachine {
         package var confirmsOneResponseAfter: Duration
 
         package init(
-            policy: TransferPolicy, failures: FailurePolicy, hedgesSlowTail: Bool, sendsNothing: Bool = false,
-            confirmsOneResponseAfter: Duration = .milliseconds(100)
+            policy: TransferPolicy, failures: FailurePolicy, hedgesSlowTail: Bool, replacesSlowConnections: Bool = true,
+            sendsNothing: Bool = false, confirmsOneResponseAfter: Duration = .milliseconds(100)
         ) {
             self.policy = policy
             self.failures = failures
             self.hedgesSlowTail = hedgesSlowTail
+            self.replacesSlowConnections = replacesSlowConnections
             self.sendsNothing = sendsNothing
             self.confirmsOneResponseAfter = confirmsOneResponseAfter
         }
