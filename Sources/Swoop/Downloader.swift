@@ -275,7 +275,7 @@ public final class Downloader: Sendable {
     }
 
     /// Whether `name` is an object store's (`s3://BUCKET/KEY`), not a URL.
-    public static func namesObjectStore(_ name: String) -> Bool {
+    static func namesObjectStore(_ name: String) -> Bool {
         ObjectStores.kind(of: name) != nil
     }
 

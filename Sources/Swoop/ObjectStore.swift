@@ -50,5 +50,4 @@ struct ObjectStores: Sendable {
         guard let kind = Self.kind(of: name) else { return nil }
         return all.first { type(of: $0) == kind }
     }
-
 }
