@@ -28,6 +28,9 @@ public struct ThroughputMeasurement: Sendable {
     public var completed: Bool
     /// How many times the object was fetched (1 when the window ended first).
     public var passes: Int
+    /// The most requests in flight at once in a pass that ended within the window
+    /// (``DownloadResult/connectionsUsed``); `nil` when none did.
+    public var peakConnections: Int?
     /// Measured with the adaptive default (``measureAdaptiveThroughput(_:maximum:duration:)``):
     /// ``connections`` is then the count it settled on, at the end of its last pass.
     public var isAdaptive = false
@@ -97,6 +100,7 @@ extension Downloader {
         var passes = 0
         var completed = false
         var settled: Int?
+        var peak: Int?
         while ContinuousClock.now - started < duration {
             let left = duration - (ContinuousClock.now - started)
             let offset = (time: ContinuousClock.now - started, bytes: points.last?.bytes ?? 0)
@@ -104,16 +108,22 @@ extension Downloader {
             passes += 1
             points += pass.points.map { (offset.time + $0.time, offset.bytes + $0.bytes) }
             settled = pass.settled ?? settled
+            if let used = pass.used { peak = max(peak ?? 0, used) }
             guard pass.completed else { break }
             completed = true
         }
-        return (Self.summarize(points, connections: connections, completed: completed, passes: passes), settled)
+        var measurement = Self.summarize(points, connections: connections, completed: completed, passes: passes)
+        measurement.peakConnections = peak
+        return (measurement, settled)
     }
 
-    /// One download of `request` for at most `limit`: its progress points, and whether it ended.
+    /// One download of `request` for at most `limit`: its progress points, whether it ended, the
+    /// adaptive count's target, and the most requests it had in flight at once (when it ended).
     private func measurePass(
         _ request: DownloadRequest, configuration: Configuration, for limit: Duration
-    ) async throws(DownloadError) -> (points: [(time: Duration, bytes: Int64)], completed: Bool, settled: Int?) {
+    ) async throws(DownloadError) -> (
+        points: [(time: Duration, bytes: Int64)], completed: Bool, settled: Int?, used: Int?
+    ) {
         let samples = Mutex<[(time: Duration, bytes: Int64)]>([])
         let target = Mutex<Int?>(nil)
         // A path that is never created: the discard sink does not touch the file system.
@@ -141,9 +151,9 @@ extension Downloader {
         var points = samples.withLock { $0 }
         if case .success(let result)? = outcome {
             points.append((result.duration, result.bytes))
-            return (points, true, result.connectionsSettled ?? target.withLock { $0 })
+            return (points, true, result.connectionsSettled ?? target.withLock { $0 }, result.connectionsUsed)
         }
-        return (points, false, target.withLock { $0 })
+        return (points, false, target.withLock { $0 }, nil)
     }
 
     /// The measurement of a run's progress `points` (time since the start, bytes so far).

@@ -17,6 +17,8 @@ struct BenchSummary: Encodable {
         var intervalSeconds: Double
         /// Times the object was fetched in the window (more than once when it arrived early).
         var passes: Int
+        /// The most requests in flight at once in a pass that ended (absent when none did).
+        var peakConnections: Int?
     }
 
     var url: String
@@ -70,7 +72,7 @@ struct BenchSummary: Encodable {
                 timeline: $0.timeline.map { [$0.seconds, $0.bytesPerSecond] },
                 bytesPerSecondPerConnection: $0.bytesPerSecondPerConnection,
                 spread: [$0.spread.lowerBound, $0.spread.upperBound], rampUpSeconds: Format.seconds($0.rampUp),
-                intervalSeconds: Format.seconds($0.interval), passes: $0.passes)
+                intervalSeconds: Format.seconds($0.interval), passes: $0.passes, peakConnections: $0.peakConnections)
         }
         recommendedConnections = knee?.recommended.connections
         recommendationReason = knee?.reason
