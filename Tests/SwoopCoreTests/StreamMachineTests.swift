@@ -12,9 +12,7 @@ struct StreamMachineTests {
     private let strong = ObjectIdentity(size: 1000, etag: "\"v1\"", lastModified: nil)
 
     private func machine(_ object: ObjectIdentity? = nil, maxTries: Int = 3) -> StreamMachine {
-        var machine = StreamMachine(object: object ?? strong, confirmsAfter: .milliseconds(100), maxTries: maxTries)
-        machine.started(at: start)
-        return machine
+        StreamMachine(object: object ?? strong, startedAt: start, confirmsAfter: .milliseconds(100), maxTries: maxTries)
     }
 
     /// The stream ended whole after `seconds`.

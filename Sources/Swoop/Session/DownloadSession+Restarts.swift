@@ -32,10 +32,16 @@ extension DownloadSession {
     /// Goes back to the start: the stage's work stops, what the sink holds is discarded, and
     /// `next` runs on the transfer thread once the sink has closed.
     func startOver(then next: @escaping () -> Void) {
-        stopWork(of: stage)
         basis = .fresh
+        restartStage(discarding: true, then: next)
+    }
+
+    /// The stage's work stops and the sink closes (`discarding` what it holds, or keeping a resumed
+    /// part file); `next` runs on the transfer thread once it has, unless the session moved on.
+    func restartStage(discarding: Bool, then next: @escaping () -> Void) {
+        stopWork(of: stage)
         stage = .starting
-        context.sink.close(discarding: true) { [self] in
+        context.sink.close(discarding: discarding) { [self] in
             guard case .starting = stage else { return }
             next()
         }

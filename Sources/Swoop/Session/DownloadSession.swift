@@ -284,12 +284,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         case .probeAgain(let discarding, let log):
             logger.warning("\(log)")
             context.counters.retries += 1
-            stopWork(of: stage)
-            stage = .starting
-            context.sink.close(discarding: discarding) { [self] in
-                guard case .starting = stage else { return }
-                probe()
-            }
+            restartStage(discarding: discarding) { [self] in probe() }
         case .fail(let error):
             stop(with: .failure(error))
         case .finalize:

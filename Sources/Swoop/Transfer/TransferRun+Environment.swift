@@ -23,8 +23,10 @@ extension TransferRun: TransferEnvironment {
         pool.samples(at: now)
     }
 
+    /// The machine then leaves slow-connection replacement, tail hedging and connection adaptation
+    /// alone (hedging would also spend the cap on bytes fetched twice).
     func isRateCapped(at now: ContinuousClock.Instant) -> Bool {
-        isCapped(at: now)
+        loop.rateLimiter?.isHoldingBack(at: now) ?? false
     }
 
     /// A request on `slot` goes to source `index`: it counts as in flight at its host (and may be

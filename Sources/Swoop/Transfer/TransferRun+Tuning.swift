@@ -4,14 +4,6 @@ import SwoopCurl
 /// Tuning the pool as the transfer goes: rates sampled every 100 ms, slow connections replaced,
 /// the adaptive count moved (the machine's target), slow tails hedged (the machine's to decide).
 extension TransferRun {
-    /// Whether the downloader's byte-rate cap is holding bytes back: the connections' rates are
-    /// then their shares of the cap, not what their paths can do, so slow-connection
-    /// replacement, tail hedging and connection adaptation leave them alone. (Hedging would
-    /// also spend the cap on bytes fetched twice.)
-    func isCapped(at now: ContinuousClock.Instant) -> Bool {
-        loop.rateLimiter?.isHoldingBack(at: now) ?? false
-    }
-
     /// Every 100 ms: samples each connection's rate, replaces slow connections, and lets the
     /// adaptive controller see the throughput.
     func scheduleHousekeeping() {
@@ -19,17 +11,12 @@ extension TransferRun {
             guard let self, !stopped else { return }
             let now = ContinuousClock.now
             pool.sampleRates(at: now)
-            replaceSlowConnections(at: now)
+            if let machine { perform(machine.replaceSlow(at: now)) }
             adaptConnections(at: now)
             // Rates move while connections sit idle at the end: a tail may become worth a hedge.
             if let machine { perform(machine.hedge(at: now)) }
             scheduleHousekeeping()
         }
-    }
-
-    /// Closes connections far slower than the others, as the machine says; each slot reconnects.
-    private func replaceSlowConnections(at now: ContinuousClock.Instant) {
-        if let machine { perform(machine.replaceSlow(at: now)) }
     }
 
     /// A connection far slower than the others goes (``TransferAction/replace(slot:)``): its

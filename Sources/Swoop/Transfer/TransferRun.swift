@@ -177,9 +177,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         pool.adoptProbe(connection, delegate: self)
         connection.adopt(.stream, store: store, object: object)
         stream = StreamMachine(
-            object: object.identity, confirmsAfter: settings.machine.confirmsOneResponseAfter,
+            object: object.identity, startedAt: .now, confirmsAfter: settings.machine.confirmsOneResponseAfter,
             maxTries: settings.failures.maxTries)
-        stream?.started(at: .now)
         // An in-order sink pauses the stream when its window is full; room lets it go on.
         store.sink.observeRoom { [weak connection] _ in connection?.resumeIfPaused() }
         logger.info("the server does not support ranges; downloading in one stream")

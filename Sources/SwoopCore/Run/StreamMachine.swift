@@ -48,7 +48,8 @@ package struct StreamMachine {
     private let object: ObjectIdentity
     private let confirmsAfter: Duration
     private let maxTries: Int
-    private var startedAt: ContinuousClock.Instant?
+    /// When the stream's response began.
+    private let startedAt: ContinuousClock.Instant
     private var watch = ValidatorWatch()
     /// The confirming request in flight (its number in the watch), and its head's answer.
     private var request = 0
@@ -56,15 +57,12 @@ package struct StreamMachine {
     /// Confirming requests that ended without an answer to judge.
     private var unanswered = 0
 
-    package init(object: ObjectIdentity, confirmsAfter: Duration, maxTries: Int) {
+    /// A stream of `object` whose response began at `startedAt`.
+    package init(object: ObjectIdentity, startedAt: ContinuousClock.Instant, confirmsAfter: Duration, maxTries: Int) {
         self.object = object
+        self.startedAt = startedAt
         self.confirmsAfter = confirmsAfter
         self.maxTries = max(1, maxTries)
-    }
-
-    /// The stream's response began at `now`.
-    package mutating func started(at now: ContinuousClock.Instant) {
-        startedAt = now
     }
 
     /// The stream's response ended at `now`; `handedOut`: its bytes went to a reader as they came
@@ -76,7 +74,7 @@ package struct StreamMachine {
                 return .brokeOff(
                     .invalidResponse("the server closed the connection after \(bytes) of \(Wording.bytes(size))"))
             }
-            guard let startedAt, !handedOut, object.etag != nil || object.lastModified != nil,
+            guard !handedOut, object.etag != nil || object.lastModified != nil,
                 now - startedAt >= confirmsAfter
             else { return .complete }
             return confirm(freshConnection: false)
