@@ -198,8 +198,10 @@ struct ConformanceTests {
                 [url, "-o", file, "--limit-rate", "2m", "--checkpoint-interval", "0.1", "--json", "-q"] + count + trust
             let run = try CLI.start(command, in: scratch.url)
             let original = versions.original
-            let progressed = try await waitForProgress(run, scratch.path(file), original, atLeast: 4 << 20, variant)
-            run.signal(SIGSTOP)
+            // Held still the moment the progress is seen, on the polling thread: a hop back to the
+            // test's task may take seconds on a loaded machine (CI once found the file complete).
+            let progressed = try await waitForProgress(
+                run, scratch.path(file), original, atLeast: 4 << 20, variant, thenSignal: SIGSTOP)
             let status = Downloader.status(of: scratch.path(file))
             let midway = run.process.isRunning && (!variant.acceptsRanges || status.bytesDone < RewrittenVersions.size)
             #expect(progressed && midway, "\(variant) \(count): not mid-download at the rewrite: \(status)")
@@ -311,7 +313,7 @@ struct ConformanceTests {
     /// nothing while other tests hold both, and the download may end meanwhile.
     private func waitForProgress(
         _ run: CLI.Running, _ target: String, _ object: ObjectPool.Object,
-        atLeast bytes: Int, _ variant: ServerVariant
+        atLeast bytes: Int, _ variant: ServerVariant, thenSignal signal: Int32? = nil
     ) async throws -> Bool {
         let source = try FileHandle(forReadingFrom: object.file)
         let expected = try source.read(upToCount: bytes) ?? Data()
@@ -320,13 +322,18 @@ struct ConformanceTests {
         return try await offThePool {
             var deadline = MachineLoad.Deadline(.seconds(60))
             while !deadline.exceeded() && run.process.isRunning {
+                var seen = false
                 if acceptsRanges {
                     let status = Downloader.status(of: target)
-                    if status.state == .partial && status.bytesDone >= Int64(bytes) { return true }
+                    seen = status.state == .partial && status.bytesDone >= Int64(bytes)
                 } else if let handle = FileHandle(forReadingAtPath: Downloader.workingFiles(of: target).part) {
                     let start = try handle.read(upToCount: bytes)
                     try handle.close()
-                    if start == expected { return true }
+                    seen = start == expected
+                }
+                if seen {
+                    if let signal { run.signal(signal) }
+                    return true
                 }
                 usleep(50_000)
             }
