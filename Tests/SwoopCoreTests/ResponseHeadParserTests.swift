@@ -145,6 +145,17 @@ struct ResponseHeadParserTests {
         #expect(head.value("missing") == nil)
     }
 
+    @Test(
+        "trimming: spaces, tabs, CRs and LFs at either end, as Characters decide; nothing else",
+        arguments: [
+            ("a", "a"), (" a ", "a"), ("\t a\r\n", "a"), ("\r\n", ""), ("   ", ""), ("", ""), ("a b", "a b"),
+            (" \u{301}a", " \u{301}a"), ("a \u{301}", "a \u{301}"), ("\n\u{E9}\n", "\u{E9}"),
+        ])
+    func trimming(text: String, expected: String) {
+        #expect(text.trimmingWhitespace == expected)
+        #expect(("x" + text + "x").dropFirst().dropLast().trimmingWhitespace == expected)
+    }
+
     @Test func retryAfter() {
         #expect(ResponseHead(status: 503, fields: [(name: "Retry-After", value: "120")]).retryAfterSeconds == 120)
         #expect(ResponseHead(status: 503, fields: [(name: "Retry-After", value: "-1")]).retryAfterSeconds == nil)

@@ -32,6 +32,7 @@ struct AbsolutePathTests {
         "a normal relative path and its spellings with . and .. meet at one absolute path",
         arguments: [
             "out/a.bin", "./out/a.bin", "out//a.bin", "out/./a.bin", "x/../out/a.bin", "out/a.bin/", "out/b/../a.bin",
+            "././out/a.bin", ".//out/a.bin", "./out/./a.bin", "./x/../out/a.bin",
         ])
     func relativeSpellingsAgree(path: String) {
         let working = FileName.absolute(".")
@@ -41,7 +42,7 @@ struct AbsolutePathTests {
     @Test(
         "relative names made only of dots are components like any other",
         arguments: [
-            ("...", "/..."), (".x/y", "/.x/y"), ("a..", "/a.."),
+            ("...", "/..."), (".x/y", "/.x/y"), ("a..", "/a.."), ("./...", "/..."), ("./.x", "/.x"), ("./..a", "/..a"),
         ])
     func dottedRelativeNames(path: String, suffix: String) {
         let working = FileName.absolute(".")

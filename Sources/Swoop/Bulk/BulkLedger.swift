@@ -91,7 +91,7 @@ struct BulkLedger {
     /// Admits `item` (the `index`th): its keys, and whether it leads a download or shares one.
     mutating func admit(_ item: BulkItem, index: Int) -> (Keys, Admission) {
         var url = Substring(item.request.url.trimmingWhitespace)
-        if let hash = url.firstIndex(of: "#") { url = url[..<hash] }
+        if let hash = url.utf8.firstIndex(of: UInt8(ascii: "#")) { url = url[..<hash] }
         let keys = Keys(download: Key(String(url) + "\n" + FileName.absolute(item.destination)))
         if succeeded.contains(keys.download) { return (keys, .repeats(.succeeded(alreadyComplete: false))) }
         if succeeded.contains(keys.download.markedAlreadyComplete) {

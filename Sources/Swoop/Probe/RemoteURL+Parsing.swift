@@ -47,10 +47,11 @@ extension RemoteURL {
         var absolute = url.absoluteString
         if let hash = absolute.utf8.firstIndex(of: UInt8(ascii: "#")) { absolute = String(absolute[..<hash]) }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
+        let lowercased = host.lowercased()
         self.init(
-            absoluteString: absolute, scheme: scheme, host: host.lowercased(), port: port,
+            absoluteString: absolute, scheme: scheme, host: lowercased, port: port,
             path: url.path(percentEncoded: false),
-            redacted: Self.redact(url, scheme: scheme, host: host.lowercased(), port: port))
+            redacted: Self.redact(url, scheme: scheme, host: lowercased, port: port))
     }
 
     /// Where the scheme ends (its colon) and the scheme, lowercased; `nil` when there is none.

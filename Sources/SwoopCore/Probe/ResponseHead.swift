@@ -13,6 +13,13 @@ package struct ResponseHead: Sendable {
         self.reasonPhrase = reasonPhrase
     }
 
+    /// A head from fields whose names are lowercase already (the parser's).
+    init(status: Int, lowercasedFields fields: [(name: String, value: String)], reasonPhrase: String?) {
+        self.status = status
+        self.fields = fields
+        self.reasonPhrase = reasonPhrase
+    }
+
     /// Every value of the field `name` (lowercase).
     package func values(_ name: String) -> [String] {
         fields.lazy.filter { $0.name == name }.map(\.value)
@@ -21,8 +28,16 @@ package struct ResponseHead: Sendable {
     /// The field's value when it appears exactly once; `nil` when absent.
     /// A field repeated with different values is reported as ``conflicting``.
     package func value(_ name: String) -> String? {
-        let all = values(name)
-        return all.allSatisfy({ $0 == all.first }) ? all.first : nil
+        // One pass, no array: every response's head is asked for a few fields.
+        var found: String?
+        for field in fields where field.name == name {
+            guard let first = found else {
+                found = field.value
+                continue
+            }
+            if first != field.value { return nil }
+        }
+        return found
     }
 
     /// Whether `name` appears more than once with different values.
@@ -62,7 +77,7 @@ package struct ResponseHeadParser {
     /// The head so far, before the line that ends it (a proxy's reply to `CONNECT`, whose end
     /// libcurl may not hand over).
     package var partial: ResponseHead? {
-        status.map { ResponseHead(status: $0, fields: fields, reasonPhrase: reasonPhrase) }
+        status.map { ResponseHead(status: $0, lowercasedFields: fields, reasonPhrase: reasonPhrase) }
     }
 
     /// Feeds one raw line (with its CRLF). Returns the head when the line ends a final response's
@@ -82,7 +97,7 @@ package struct ResponseHeadParser {
                 fields.removeAll()
                 return nil
             }
-            let head = ResponseHead(status: status, fields: fields, reasonPhrase: reasonPhrase)
+            let head = ResponseHead(status: status, lowercasedFields: fields, reasonPhrase: reasonPhrase)
             finished = head
             return head
         }
@@ -132,8 +147,12 @@ extension StringProtocol {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r\n" || $0 == "\r" || $0 == "\n" }
         // Most strings have nothing to trim: their two ends are looked at before any scan (a list of
         // small files trims every URL and header value).
-        guard let head = first, let tail = last else { return "" }
-        if !isSpace(head) && !isSpace(tail) { return String(self) }
+        // Bytes first: every space above starts and ends with one of these bytes, and a Character
+        // costs a grapheme break (a list's URL was trimmed twice per file).
+        let spaceByte: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        guard let head = utf8.first else { return "" }
+        let tail = utf8[utf8.index(utf8.startIndex, offsetBy: utf8.count - 1)]
+        if !spaceByte(head) && !spaceByte(tail) { return String(self) }
         guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
         let last = lastIndex(where: { !isSpace($0) })!
         return String(self[first...last])
