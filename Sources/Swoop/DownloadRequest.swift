@@ -42,6 +42,9 @@ public struct DownloadRequest: Sendable {
     /// byte in between, keeping the partial download. The segment map records the URL without
     /// its query, so a signature is never written. `nil` (the default): no refresh.
     public var urlProvider: (@Sendable (_ current: String) async throws -> String)?
+    /// ``url`` as already parsed by whoever named its file from it (a list), so that the
+    /// download does not parse it again; used only while ``url`` is still the text parsed.
+    package var parsed: (text: String, url: RemoteURL)?
 
     public init(
         url: String, headers: [(name: String, value: String)] = [], expectedChecksum: Checksum? = nil,

@@ -139,7 +139,12 @@ public final class Downloader: Sendable {
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
-        let (url, service) = try remote(request.url, configuration: configuration)
+        let (url, service): (RemoteURL, (any ObjectService)?)
+        if let parsed = request.parsed, parsed.text == request.url {
+            (url, service) = (parsed.url, nil)
+        } else {
+            (url, service) = try remote(request.url, configuration: configuration)
+        }
         // The host's addresses are looked up with the run's other preparation, off this thread.
         let mirrors = try request.mirrors.map { (mirror) throws(DownloadError) in try RemoteURL(mirror) }
         try Self.validate(request.headers)
@@ -261,6 +266,16 @@ public final class Downloader: Sendable {
             return FileName.sanitized(String(key.split(separator: "/").last ?? "")) ?? "index.html"
         }
         guard let remote = try? RemoteURL(url) else { return "index.html" }
+        return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
+    }
+
+    /// ``suggestedFileName(for:)-(String)`` for `request`'s URL, which it parses once for the
+    /// name and the download both (``DownloadRequest/parsed``): a list names every file so.
+    package static func suggestedFileName(parsing request: inout DownloadRequest) -> String {
+        guard ObjectStores.kind(of: request.url) == nil, let remote = try? RemoteURL(request.url) else {
+            return suggestedFileName(for: request.url)
+        }
+        request.parsed = (request.url, remote)
         return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
     }
 

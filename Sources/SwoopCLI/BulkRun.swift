@@ -308,7 +308,10 @@ struct ListItems: Sequence, Sendable {
             }
         }
         let base = (entry.dir ?? directory ?? ".").trimmedTrailingSlash
-        var name = Downloader.suggestedFileName(for: entry.url)
+        var request = DownloadRequest(
+            urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size)
+        request.urlProvider = urlProvider
+        var name = entry.out == nil ? Downloader.suggestedFileName(parsing: &request) : ""
         if let out = entry.out {
             let parts = out.split(separator: "/", omittingEmptySubsequences: true)
             guard !out.hasPrefix("/"), !parts.isEmpty, !parts.contains(where: { $0 == ".." || $0 == "." }),
@@ -319,9 +322,6 @@ struct ListItems: Sequence, Sendable {
             // Subdirectories are created by the download (Configuration.files.createsMissingDirectories).
             name = parts.joined(separator: "/")
         }
-        var request = DownloadRequest(
-            urls: [entry.url] + entry.mirrors, headers: headers, expectedChecksum: expected, expectedSize: entry.size)
-        request.urlProvider = urlProvider
         return .success(BulkItem(request, to: base + "/" + name))
     }
 }

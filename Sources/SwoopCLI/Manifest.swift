@@ -51,12 +51,18 @@ struct Manifest {
     static func parse(_ text: String) throws -> Manifest {
         var manifest = Manifest()
         var parser = Parser()
-        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (offset, raw) in lines(of: text).enumerated() {
             if let entry = try parser.feed(raw, number: offset + 1) { manifest.entries.append(entry) }
         }
         if let entry = parser.finish() { manifest.entries.append(entry) }
         manifest.ignored = parser.ignored
         return manifest
+    }
+
+    /// `text`'s lines, split at each LF byte: a CRLF is one Character, so splitting at the
+    /// Character "\n" left a list saved on Windows one line long.
+    static func lines(of text: String) -> [Substring] {
+        text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { Substring($0) }
     }
 
     /// Parses a list one line at a time, so a long list is never held in memory: an entry is
@@ -69,7 +75,7 @@ struct Manifest {
         /// Feeds line `number`; returns the entry it completes, if any.
         mutating func feed(_ raw: Substring, number: Int) throws(ParseError) -> Entry? {
             var line = raw
-            if line.hasSuffix("\r") { line = line.dropLast() }
+            if line.utf8.last == UInt8(ascii: "\r") { line = Substring(line.utf8.dropLast()) }
             let content = line.trimmed
             if content.isEmpty || content.hasPrefix("#") { return nil }
             if line.first == " " || line.first == "\t" {
@@ -92,7 +98,7 @@ struct Manifest {
                             line: number,
                             message:
                                 "size=\(value) is not a number of bytes: write the file's size in bytes, digits only "
-                                    + "(size=1048576)"
+                                + "(size=1048576)"
                         )
                     }
                     pending?.size = size
@@ -160,7 +166,7 @@ struct ManifestSource: Sequence, Sendable {
     func makeIterator() -> Iterator {
         switch origin {
         case .file(let path): Iterator(file: fopen(path, "r"))
-        case .text(let text): Iterator(lines: text.split(separator: "\n", omittingEmptySubsequences: false))
+        case .text(let text): Iterator(lines: Manifest.lines(of: text))
         }
     }
 
@@ -217,9 +223,11 @@ struct ManifestSource: Sequence, Sendable {
             }
             let count = getline(&buffer, &capacity, file)
             guard count >= 0, let buffer else { return nil }
-            var line = Substring(String(decoding: UnsafeRawBufferPointer(start: buffer, count: count), as: UTF8.self))
-            if line.hasSuffix("\n") { line = line.dropLast() }
-            return line
+            // The line's LF goes, on bytes (the parser drops a CR before it): as Characters it cost
+            // a list of small files 4k instructions a line, and a CRLF was one Character, which
+            // left a CR in every URL and option of a list saved on Windows.
+            let length = count > 0 && buffer[count - 1] == 0x0A ? count - 1 : count
+            return Substring(String(decoding: UnsafeRawBufferPointer(start: buffer, count: length), as: UTF8.self))
         }
     }
 }

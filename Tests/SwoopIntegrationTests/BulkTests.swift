@@ -187,6 +187,37 @@ struct BulkTests {
         }
     }
 
+    @Test("a list saved with CRLF line ends, from a file and from stdin: the same entries and options")
+    func listWithCRLF() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let first = TestObject(size: 3000, seed: 91)
+            let second = TestObject(size: 2000, seed: 92)
+            origin.addObject(first, at: "/first.bin")
+            origin.addObject(second, at: "/second.bin")
+            let list = [
+                "# made on Windows", origin.url("/first.bin"), "  out=renamed.bin", "", origin.url("/second.bin"), "",
+            ].joined(separator: "\r\n")
+            try list.write(to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
+            try FileManager.default.createDirectory(
+                at: scratch.url.appendingPathComponent("file"), withIntermediateDirectories: true)
+            let fromFile = try await CLI.run(["get", "-i", "list.txt", "-d", "file", "-q"], in: scratch.url)
+            #expect(fromFile.status == 0, "\(fromFile.stderr)")
+            let fromStdin = try ChildProcess(
+                executable: "/bin/sh",
+                arguments: [
+                    "-c", "cd \"$1\" && mkdir stdin && exec \"$0\" get -i - -d stdin -q < list.txt", CLI.executable,
+                    scratch.url.path,
+                ])
+            #expect(await fromStdin.wait(timeout: .seconds(30)) == 0)
+            for directory in ["file", "stdin"] {
+                #expect(try await TestData.sha256(of: scratch.path("\(directory)/renamed.bin")) == first.sha256)
+                #expect(try await TestData.sha256(of: scratch.path("\(directory)/second.bin")) == second.sha256)
+            }
+        }
+    }
+
     @Test("a list from stdin")
     func listFromStdin() async throws {
         let scratch = try Scratch()

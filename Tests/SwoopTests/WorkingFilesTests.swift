@@ -1,4 +1,6 @@
+import Crypto
 import FoundationEssentials
+import SystemPackage
 import Testing
 @testable import Swoop
 @testable import SwoopStore
@@ -26,12 +28,34 @@ struct WorkingFilesTests {
         #expect(Downloader.workingFiles(of: "/data/out/big").part == paths[0].part)
     }
 
+    @Test(
+        "the directory and working names are FilePath's and the name's SHA-256, however the target is spelled",
+        arguments: [
+            "big", "./big", "out/big", "/big", "/data/out/big", "a//b", "a/b/", "/", "./", ".", "..", "a/..",
+            "./x/./y", "caf\u{E9}/cafe\u{301}", "//x", "x/.swoop.bin",
+        ])
+    func workingNames(target: String) {
+        let path = FilePath(target)
+        let parent = path.removingLastComponent().string
+        let directory = parent.isEmpty ? "." : parent
+        let name = path.lastComponent?.string ?? target
+        let hex = SHA256.hash(data: Array(name.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
+        let paths = DownloadPaths(target: target)
+        #expect(paths.directory == directory)
+        #expect(paths.part == (directory == "/" ? "" : directory) + "/.swoop/" + hex + ".part")
+    }
+
     @Test("a target in a working directory is refused before anything is sent or written")
     func insideWorkingDirectory() async throws {
         #expect(DownloadPaths.isInsideWorkingDirectory("out/.swoop/abc.part"))
         #expect(DownloadPaths.isInsideWorkingDirectory("out/.swoop"))
         #expect(!DownloadPaths.isInsideWorkingDirectory("out/x.swoop"))
         #expect(!DownloadPaths.isInsideWorkingDirectory(".swoopy"))
+        #expect(
+            DownloadPaths.isInsideWorkingDirectory(".swoop/x") && DownloadPaths.isInsideWorkingDirectory("/a//.swoop/"))
+        #expect(
+            !DownloadPaths.isInsideWorkingDirectory(".swoo") && !DownloadPaths.isInsideWorkingDirectory("a/.swoo/p"))
+        #expect(!DownloadPaths.isInsideWorkingDirectory("") && !DownloadPaths.isInsideWorkingDirectory("/"))
         let downloader = Downloader()
         #expect(throws: DownloadError.self) {
             _ = try downloader.start(DownloadRequest(url: "http://127.0.0.1:9/x"), to: "/tmp/a/.swoop/x")

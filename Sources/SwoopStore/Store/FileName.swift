@@ -62,8 +62,12 @@ package enum FileName {
     /// `name` as a single safe path component: separators and control characters replaced by
     /// `_`, at most 255 bytes of UTF-8; `nil` when nothing usable is left (`""`, `.`, `..`).
     package static func sanitized(_ name: String) -> String? {
-        var cleaned = ""
-        for scalar in name.unicodeScalars {
+        // Most names are printable ASCII with nothing to replace: no scalar-by-scalar copy.
+        let plain = name.utf8.allSatisfy {
+            $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\\")
+        }
+        var cleaned = plain ? name : ""
+        for scalar in name.unicodeScalars where !plain {
             switch scalar.value {
             case 0..<0x20, 0x7F, 0x80..<0xA0:
                 cleaned.unicodeScalars.append("_")
