@@ -32,6 +32,7 @@ extension Get {
             source: source, shard: selection, defaultHeaders: try transfer.parsedHeaders(), directory: directory,
             rejections: rejections)
         items.urlProvider = urlCommand.map { URLCommand(command: $0).provider }
+        items.expectedCount = included
 
         var configuration = downloaderConfiguration()
         configuration.progressInterval = .milliseconds(500)
@@ -268,6 +269,12 @@ struct ListItems: Sequence, Sendable {
     let rejections: Rejections
     /// `--url-command`, for every line (each with its own URL).
     var urlProvider: (@Sendable (String) async throws -> String)?
+    /// The entries the check counted (in this shard): the downloader sizes its record of the
+    /// files that succeeded for them up front, where growing it held two copies (a list of
+    /// 100,000 files). More than the items only when some entries are rejected.
+    var expectedCount = 0
+
+    var underestimatedCount: Int { expectedCount }
 
     func makeIterator() -> Iterator {
         Iterator(list: self, entries: source.makeIterator())
