@@ -24,6 +24,14 @@ extension Downloader.Configuration {
         /// addresses (IPv4 or IPv6), used instead of the name's DNS records. Several addresses are
         /// several sources (or, with ``spreadsOverAddresses`` off, the first is used).
         public var resolve: [String: [String]] = [:]
+        /// The local end of every connection, as curl's `--interface`: a network interface's name
+        /// (`eth1`: its address) or one of this machine's IP addresses (`192.0.2.7`); `nil`: the
+        /// system's choice. Gives processes on one machine distinct client addresses (a server that
+        /// caps each client address counts them apart), or picks a multi-homed machine's link.
+        /// Neither is checked here (each would cost a download's start a look at the machine's
+        /// interfaces): a connection that cannot be bound fails with
+        /// ``DownloadError/Kind/invalidRequest``, at once, without retries.
+        public var localInterface: String?
 
         public init() {}
 
@@ -39,6 +47,11 @@ extension Downloader.Configuration {
                     throw .invalidRequest(
                         "Configuration.addresses.resolve: '\(address)' for \(name) is not an IPv4 or IPv6 address")
                 }
+            }
+            if let interface = localInterface, interface.isEmpty || interface.contains("!") {
+                throw .invalidRequest(
+                    "Configuration.addresses.localInterface: '\(RemoteURL.printable(interface))' is not an interface's "
+                        + "name or an IP address")
             }
         }
     }

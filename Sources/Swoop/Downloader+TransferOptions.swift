@@ -38,6 +38,11 @@ extension TransferOptions {
             noProxy: configuration.access.noProxy?.joined(separator: ","),
             proxyEnvironment: Self.proxyVariables(),
             netrc: netrc)
+        // An address binds to that address, a name to that interface (curl's "host!" and "if!"
+        // forms: a plain name would also be tried as a host name to look up).
+        localInterface = configuration.addresses.localInterface.map {
+            (HostAddresses.isAddress($0) ? "host!" : "if!") + $0
+        }
     }
 
     /// The proxy variables set in this process's environment (libcurl reads the same ones).

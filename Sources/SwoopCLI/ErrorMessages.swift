@@ -40,6 +40,8 @@ extension DownloadError.Remedy {
         case .checkS3Endpoint:
             "check the bucket's name, the endpoint (--endpoint-url, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL) and the "
                 + "region (--region, AWS_REGION)"
+        case .checkLocalInterface:
+            "check --interface: name one of this machine's interfaces or its addresses (ip -brief address lists them)"
         default: description
         }
     }

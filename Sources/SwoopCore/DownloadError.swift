@@ -119,6 +119,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case checkURLProvider
             case checkS3Credentials
             case checkS3Endpoint
+            case checkLocalInterface
         }
 
         fileprivate let code: Code
@@ -171,6 +172,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// name, the endpoint (``Downloader/Configuration/S3-swift.struct/endpointURL``,
         /// `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`) and the region.
         public static let checkS3Endpoint = Remedy(code: .checkS3Endpoint)
+        /// A connection could not be bound to the local interface or address asked for: name one
+        /// of this machine's (``Downloader/Configuration/Addresses/localInterface``).
+        public static let checkLocalInterface = Remedy(code: .checkLocalInterface)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -208,6 +212,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checkProxy:
                 "check Configuration.access.proxy (address and credentials), or the http_proxy, https_proxy, "
                     + "all_proxy and no_proxy environment variables it defaults to"
+            case .checkLocalInterface:
+                "set Configuration.addresses.localInterface to one of this machine's interfaces (its name) or IP "
+                    + "addresses, or leave it unset"
             }
         }
     }

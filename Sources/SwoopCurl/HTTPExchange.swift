@@ -58,6 +58,9 @@ package struct TransferFailure: Sendable {
     /// TLS alert: a fault of the network or of a loaded server, not of the certificate or of the
     /// settings, and worth another try (wget and aria2 retry it; curl reports code 35).
     package var isHandshakeCut = false
+    /// The connection could not be bound to the local interface or address asked for
+    /// (`CURLE_INTERFACE_FAILED`): a setting to fix, not a fault to retry.
+    package var isLocalInterface = false
     /// Name resolution failed or the server refused the connection: nobody is there.
     package var isUnreachable = false
     /// The proxy failed: it could not be resolved or connected to, its handshake failed, it
@@ -153,6 +156,7 @@ package final class HTTPExchange {
         easy.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, false)
         if request.freshConnection { easy.set(CURLOPT_FRESH_CONNECT, true) }
         easy.set(CURLOPT_USERAGENT, options.userAgent)
+        if let interface = options.localInterface { easy.set(CURLOPT_INTERFACE, interface) }
         configureAccess(easy)
         errorBuffer.withUnsafeMutableBytes { easy.set(CURLOPT_ERRORBUFFER, pointer: $0.baseAddress) }
         var lines = request.headerLines
@@ -332,6 +336,7 @@ package final class HTTPExchange {
             isUnreachable: code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST
                 || code == CURLE_COULDNT_RESOLVE_PROXY)
         failure.isHandshakeCut = code == CURLE_SSL_CONNECT_ERROR && Self.isCutShort(handshake: detail)
+        failure.isLocalInterface = code == CURLE_INTERFACE_FAILED
         let proxy = request.options.proxyRoute.proxy(for: request.url)
         if let answer = proxyRefusal {
             failure.proxyAnswer = answer

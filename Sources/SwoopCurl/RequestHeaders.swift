@@ -96,6 +96,13 @@ extension DownloadError {
                 failure.proxy, detail: failure.message, url: url, beforeAnyResponse: beforeAnyResponse,
                 curlCode: failure.curlCode)
         }
+        if failure.isLocalInterface {
+            // Every connection would fail the same way: said at once, never retried.
+            return DownloadError(
+                .invalidRequest,
+                "cannot connect to \(url) from the local interface or address asked for: "
+                    + "\(failure.message)", remedy: .checkLocalInterface, curlCode: failure.curlCode)
+        }
         if failure.isUnreachable && beforeAnyResponse {
             return DownloadError(
                 .unreachable,

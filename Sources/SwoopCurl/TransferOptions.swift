@@ -18,6 +18,8 @@ package struct TransferOptions: Sendable {
     /// tell which proxy a failed request went through.
     package var proxyEnvironment: [String: String]
     package var netrc: NetrcSetting
+    /// The local end of connections in libcurl's form (`if!eth1`, `host!192.0.2.7`), if one is set.
+    package var localInterface: String?
 
     package init(
         connectTimeout: Duration, stallTimeout: Duration, lowSpeedLimit: Int, verifiesTLSCertificates: Bool,

@@ -10,6 +10,8 @@ public struct RecordedRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// Which connection carried it: 1, 2, 3… in accept order.
     public var connectionID: Int
+    /// The client's IP address, as the connection came from it.
+    public var clientAddress: String?
     /// The response status.
     public var status: Int
     /// Body bytes actually written to the socket before the response ended or the connection

@@ -88,7 +88,9 @@ final class OriginConnectionHandler: ChannelInboundHandler {
         case .end:
             guard let head = requestHead, response == nil else { return }
             requestHead = nil
-            let (ticket, plan) = core.begin(head, connectionID: connectionID)
+            let (ticket, planned) = core.begin(head, connectionID: connectionID)
+            var plan = planned
+            plan.record.clientAddress = context.channel.remoteAddress?.ipAddress
             guard let delay = plan.headDelayMilliseconds else {
                 return start(Response(ticket: ticket, plan: plan), context: context)
             }
