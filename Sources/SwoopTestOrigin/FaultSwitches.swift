@@ -40,6 +40,11 @@ public struct FaultSwitches: Sendable, Hashable {
     /// Caps each response body at this many bytes per second, paced smoothly (small slices on a
     /// timer, not one-second bursts).
     public var throttleBytesPerSecond: Int? = nil
+    /// Caps the body bytes sent to each client address at this many bytes per second, over all its
+    /// connections together, as a CDN or an object store caps a client: more connections from one
+    /// address share its rate; another address has a rate of its own. Applies on top of the other
+    /// rates, the lowest wins.
+    public var perClientBytesPerSecond: Int? = nil
     /// Makes some connections slow (the "a few connections are 10x slower" benchmark mode);
     /// applies on top of `throttleBytesPerSecond`, the lower rate wins.
     public var straggler: Straggler? = nil

@@ -39,6 +39,12 @@ extension SwoopTestOriginCommand {
         @Option(help: "Cap every response body at RATE bytes/s (k/m/g suffixes).")
         var throttle: ByteCount?
 
+        @Option(
+            help: ArgumentHelp(
+                "Cap the bytes sent to each client address at RATE bytes/s over all its connections, as a CDN "
+                    + "caps a client (k/m/g suffixes)."))
+        var perClientRate: ByteCount?
+
         @Option(help: "Make every Kth connection a straggler (with --straggler-rate).")
         var stragglerEvery: Int?
 
@@ -73,6 +79,7 @@ extension SwoopTestOriginCommand {
             if let every = stragglerEvery, every < 1 { throw ValidationError("--straggler-every must be at least 1") }
             if let rate = stragglerRate, rate.value < 1 { throw ValidationError("--straggler-rate must be positive") }
             if let rate = throttle, rate.value < 1 { throw ValidationError("--throttle must be positive") }
+            if let rate = perClientRate, rate.value < 1 { throw ValidationError("--per-client-rate must be positive") }
             if !(0...1).contains(dropProbability) { throw ValidationError("--drop-probability must be in 0...1") }
             if threads < 1 { throw ValidationError("--threads must be at least 1") }
             if let work = workPerRequest, work < 1 { throw ValidationError("--work-per-request must be positive") }
@@ -87,6 +94,7 @@ extension SwoopTestOriginCommand {
             var faults = FaultSwitches()
             faults.rangeSupport = !noRanges
             faults.throttleBytesPerSecond = throttle.map { Int($0.value) }
+            faults.perClientBytesPerSecond = perClientRate.map { Int($0.value) }
             faults.workPerRequest = workPerRequest.map { .milliseconds($0) }
             if let every = stragglerEvery, let rate = stragglerRate {
                 faults.straggler = .init(every: every, bytesPerSecond: Int(rate.value))

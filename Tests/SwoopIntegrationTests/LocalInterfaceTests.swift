@@ -44,6 +44,48 @@ struct LocalInterfaceTests {
         }
     }
 
+    @Test("the test origin caps each client address over all its connections; another address has its own rate")
+    func perClientCap() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            // 8 MiB at 4 MiB/s per client address: at least 1.9 s (2 s less the first 100 ms), at any count.
+            let object = TestObject(size: 8 << 20, seed: 592)
+            origin.addObject(object, at: "/capped.bin")
+            origin.updateFaults { $0.perClientBytesPerSecond = 4 << 20 }
+            let started = ContinuousClock.now
+            let alone = try await CLI.run(
+                [origin.url("/capped.bin"), "-o", "alone.bin", "-c", "8", "--interface", "127.0.0.2", "-q"],
+                in: scratch.url)
+            let single = ContinuousClock.now - started
+            #expect(alone.status == 0, "\(alone.stderr)")
+            #expect(single >= .milliseconds(1800), "8 connections from one address shared its 4 MiB/s: \(single)")
+            #expect(try await TestData.sha256(of: scratch.path("alone.bin")) == object.sha256)
+            // Four addresses at once: four rates. One shared rate would need 8 s for the 32 MiB.
+            let together = ContinuousClock.now
+            let runs = try (2...5).map { host in
+                try CLI.start(
+                    [
+                        origin.url("/capped.bin"), "-o", "from\(host).bin", "-c", "4", "--interface", "127.0.0.\(host)",
+                        "-q",
+                    ],
+                    in: scratch.url)
+            }
+            for run in runs {
+                let result = try await run.wait(timeout: .seconds(60))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            let elapsed = ContinuousClock.now - together
+            #expect(
+                elapsed < .seconds(6.5), "four addresses shared one rate: \(elapsed) for 32 MiB (one alone: \(single))")
+            for host in 2...5 {
+                #expect(try await TestData.sha256(of: scratch.path("from\(host).bin")) == object.sha256)
+            }
+            let addresses = Set(origin.requests.filter { $0.path == "/capped.bin" }.compactMap(\.clientAddress))
+            #expect(addresses == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"])
+        }
+    }
+
     @Test("a name or an address this machine does not have: a usage error before any request")
     func unknownInterface() async throws {
         let scratch = try Scratch()

@@ -177,6 +177,22 @@ final class OriginConnectionHandler: ChannelInboundHandler {
                 }
                 count = min(count, allowance)
             }
+            if let rate = response.plan.perClientBytesPerSecond, let address = response.plan.record.clientAddress {
+                // The client's address shares one rate over all its connections.
+                let (granted, wait) = core.takeClientAllowance(address, rate: rate, wants: count)
+                guard granted > 0 else {
+                    response.timer = context.eventLoop.assumeIsolated().scheduleTask(
+                        in: .nanoseconds(
+                            Int64(wait.components.seconds) * 1_000_000_000
+                                + wait.components.attoseconds / 1_000_000_000)
+                    ) { [self] in
+                        response.timer = nil
+                        pump(context: context)
+                    }
+                    return
+                }
+                count = granted
+            }
             writeSlice(of: response, count: Int(count), context: context)
         }
     }

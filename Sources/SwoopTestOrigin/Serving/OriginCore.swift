@@ -45,6 +45,9 @@ final class OriginCore: Sendable {
         var peakInFlight = 0
         /// When the worker of ``FaultSwitches/workPerRequest`` is done with the requests so far.
         var workDoneAt = ContinuousClock.now
+        /// Each client address's allowance under ``FaultSwitches/perClientBytesPerSecond``: bytes
+        /// it may be sent now, as of when.
+        var clientAllowance: [String: (bytes: Double, at: ContinuousClock.Instant)] = [:]
         /// Accepted connections not yet closed, with their IDs.
         var openChannels: [ObjectIdentifier: (id: Int, channel: any Channel)] = [:]
         var isShutDown = false
@@ -180,6 +183,30 @@ final class OriginCore: Sendable {
             state.peakInFlight = state.inFlight
             state.changeFired = false
             state.armBodyByteCount()
+        }
+    }
+
+    /// Takes up to `count` body bytes from `address`'s allowance at `rate` bytes per second, shared
+    /// by all its connections (a token bucket of 100 ms of the rate, at least 16 KiB): the bytes
+    /// granted, or none and how long until they are there. Never a dribble: a grant waits for
+    /// `count` bytes or a full bucket, whichever is less.
+    func takeClientAllowance(_ address: String, rate: Int, wants count: Int64) -> (granted: Int64, wait: Duration) {
+        let capacity = max(Double(16 << 10), Double(rate) / 10)
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            var bucket = state.clientAllowance[address] ?? (capacity, now)
+            let elapsed = now - bucket.at
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            bucket = (min(capacity, bucket.bytes + seconds * Double(rate)), now)
+            let wanted = min(Double(count), capacity)
+            guard bucket.bytes >= wanted else {
+                state.clientAllowance[address] = bucket
+                return (0, .nanoseconds(Int64((wanted - bucket.bytes) / Double(rate) * 1e9) + 1))
+            }
+            let granted = min(count, Int64(bucket.bytes))
+            bucket.bytes -= Double(granted)
+            state.clientAllowance[address] = bucket
+            return (granted, .zero)
         }
     }
 

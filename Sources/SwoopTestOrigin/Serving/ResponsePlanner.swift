@@ -34,6 +34,8 @@ struct ResponsePlan: Sendable {
     var interruption: Interruption?
     /// Body pacing in bytes per second; nil = as fast as the socket takes it.
     var bytesPerSecond: Int?
+    /// Every client address's shared rate (``FaultSwitches/perClientBytesPerSecond``).
+    var perClientBytesPerSecond: Int? = nil
     var keepAlive: Bool
     /// Wait this long before answering at all (a refusal from a slow authorisation service).
     var headDelayMilliseconds: Int64? = nil
@@ -224,6 +226,7 @@ struct ResponsePlanner {
             planBodyFaults(&plan, objectEndsAfter: existing)
         }
         plan.bytesPerSecond = pace()
+        plan.perClientBytesPerSecond = faults.perClientBytesPerSecond.map { max(1, $0) }
     }
 
     private func setText(
