@@ -69,7 +69,7 @@ public final class DownloadTask: Sendable {
         progressHandlers.withLock { $0.append(handler) }
     }
 
-    /// What ``Downloader/downloadAll(_:maxConcurrentFiles:)`` hears about each run: when it
+    /// What ``Downloader/downloadAll(_:maxConcurrentFiles:reportsProgress:)`` hears about each run: when it
     /// stops fetching (its slot is free, before the file is made durable), and how it ended.
     struct RunObserver: Sendable {
         var transferEnded: @Sendable () -> Void

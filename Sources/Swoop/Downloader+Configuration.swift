@@ -83,7 +83,7 @@ extension Downloader {
             /// Connections open at once to one host (name and port).
             public var maximumConnectionsPerHost = 64
             /// The most bytes per second this downloader receives, all its connections and downloads
-            /// together (a ``Downloader/downloadAll(_:maxConcurrentFiles:)`` run is capped as a whole);
+            /// together (a ``Downloader/downloadAll(_:maxConcurrentFiles:reportsProgress:)`` run is capped as a whole);
             /// `nil`, the default, for no cap. It counts response bodies: over any span of a second or
             /// more, at most the cap per second arrives, plus a burst of 100 ms worth (32 KiB at
             /// least). A value of 0 or less makes every download fail with

@@ -43,7 +43,7 @@ extension Get {
         if !quiet && !json {
             writeStderr(Messages.listStarting(files: included, jobs: jobs, share: selection?.description) + "\n")
         }
-        let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs)
+        let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn)
         let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
         let summary = await follow(stream, on: board)
         interrupts.stop()
@@ -214,6 +214,9 @@ final class BulkBoard: Sendable {
     func clear() {
         if style == .terminal { writeStderr("", after: .clearLine) }
     }
+
+    /// Whether it shows anything: only then does it need each file's start and progress.
+    var isDrawn: Bool { style != .silent }
 
     private func draw() {
         guard style != .silent else { return }

@@ -60,7 +60,8 @@ extension Get {
         }
         let style = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style
         let board = BulkBoard(total: selection?.included, style: style)
-        let summary = await follow(downloader.downloadAll(items, maxConcurrentFiles: jobs), on: board)
+        let summary = await follow(
+            downloader.downloadAll(items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn), on: board)
         await downloader.shutdown()
         board.clear()
         guard let summary else {

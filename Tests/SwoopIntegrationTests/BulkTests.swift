@@ -311,6 +311,38 @@ struct BulkTests {
         }
     }
 
+    @Test("downloadAll without progress: only each file's outcome and the summary, the same files")
+    func libraryOutcomesOnly() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            var items = addObjects(6, named: "q", to: origin, into: scratch) {
+                TestObject(size: Int64(2 << 20) * Int64($0 + 1), seed: UInt64(260 + $0))
+            }
+            items.insert(BulkItem(DownloadRequest(url: origin.url("/nope.bin")), to: scratch.path("nope.bin")), at: 2)
+            var configuration = quickConfiguration()
+            configuration.progressInterval = .milliseconds(20)
+            origin.updateFaults { $0.throttleBytesPerSecond = 16 << 20 }
+            var outcomes: [Int] = []
+            var others: [BulkEvent] = []
+            var summary: BulkSummary?
+            try await withDownloader(configuration) { downloader in
+                for await event in downloader.downloadAll(items, maxConcurrentFiles: 3, reportsProgress: false) {
+                    switch event {
+                    case .finished(let index, _), .failed(let index, _): outcomes.append(index)
+                    case .completed(let final): summary = final
+                    case .started, .progress: others.append(event)
+                    }
+                }
+            }
+            #expect(others.isEmpty, "\(others.count) start or progress events")
+            #expect(outcomes.sorted() == Array(0..<7) && summary?.succeeded == 6 && summary?.failed == 1)
+            for (index, item) in items.enumerated() where index != 2 {
+                #expect(scratch.exists(URL(fileURLWithPath: item.destination).lastPathComponent))
+            }
+        }
+    }
+
     @Test("two spellings of one URL (a fragment, spaces) to one file are one item, fetched once")
     func duplicateSpellings() async throws {
         let scratch = try Scratch()

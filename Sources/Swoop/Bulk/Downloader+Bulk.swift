@@ -69,34 +69,43 @@ extension Downloader {
     ///
     /// Stopping the iteration (or cancelling its task) pauses the downloads in flight.
     ///
+    /// `reportsProgress: false` leaves out each file's ``BulkEvent/started(index:)`` and
+    /// ``BulkEvent/progress(index:_:)``: a caller that shows no per-file progress hears only each
+    /// file's outcome and the summary, which spares a list of small files a wake-up of the
+    /// iterating task for every event (a tenth of its processor time, measured on 2,000 files).
+    ///
     /// `items` is read lazily, as files finish fetching, so a long list (a generated sequence, a
     /// file read line by line) is never held in memory at once: the downloader keeps 20 to 40
     /// bytes per distinct file that succeeded (20 when `items.underestimatedCount` is the whole
     /// count, as an array's is), and the failures in full.
     public func downloadAll<Items: Sequence & Sendable>(
-        _ items: Items, maxConcurrentFiles: Int = 8
+        _ items: Items, maxConcurrentFiles: Int = 8, reportsProgress: Bool = true
     ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
         downloadAll(
-            BulkItems(items: items), expectedCount: items.underestimatedCount, maxConcurrentFiles: maxConcurrentFiles)
+            BulkItems(items: items), expectedCount: items.underestimatedCount, maxConcurrentFiles: maxConcurrentFiles,
+            reportsProgress: reportsProgress)
     }
 
-    /// ``downloadAll(_:maxConcurrentFiles:)`` for items that arrive over time (a listing read page
+    /// ``downloadAll(_:maxConcurrentFiles:reportsProgress:)`` for items that arrive over time (a listing read page
     /// by page): downloads start with the first items, and the next are awaited as slots free up.
     /// An item sequence that throws ends the run there: the files started finish, and the summary
     /// reports the error as a failure (index: the next item's).
     public func downloadAll<Items: AsyncSequence & Sendable>(
-        _ items: Items, maxConcurrentFiles: Int = 8
+        _ items: Items, maxConcurrentFiles: Int = 8, reportsProgress: Bool = true
     ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
-        downloadAll(items, expectedCount: 0, maxConcurrentFiles: maxConcurrentFiles)
+        downloadAll(
+            items, expectedCount: 0, maxConcurrentFiles: maxConcurrentFiles, reportsProgress: reportsProgress)
     }
 
     private func downloadAll<Items: AsyncSequence & Sendable>(
-        _ items: Items, expectedCount: Int, maxConcurrentFiles: Int
+        _ items: Items, expectedCount: Int, maxConcurrentFiles: Int, reportsProgress: Bool
     ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
         let (stream, continuation) = AsyncStream.makeStream(of: BulkEvent.self, bufferingPolicy: .unbounded)
         let producer = Task {
             let summary = await runAll(
-                items, expectedCount: expectedCount, limit: max(1, maxConcurrentFiles), continuation: continuation)
+                items, expectedCount: expectedCount, limit: max(1, maxConcurrentFiles),
+                reportsProgress: reportsProgress,
+                continuation: continuation)
             continuation.yield(.completed(summary))
             continuation.finish()
         }
@@ -105,7 +114,8 @@ extension Downloader {
     }
 
     private func runAll<Items: AsyncSequence>(
-        _ items: Items, expectedCount: Int, limit: Int, continuation: AsyncStream<BulkEvent>.Continuation
+        _ items: Items, expectedCount: Int, limit: Int, reportsProgress: Bool,
+        continuation: AsyncStream<BulkEvent>.Continuation
     ) async -> BulkSummary where Items.Element == BulkItem {
         let started = ContinuousClock.now
         var summary = BulkSummary(
@@ -146,13 +156,16 @@ extension Downloader {
         var unfinished = 0
         let backlog = max(limit, 128)
         func mayStart() -> Bool { fetching.count < limit && unfinished - fetching.count < backlog }
+        func progressHandler(_ index: Int) -> @Sendable (DownloadProgress) -> Void {
+            { continuation.yield(.progress(index: index, $0)) }
+        }
         /// Reads items until one starts a download; repeats of earlier ones join their leader.
         func startNext() async -> Bool {
             while !Task.isCancelled, let item = await nextItem() {
                 let index = input
                 input += 1
                 summary.files += 1
-                continuation.yield(.started(index: index))
+                if reportsProgress { continuation.yield(.started(index: index)) }
                 let (keys, admission) = ledger.admit(item, index: index)
                 switch admission {
                 case .follows:
@@ -171,10 +184,7 @@ extension Downloader {
                 do throws(DownloadError) {
                     let task = try start(
                         item.request, to: item.destination, configuration: configuration, sink: .partFile,
-                        observer: observer
-                    ) { progress in
-                        continuation.yield(.progress(index: index, progress))
-                    }
+                        observer: observer, progress: reportsProgress ? progressHandler(index) : nil)
                     active.withLock { $0[index] = task }
                 } catch {
                     mailbox.post(.ended(index, item, keys, .failure(error)))
