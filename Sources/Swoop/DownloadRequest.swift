@@ -43,7 +43,8 @@ public struct DownloadRequest: Sendable {
     /// its query, so a signature is never written. `nil` (the default): no refresh.
     public var urlProvider: (@Sendable (_ current: String) async throws -> String)?
     /// ``url`` as already parsed by whoever named its file from it (a list), so that the
-    /// download does not parse it again; used only while ``url`` is still the text parsed.
+    /// download does not parse it again; used only while ``url`` is still the text parsed (byte
+    /// for byte).
     package var parsed: (text: String, url: RemoteURL)?
 
     public init(

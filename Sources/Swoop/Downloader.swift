@@ -140,7 +140,7 @@ public final class Downloader: Sendable {
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
         let (url, service): (RemoteURL, (any ObjectService)?)
-        if let parsed = request.parsed, parsed.text == request.url {
+        if let parsed = request.parsed, parsed.text.utf8.elementsEqual(request.url.utf8) {
             (url, service) = (parsed.url, nil)
         } else {
             (url, service) = try remote(request.url, configuration: configuration)
