@@ -44,45 +44,29 @@ struct LocalInterfaceTests {
         }
     }
 
-    @Test("the test origin caps each client address over all its connections; another address has its own rate")
+    @Test("the test origin caps each client address over all its connections, whatever the count")
     func perClientCap() async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            // 8 MiB at 4 MiB/s per client address: at least 1.9 s (2 s less the first 100 ms), at any count.
+            // 8 MiB at 4 MiB/s per client address: at least 1.9 s (2 s less the first 100 ms) at any
+            // count (a lower bound: it holds on a loaded machine). That another address has a rate
+            // of its own is ClientAllowanceTests', in virtual time.
             let object = TestObject(size: 8 << 20, seed: 592)
             origin.addObject(object, at: "/capped.bin")
             origin.updateFaults { $0.perClientBytesPerSecond = 4 << 20 }
-            let started = ContinuousClock.now
-            let alone = try await CLI.run(
-                [origin.url("/capped.bin"), "-o", "alone.bin", "-c", "8", "--interface", "127.0.0.2", "-q"],
-                in: scratch.url)
-            let single = ContinuousClock.now - started
-            #expect(alone.status == 0, "\(alone.stderr)")
-            #expect(single >= .milliseconds(1800), "8 connections from one address shared its 4 MiB/s: \(single)")
-            #expect(try await TestData.sha256(of: scratch.path("alone.bin")) == object.sha256)
-            // Four addresses at once: four rates. One shared rate would need 8 s for the 32 MiB.
-            let together = ContinuousClock.now
-            let runs = try (2...5).map { host in
-                try CLI.start(
-                    [
-                        origin.url("/capped.bin"), "-o", "from\(host).bin", "-c", "4", "--interface", "127.0.0.\(host)",
-                        "-q",
-                    ],
+            for (count, host) in [("1", "127.0.0.2"), ("8", "127.0.0.3")] {
+                let started = ContinuousClock.now
+                let run = try await CLI.run(
+                    [origin.url("/capped.bin"), "-o", "c\(count).bin", "-c", count, "--interface", host, "-q"],
                     in: scratch.url)
-            }
-            for run in runs {
-                let result = try await run.wait(timeout: .seconds(60))
-                #expect(result.status == 0, "\(result.stderr)")
-            }
-            let elapsed = ContinuousClock.now - together
-            #expect(
-                elapsed < .seconds(6.5), "four addresses shared one rate: \(elapsed) for 32 MiB (one alone: \(single))")
-            for host in 2...5 {
-                #expect(try await TestData.sha256(of: scratch.path("from\(host).bin")) == object.sha256)
+                let elapsed = ContinuousClock.now - started
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(elapsed >= .milliseconds(1800), "-c \(count) from \(host) beat its address's rate: \(elapsed)")
+                #expect(try await TestData.sha256(of: scratch.path("c\(count).bin")) == object.sha256)
             }
             let addresses = Set(origin.requests.filter { $0.path == "/capped.bin" }.compactMap(\.clientAddress))
-            #expect(addresses == ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"])
+            #expect(addresses == ["127.0.0.2", "127.0.0.3"])
         }
     }
 

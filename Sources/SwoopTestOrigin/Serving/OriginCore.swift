@@ -47,7 +47,7 @@ final class OriginCore: Sendable {
         var workDoneAt = ContinuousClock.now
         /// Each client address's allowance under ``FaultSwitches/perClientBytesPerSecond``: bytes
         /// it may be sent now, as of when.
-        var clientAllowance: [String: (bytes: Double, at: ContinuousClock.Instant)] = [:]
+        var clientAllowance: [String: ClientAllowance] = [:]
         /// Accepted connections not yet closed, with their IDs.
         var openChannels: [ObjectIdentifier: (id: Int, channel: any Channel)] = [:]
         var isShutDown = false
@@ -186,27 +186,15 @@ final class OriginCore: Sendable {
         }
     }
 
-    /// Takes up to `count` body bytes from `address`'s allowance at `rate` bytes per second, shared
-    /// by all its connections (a token bucket of 100 ms of the rate, at least 16 KiB): the bytes
-    /// granted, or none and how long until they are there. Never a dribble: a grant waits for
-    /// `count` bytes or a full bucket, whichever is less.
+    /// Takes up to `count` body bytes from `address`'s allowance at `rate` bytes per second,
+    /// shared by all its connections (``ClientAllowance``).
     func takeClientAllowance(_ address: String, rate: Int, wants count: Int64) -> (granted: Int64, wait: Duration) {
-        let capacity = max(Double(16 << 10), Double(rate) / 10)
         let now = ContinuousClock.now
         return state.withLock { state in
-            var bucket = state.clientAllowance[address] ?? (capacity, now)
-            let elapsed = now - bucket.at
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket = (min(capacity, bucket.bytes + seconds * Double(rate)), now)
-            let wanted = min(Double(count), capacity)
-            guard bucket.bytes >= wanted else {
-                state.clientAllowance[address] = bucket
-                return (0, .nanoseconds(Int64((wanted - bucket.bytes) / Double(rate) * 1e9) + 1))
-            }
-            let granted = min(count, Int64(bucket.bytes))
-            bucket.bytes -= Double(granted)
-            state.clientAllowance[address] = bucket
-            return (granted, .zero)
+            var allowance = state.clientAllowance[address] ?? ClientAllowance(rate: rate, at: now)
+            let outcome = allowance.take(count, rate: rate, at: now)
+            state.clientAllowance[address] = allowance
+            return outcome
         }
     }
 
@@ -315,5 +303,37 @@ struct RequestTarget {
             path = String(rest)
             query = nil
         }
+    }
+}
+
+/// One client address's allowance of body bytes at a rate shared by all its connections: a
+/// token bucket of 100 ms of the rate (at least 16 KiB), full at first. A grant waits for the
+/// bytes asked for or a full bucket, whichever is less: never a dribble of the bytes that
+/// trickled in since the last grant (that spent the event loop on tiny writes, at half the rate).
+struct ClientAllowance: Sendable {
+    private var bytes: Double
+    private var at: ContinuousClock.Instant
+
+    init(rate: Int, at now: ContinuousClock.Instant) {
+        bytes = Self.capacity(rate)
+        at = now
+    }
+
+    static func capacity(_ rate: Int) -> Double { max(Double(16 << 10), Double(rate) / 10) }
+
+    /// Up to `count` bytes at `now`: those granted, or none and how long until they are there.
+    mutating func take(_ count: Int64, rate: Int, at now: ContinuousClock.Instant) -> (granted: Int64, wait: Duration) {
+        let capacity = Self.capacity(rate)
+        let elapsed = now - at
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        bytes = min(capacity, bytes + max(0, seconds) * Double(rate))
+        at = now
+        let wanted = min(Double(count), capacity)
+        guard bytes >= wanted else {
+            return (0, .nanoseconds(Int64((wanted - bytes) / Double(rate) * 1e9) + 1))
+        }
+        let granted = min(count, Int64(bytes))
+        bytes -= Double(granted)
+        return (granted, .zero)
     }
 }
