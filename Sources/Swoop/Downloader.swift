@@ -266,17 +266,21 @@ public final class Downloader: Sendable {
             return FileName.sanitized(String(key.split(separator: "/").last ?? "")) ?? "index.html"
         }
         guard let remote = try? RemoteURL(url) else { return "index.html" }
-        return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
+        return fileName(of: remote)
     }
 
     /// ``suggestedFileName(for:)-(String)`` for `request`'s URL, which it parses once for the
     /// name and the download both (``DownloadRequest/parsed``): a list names every file so.
     package static func suggestedFileName(parsing request: inout DownloadRequest) -> String {
-        guard ObjectStores.kind(of: request.url) == nil, let remote = try? RemoteURL(request.url) else {
-            return suggestedFileName(for: request.url)
-        }
+        guard ObjectStores.kind(of: request.url) == nil else { return suggestedFileName(for: request.url) }
+        guard let remote = try? RemoteURL(request.url) else { return "index.html" }
         request.parsed = (request.url, remote)
-        return FileName.sanitized(remote.lastPathComponent) ?? "index.html"
+        return fileName(of: remote)
+    }
+
+    /// `remote`'s last path component made safe, or `index.html`.
+    private static func fileName(of remote: RemoteURL) -> String {
+        FileName.sanitized(remote.lastPathComponent) ?? "index.html"
     }
 
     /// The URL a download of `string` requests, and for a store's name (`s3://BUCKET/KEY`) the

@@ -32,15 +32,19 @@ struct AddressOptions: ParsableArguments {
 
     func validate() throws {
         _ = try pins()
-        if let interface { try Self.checkLocal(interface) }
+        if let interface, let bare = bareInterface { try Self.checkLocal(bare, as: interface) }
     }
 
-    /// Throws unless `name` is one of this machine's interfaces or an IP address a connection can
+    /// `--interface` without the brackets an IPv6 address may come in.
+    private var bareInterface: String? {
+        interface.map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 }
+    }
+
+    /// Throws unless `bare` is one of this machine's interfaces or an IP address a connection can
     /// be bound to here (a socket is bound to it and closed: `127.0.0.2` is one though no
     /// interface lists it): checked once here, where the library would find it out from its
-    /// first connection.
-    static func checkLocal(_ name: String) throws {
-        let bare = name.hasPrefix("[") && name.hasSuffix("]") ? String(name.dropFirst().dropLast()) : name
+    /// first connection. `name`: as the user wrote it, for the message.
+    static func checkLocal(_ bare: String, as name: String) throws {
         var v4 = sockaddr_in()
         var v6 = sockaddr_in6()
         let bound: Bool
@@ -97,8 +101,6 @@ struct AddressOptions: ParsableArguments {
     func apply(to configuration: inout Downloader.Configuration) {
         configuration.addresses.resolve = (try? pins()) ?? [:]
         configuration.addresses.spreadsOverAddresses = !singleAddress
-        configuration.addresses.localInterface = interface.map {
-            $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0
-        }
+        configuration.addresses.localInterface = bareInterface
     }
 }

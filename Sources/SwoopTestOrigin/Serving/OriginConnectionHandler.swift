@@ -167,13 +167,7 @@ final class OriginConnectionHandler: ChannelInboundHandler {
                 let allowance = Int64(Double(rate) * elapsed) + response.slice - response.queued
                 if allowance < count {
                     let wait = Double(count - allowance) / Double(rate)
-                    response.timer = context.eventLoop.assumeIsolated().scheduleTask(
-                        in: .nanoseconds(Int64(wait * 1e9) + 1)
-                    ) { [self] in
-                        response.timer = nil
-                        pump(context: context)
-                    }
-                    return
+                    return pump(response, after: .nanoseconds(Int64(wait * 1e9) + 1), context: context)
                 }
                 count = min(count, allowance)
             }
@@ -181,19 +175,21 @@ final class OriginConnectionHandler: ChannelInboundHandler {
                 // The client's address shares one rate over all its connections.
                 let (granted, wait) = core.takeClientAllowance(address, rate: rate, wants: count)
                 guard granted > 0 else {
-                    response.timer = context.eventLoop.assumeIsolated().scheduleTask(
-                        in: .nanoseconds(
-                            Int64(wait.components.seconds) * 1_000_000_000
-                                + wait.components.attoseconds / 1_000_000_000)
-                    ) { [self] in
-                        response.timer = nil
-                        pump(context: context)
-                    }
-                    return
+                    let nanoseconds =
+                        wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+                    return pump(response, after: .nanoseconds(nanoseconds), context: context)
                 }
                 count = granted
             }
             writeSlice(of: response, count: Int(count), context: context)
+        }
+    }
+
+    /// Sends the rest of `response` after `delay` (a pace that holds it back).
+    private func pump(_ response: Response, after delay: TimeAmount, context: ChannelHandlerContext) {
+        response.timer = context.eventLoop.assumeIsolated().scheduleTask(in: delay) { [self] in
+            response.timer = nil
+            pump(context: context)
         }
     }
 
