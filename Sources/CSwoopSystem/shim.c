@@ -20,6 +20,16 @@ int swoop_rename_noreplace(const char *from, const char *to) {
     return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }
 
+int swoop_lock_byte(int fd, int64_t offset, int wait) {
+    struct flock lock = {0};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = (off_t)offset;
+    lock.l_len = 1;
+    lock.l_pid = 0;
+    return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &lock);
+}
+
 int swoop_setxattr(const char *path, const char *name, const void *value, size_t size) {
     return setxattr(path, name, value, size, 0);
 }

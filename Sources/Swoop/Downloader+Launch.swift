@@ -127,12 +127,37 @@ extension Downloader {
             overwritesTarget: settings.files.overwritesExistingFile,
             beforeOpening: settings.tuning.faults.beforePartFileOpens)
         let basis = Result { () throws(DownloadError) in
-            try PartialState.basis(
+            let found = try PartialState.basis(
                 for: paths, url: url, sink: sink, rules: PartialState.Rules(settings),
                 logger: DownloadSession.logger(logger, url: url), reading: firstLook)
+            return try Self.shareBasis(found, paths: paths)
         }
         return .start(
             url: url, mirrors: mirrors, configuration: settings, disk: DiskBasis(sink: sink, basis: basis))
+    }
+
+    /// What one share of an object starts from (``DownloadPaths/share``): its own map, which must
+    /// be of the version every share pinned, or a new one from the pin (the other shares' chunks
+    /// counted as done). Any other download's basis is `found`.
+    static func shareBasis(_ found: LocalState, paths: DownloadPaths) throws(DownloadError) -> LocalState {
+        guard let share = paths.share else { return found }
+        guard let pin = try SharedObject.readPin(paths) else {
+            throw DownloadError(.localIO, "internal: share \(share) of \(paths.target) started before its pin")
+        }
+        switch found {
+        case .completed:
+            return found
+        case .fresh:
+            return .resuming(SharedObject.freshMap(pin, share: share), samples: [])
+        case .resuming(let map, _):
+            guard map.layout == pin.layout, map.identity.compare(pin.identity) == .same else {
+                throw DownloadError(
+                    .objectChanged,
+                    "\(paths.map), share \(share)'s map, is of another version of the object than the other shares "
+                        + "agreed on (\(paths.pin ?? ""))", remedy: .restartShares)
+            }
+            return found
+        }
     }
 
     /// Whether `state` is a file Swoop completed whose record names another version than the

@@ -46,7 +46,7 @@ public final class Downloader: Sendable {
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
     private let coalesced = Mutex<[ByteName: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
-    private let lookups = Mutex<[ObjectIdentifier: FileNameLookup]>([:])
+    private let lookups = Mutex<[ObjectIdentifier: ObjectLookup]>([:])
     /// How names other than URLs (`s3://BUCKET/KEY`) are reached, with the credentials read so far.
     let stores = ObjectStores()
     /// The addresses of the hosts downloads go to (``Configuration/addresses``).
@@ -135,7 +135,7 @@ public final class Downloader: Sendable {
     /// and its `progress` handler receives that download's progress too.
     func start(
         _ request: DownloadRequest, to path: String, configuration: Configuration, sink: SinkKind,
-        observer: DownloadTask.RunObserver? = nil,
+        share: ObjectShare? = nil, observer: DownloadTask.RunObserver? = nil,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
@@ -154,8 +154,8 @@ public final class Downloader: Sendable {
                 "\(path) is in a directory named \(DownloadPaths.workingDirectoryName), where Swoop keeps its "
                     + "working files; choose another path")
         }
-        let paths = DownloadPaths(target: path)
-        let key = Self.downloadKey(url: url.absoluteString, path: path)
+        let paths = DownloadPaths(target: path, share: share)
+        let key = Self.downloadKey(url: url.absoluteString, path: path + (share.map { "\n\($0)" } ?? ""))
         let coalescing = sink.isPartFile
         let (task, isNew) = coalesced.withLock { running -> (DownloadTask, Bool) in
             if coalescing, let existing = running[key], existing.state == .running || existing.state == .paused {
@@ -241,9 +241,17 @@ public final class Downloader: Sendable {
     ///   unreachable host, ...), or ``DownloadError/Kind/cancelled`` if the calling task was
     ///   cancelled or the downloader shut down.
     public func suggestedFileName(for request: DownloadRequest) async throws(DownloadError) -> String {
+        try await lookUp(request, configuration: configuration).name ?? Self.suggestedFileName(for: request.url)
+    }
+
+    /// One head-only probe of `request`'s URL (``ObjectLookup``): the server's name for the object,
+    /// and the object as the final response shows it.
+    func lookUp(
+        _ request: DownloadRequest, configuration: Configuration
+    ) async throws(DownloadError) -> ObjectLookup.Found {
         let (url, service) = try remote(request.url, configuration: configuration)
         try Self.validate(request.headers)
-        let lookup = FileNameLookup(
+        let lookup = ObjectLookup(
             url: url, headers: RequestHeaders(request.headers, originalURL: url, service: service),
             configuration: configuration, loop: loop, logger: logger)
         let id = ObjectIdentifier(lookup)
@@ -252,9 +260,9 @@ public final class Downloader: Sendable {
         let outcome = await withTaskCancellationHandler {
             await lookup.run()
         } onCancel: {
-            lookup.stop(DownloadError(.cancelled, "the file name lookup was cancelled"))
+            lookup.stop(DownloadError(.cancelled, "the lookup of \(url.redacted) was cancelled"))
         }
-        return try outcome.get() ?? Self.suggestedFileName(for: request.url)
+        return try outcome.get()
     }
 
     /// A file name for `url`: its last path component made safe (no directories, `..`, NUL or

@@ -42,6 +42,9 @@ extension DownloadError.Remedy {
                 + "region (--region, AWS_REGION)"
         case .checkLocalInterface:
             "check --interface: name one of this machine's interfaces or its addresses (ip -brief address lists them)"
+        case .restartShares:
+            "run every share again with --force to discard the shares fetched so far and start over on the server's "
+                + "version"
         default: description
         }
     }

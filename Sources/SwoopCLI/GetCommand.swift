@@ -65,8 +65,10 @@ struct Get: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "With -i: only this machine's share K of N (0 <= K < N), chosen by a hash of each URL, or balanced by "
-                + "bytes when every line has size=.",
+            "Only this task's share K of N (0 <= K < N). With -i or -r: of the list's files, chosen by a hash of each "
+                + "URL, or balanced by bytes when every line has size=. With one URL: of the object's bytes, "
+                + "fetched into a part file every share writes; the last share to finish checks the seams and saves "
+                + "the file.",
             valueName: "K/N"))
     var shard: Shard?
 
@@ -147,8 +149,8 @@ struct Get: AsyncParsableCommand {
             if output != nil { throw ValidationError("-o names one file; with -r, -d names the directory") }
             if remoteHeaderName { throw ValidationError("-J is for one URL; with -r files are named by their keys") }
             if checksum != nil { throw ValidationError("--checksum is for one file, not for -r") }
-        } else if shard != nil {
-            throw ValidationError("--shard splits a list: use it with -i or -r")
+        } else if shard != nil && output == "-" {
+            throw ValidationError("--shard fetches a share of the object into a shared file: it cannot write to -o -")
         }
         guard (1...256).contains(jobs) else { throw ValidationError("--jobs must be between 1 and 256 (got \(jobs))") }
         if let checksum {
@@ -211,6 +213,10 @@ struct Get: AsyncParsableCommand {
         warnIfInsecure()
         if output == "-" {
             try await runStream(urls: urls, configuration: configuration, logger: logger)
+            return
+        }
+        if let shard {
+            try await runShare(url: url, shard: shard, configuration: configuration, logger: logger)
             return
         }
         let expected = try checksum.map { text throws(DownloadError) in try Checksum(parsing: text) }

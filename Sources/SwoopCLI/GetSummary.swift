@@ -29,9 +29,32 @@ struct Summary: Encodable {
     /// The digests the file matched: `{"algorithm", "value" (hex), "source"}`, the source being
     /// "expected checksum" or the server's header.
     var verified: [VerifiedSummary]?
+    /// With `--shard K/N` on one URL: this task's share ("K/N"), its bytes, the shares complete
+    /// when it last looked, and whether it published the object (after checking the seams).
+    var share: String?
+    var shareBytes: Int64?
+    var sharesComplete: Int?
+    var finishedObject: Bool?
+    var seamsChecked: Int?
     var error: String?
     var errorKind: String?
     var exitCode: Int32?
+
+    init(_ result: ShareResult, url: String) {
+        if let run = result.download {
+            self.init(run, url: url)
+        } else {
+            self.init(path: result.path)
+            alreadyComplete = result.alreadyComplete
+        }
+        bytes = result.objectBytes
+        share = result.share.description
+        shareBytes = result.shareBytes
+        sharesComplete = result.sharesComplete
+        finishedObject = result.finishedObject
+        seamsChecked = result.finishedObject ? result.seamsChecked : nil
+        if !result.verified.isEmpty { verified = result.verified.map(VerifiedSummary.init) }
+    }
 
     init(_ result: DownloadResult, url: String) {
         ok = true
@@ -55,6 +78,11 @@ struct Summary: Encodable {
         }
         sources = result.sources.isEmpty ? nil : result.sources.map(SourceSummary.init)
         verified = result.verified.isEmpty ? nil : result.verified.map(VerifiedSummary.init)
+    }
+
+    private init(path: String) {
+        ok = true
+        self.path = path
     }
 
     init(error: DownloadError, path: String) {

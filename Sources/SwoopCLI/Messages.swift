@@ -63,6 +63,29 @@ enum Messages {
     static let listInterrupted = "interrupted; run the same command to resume"
 
     /// "shard 0/2: 1 of 3 entries, 2.00 MiB, balanced by size=".
+    /// What one share of an object fetched in shares did (`--shard K/N` on one URL).
+    static func shareDone(_ result: ShareResult) -> String {
+        var line = "share \(result.share) of \(result.path)"
+        if let run = result.download {
+            line += ": \(Format.bytes(result.shareBytes)) in \(Format.fixed(Format.seconds(run.duration), digits: 2)) s"
+            line += ", \(Format.rate(run.bytesPerSecond)), \(Wording.count(run.connectionsUsed, "connection"))"
+            if run.bytesResumed > 0 { line += ", \(Format.bytes(run.bytesResumed)) resumed" }
+        } else if !result.alreadyComplete {
+            line += ": complete already"
+        }
+        if result.alreadyComplete { return line + ": the object is complete already" }
+        if result.finishedObject {
+            line += "; every share complete: checked \(Wording.count(result.seamsChecked, "seam")), saved "
+            line += "\(result.path) (\(Format.bytes(result.objectBytes)))"
+        } else if result.sharesComplete == result.share.count {
+            line += "; every share complete: another task saved \(result.path)"
+        } else {
+            line += "; \(result.sharesComplete) of \(result.share.count) shares complete: the last to finish saves "
+            line += result.path
+        }
+        return line
+    }
+
     static func shardShare(index: Int, count: Int, included: Int, entries: Int) -> String {
         "shard \(index)/\(count): \(included) of \(Wording.count(entries, "entry", plural: "entries"))"
     }

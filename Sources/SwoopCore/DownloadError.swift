@@ -120,6 +120,7 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case checkS3Credentials
             case checkS3Endpoint
             case checkLocalInterface
+            case restartShares
         }
 
         fileprivate let code: Code
@@ -175,6 +176,10 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
         /// A connection could not be bound to the local interface or address asked for: name one
         /// of this machine's (``Downloader/Configuration/Addresses/localInterface``).
         public static let checkLocalInterface = Remedy(code: .checkLocalInterface)
+        /// The shares of an object fetched so far (``ObjectShare``) are of another version than
+        /// the server's now, or cannot be used: start every share over, discarding them
+        /// (``Downloader/Configuration/Files/overwritesExistingFile``).
+        public static let restartShares = Remedy(code: .restartShares)
 
         /// The fix in the library's terms.
         public var description: String {
@@ -215,6 +220,9 @@ public struct DownloadError: Error, Sendable, CustomStringConvertible {
             case .checkLocalInterface:
                 "set Configuration.addresses.localInterface to one of this machine's interfaces (its name) or IP "
                     + "addresses, or leave it unset"
+            case .restartShares:
+                "start every share again with Configuration.files.overwritesExistingFile set: the shares fetched so "
+                    + "far are discarded"
             }
         }
     }

@@ -16,6 +16,11 @@ int swoop_fallocate(int fd, int64_t offset, int64_t length);
 /// replacing `to`. -1/EINVAL or ENOSYS where the kernel or file system lacks it.
 int swoop_rename_noreplace(const char *from, const char *to);
 
+/// An exclusive lock on the one byte at `offset` of the file open at `fd`, owned by that open file
+/// (an "open file description" lock: dropped when its last descriptor closes, whatever else the
+/// process closes), waiting for it when `wait` is non-zero. 0, or -1 with errno (EAGAIN: held).
+int swoop_lock_byte(int fd, int64_t offset, int wait);
+
 /// setxattr(path, name, value, size, 0).
 int swoop_setxattr(const char *path, const char *name, const void *value, size_t size);
 

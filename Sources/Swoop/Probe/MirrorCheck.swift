@@ -32,9 +32,11 @@ final class MirrorCheck: ProbeExchangeDelegate {
     private(set) var servesOtherObject = false
     private(set) var stopped = false
 
+    /// `service`: signs the requests (a store's URL, checked by the task finishing a shared
+    /// object); a mirror has none.
     init(
         url: RemoteURL, headers: [(name: String, value: String)], size: Int64, range: ByteRange,
-        settings: ExchangeSettings, loop: TransferLoop, logger: Logger
+        settings: ExchangeSettings, loop: TransferLoop, logger: Logger, service: (any ObjectService)? = nil
     ) {
         self.url = url
         self.range = range
@@ -45,7 +47,7 @@ final class MirrorCheck: ProbeExchangeDelegate {
             maxRedirects: settings.configuration.redirect.maxRedirects, resolve: RemoteURL.resolve)
         // A mirror the user named gets the request's headers; a redirect elsewhere does not.
         exchange = ProbeExchange(
-            decision: decision, headers: RequestHeaders(headers, originalURL: url),
+            decision: decision, headers: RequestHeaders(headers, originalURL: url, service: service),
             options: settings.options, policy: settings.failures, connectionID: -1,
             loop: loop)
         exchange.delegate = self

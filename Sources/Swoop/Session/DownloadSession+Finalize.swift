@@ -53,6 +53,20 @@ extension DownloadSession {
     }
 
     func publish(_ finishing: SessionStage.Finishing, record: CompletedObject, verified: [VerifiedDigest]) {
+        if context.paths.share != nil {
+            // A share's bytes stay in the part file every share writes: its map says they are all
+            // here, for the task that finishes the object (``Downloader/download(_:share:to:progress:)``).
+            guard let store = finishing.store else {
+                return stop(with: .failure(DownloadError(.localIO, "internal: a share finished without a store")))
+            }
+            return store.finalCheckpoint { [self] failure in
+                if let failure { return stop(with: .failure(failure)) }
+                // The run's bytes are the share's (its rate is the share's).
+                let done = result(
+                    size: totalBytes ?? finishing.size, object: finishing.object, store: store, alreadyComplete: false)
+                stop(with: .success(done))
+            }
+        }
         context.sink.finish(size: finishing.size, record: record) { [self] failure in
             if let failure { return stop(with: .failure(failure)) }
             let outcome = result(

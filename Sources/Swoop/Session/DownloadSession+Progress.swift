@@ -26,7 +26,7 @@ extension DownloadSession {
 
     var bytesDone: Int64 {
         if let store = stage.store { return store.bytesDone }
-        if case .finalizing(let finishing) = stage { return finishing.size }
+        if case .finalizing(let finishing) = stage { return totalBytes ?? finishing.size }
         return 0
     }
 
@@ -39,9 +39,16 @@ extension DownloadSession {
         }
     }
 
+    /// The bytes this download fetches: the object's, or its share's.
+    var totalBytes: Int64? {
+        guard let size = stage.object?.size else { return nil }
+        guard let share = context.paths.share else { return size }
+        return share.ranges(of: ChunkLayout(objectSize: size)).totalBytes
+    }
+
     func progressSnapshot() -> DownloadProgress {
         var snapshot = DownloadProgress(
-            bytesDone: bytesDone, totalBytes: stage.object?.size, bytesPerSecond: progress.bytesPerSecond,
+            bytesDone: bytesDone, totalBytes: totalBytes, bytesPerSecond: progress.bytesPerSecond,
             activeConnections: stage.run?.activeConnections ?? 0, connectionTarget: stage.run?.controller?.target,
             elapsed: .now - context.startedAt, sources: sourceReports, waiting: waiting)
         snapshot.objectChanges = machine.changes

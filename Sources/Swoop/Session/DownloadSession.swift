@@ -311,7 +311,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             // The last report says the whole object is there, also when it already was (no bytes
             // moved; the stage knows no size then).
             var last = progressSnapshot()
-            (last.bytesDone, last.totalBytes) = (done.bytes, done.bytes)
+            let total = context.paths.share == nil ? done.bytes : totalBytes ?? done.bytes
+            (last.bytesDone, last.totalBytes) = (total, total)
             progress.report(last)
         }
         stage = .stopped

@@ -24,10 +24,12 @@ enum TransferSetup {
             : SegmentMap(
                 objectSize: size, chunkSize: plan.layout.chunkSize, etag: found.etag, lastModified: found.lastModified,
                 url: url.redacted, chunks: map?.chunks ?? ChunkSet(count: plan.layout.chunkCount))
+        // One share of the object: the other shares' bytes are other tasks' (the map counts them done).
+        let foreign = context.paths.share?.foreignRanges(of: plan.layout) ?? []
         let store = DownloadStore(
-            sink: context.sink, plan: plan, bytesResumed: map?.completedBytes ?? 0, checkpoint: template,
-            checkpointInterval: configuration.files.checkpointInterval, counters: context.counters,
-            startedAt: context.startedAt)
+            sink: context.sink, plan: plan, bytesResumed: map.map { $0.completedBytes - foreign.totalBytes } ?? 0,
+            checkpoint: template, checkpointInterval: configuration.files.checkpointInterval,
+            counters: context.counters, startedAt: context.startedAt, foreign: foreign)
         if let map { context.logger.info("resuming", metadata: ["done": "\(map.completedBytes)", "size": "\(size)"]) }
         if configuration.verifiesPublishedDigests, let digest = found.digests.preferredForResponse {
             store.checksEachResponse = true
@@ -51,6 +53,8 @@ enum TransferSetup {
     ) -> ObjectVerifier? {
         let sink = context.sink
         guard sink.keepsPartialState || sink.window != nil else { return nil }
+        // A share holds part of the object: the task that finishes it checks the digests.
+        guard context.paths.share == nil else { return nil }
         let checks = DigestCheck.checks(
             expected: context.request.expectedChecksum, published: found.digests,
             verifyingPublished: context.configuration.verifiesPublishedDigests, logger: context.logger)
@@ -62,4 +66,9 @@ enum TransferSetup {
         return ObjectVerifier.start(
             checks, for: found, paths: context.paths, store: store, resumed: map, loop: context.loop)
     }
+}
+
+extension [ByteRange] {
+    /// The bytes in these ranges.
+    var totalBytes: Int64 { reduce(0) { $0 + $1.count } }
 }

@@ -53,12 +53,20 @@ package final class AgreementLedger {
     /// Overlap bytes compared or stashed so far (bytes fetched twice).
     package private(set) var overlapBytes: Int64 = 0
 
+    /// Bytes another task fetches (an ``ObjectShare``'s other stripes), sorted: never written
+    /// here, so overlap into them is neither compared nor kept, and pieces on either side of them
+    /// need not be seen to agree (the task that finishes the object checks those seams).
+    package let foreign: [ByteRange]
+
     /// A ledger for an object of `size` bytes, of which `held` (an earlier run's complete
     /// stretches, sorted) are on disk: each is its own piece, agreeing with nothing yet, since
-    /// what an earlier run saw of its neighbours is gone.
-    package init(size: Int64, held: [ByteRange] = [], window: Int64 = AgreementLedger.defaultWindow) {
+    /// what an earlier run saw of its neighbours is gone. `foreign`: see ``foreign``.
+    package init(
+        size: Int64, held: [ByteRange] = [], foreign: [ByteRange] = [], window: Int64 = AgreementLedger.defaultWindow
+    ) {
         self.size = size
         self.window = max(1, window)
+        self.foreign = foreign.filter { !$0.isEmpty }
         let stretches = held.filter { !$0.isEmpty }
         resumedResponses = stretches.count
         parent = Array(stretches.indices)
@@ -101,6 +109,25 @@ package final class AgreementLedger {
         guard !bytes.isEmpty else { return nil }
         overlapBytes += Int64(bytes.count)
         let span = ByteRange(offset, offset + Int64(bytes.count))
+        if !foreign.isEmpty {
+            // Overlap into another task's bytes: compared by nobody here (see `foreign`).
+            for part in span.subtracting(foreign) {
+                let slice = UnsafeRawBufferPointer(
+                    rebasing: bytes[Int(part.lowerBound - offset)..<Int(part.upperBound - offset)])
+                if let disagreement = compareHere(slice, span: part, from: response, read: read) {
+                    return disagreement
+                }
+            }
+            return nil
+        }
+        return compareHere(bytes, span: span, from: response, read: read)
+    }
+
+    /// ``compare(_:at:from:read:)`` for bytes wholly outside ``foreign``.
+    private func compareHere(
+        _ bytes: UnsafeRawBufferPointer, span: ByteRange, from response: ResponseID, read: (ByteRange) -> [UInt8]?
+    ) -> Disagreement? {
+        let offset = span.lowerBound
         var cursor = offset
         var index = pieceIndex(containing: offset) ?? 0
         while cursor < span.upperBound {
@@ -182,11 +209,26 @@ package final class AgreementLedger {
         return result
     }
 
-    /// Every written piece comes from responses that all agree.
+    /// Every written piece comes from responses that all agree (between stretches of
+    /// ``foreign`` bytes: pieces they separate are checked by the task that finishes the object).
     package var isStitched: Bool {
         guard let first = pieces.first else { return true }
-        let anchor = root(first.response)
-        return pieces.allSatisfy { root($0.response) == anchor }
+        var anchor = root(first.response)
+        var previous = first.range
+        for piece in pieces.dropFirst() {
+            if isForeignBetween(previous.upperBound, piece.range.lowerBound) {
+                anchor = root(piece.response)
+            } else if root(piece.response) != anchor {
+                return false
+            }
+            previous = piece.range
+        }
+        return true
+    }
+
+    /// Whether foreign bytes lie between `from` and `to` (where one piece ends and the next begins).
+    private func isForeignBetween(_ from: Int64, _ to: Int64) -> Bool {
+        to > from && foreign.contains { $0.lowerBound < to && $0.upperBound > from }
     }
 
     /// Bytes written, in pieces (for tests and checks).

@@ -22,4 +22,16 @@ package struct ByteRange: Hashable, Sendable, CustomStringConvertible {
         let upper = max(min(upperBound, other.upperBound), lower)
         return ByteRange(lower, upper)
     }
+
+    /// The parts of this range outside `others` (sorted, disjoint), in order.
+    package func subtracting(_ others: [ByteRange]) -> [ByteRange] {
+        var parts: [ByteRange] = []
+        var cursor = lowerBound
+        for other in others where other.upperBound > cursor && other.lowerBound < upperBound {
+            if other.lowerBound > cursor { parts.append(ByteRange(cursor, other.lowerBound)) }
+            cursor = max(cursor, other.upperBound)
+        }
+        if cursor < upperBound { parts.append(ByteRange(cursor, upperBound)) }
+        return parts
+    }
 }

@@ -39,6 +39,11 @@ package final class Checkpointer {
 
     /// Checkpoints `chunks` now, then runs `then` (on the transfer thread) whether or not it worked.
     package func checkpoint(_ chunks: ChunkSet, then: (() -> Void)?) {
+        checkpoint(chunks) { _ in then?() }
+    }
+
+    /// Checkpoints `chunks` now, then tells `then` (on the transfer thread) how it went.
+    package func checkpoint(_ chunks: ChunkSet, reporting then: @escaping (DownloadError?) -> Void) {
         inFlight = true
         last = .now
         var map = template
@@ -51,7 +56,7 @@ package final class Checkpointer {
             } else {
                 recorded = chunks
             }
-            then?()
+            then(failure)
         }
     }
 }

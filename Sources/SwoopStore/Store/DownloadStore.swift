@@ -35,10 +35,12 @@ package final class DownloadStore {
     package private(set) var ledger: AgreementLedger?
 
     /// A store for a ranged download planned by `plan`; checkpoints every `checkpointInterval`
-    /// when the sink keeps partial state.
+    /// when the sink keeps partial state. `foreign`: the bytes other tasks fetch (the object's
+    /// other shares), which the plan counts as done and the ledger leaves alone.
     package init(
         sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
-        checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant
+        checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant,
+        foreign: [ByteRange] = []
     ) {
         self.sink = sink
         self.plan = plan
@@ -50,8 +52,9 @@ package final class DownloadStore {
             checkpointer = nil
         }
         if sink.canReadBack {
-            let held = template.map { map in map.completeRanges } ?? []
-            ledger = AgreementLedger(size: plan.layout.objectSize, held: held)
+            var held = template.map { map in map.completeRanges } ?? []
+            if !foreign.isEmpty { held = held.flatMap { $0.subtracting(foreign) } }
+            ledger = AgreementLedger(size: plan.layout.objectSize, held: held, foreign: foreign)
         }
     }
 
@@ -253,6 +256,15 @@ package final class DownloadStore {
             return
         }
         checkpointer.checkpoint(recordableChunks(plan), then: then)
+    }
+
+    /// Checkpoints now, and tells `then` whether the map was written (a share's last checkpoint:
+    /// its map is what the task finishing the object reads).
+    package func finalCheckpoint(then: @escaping (DownloadError?) -> Void) {
+        guard let checkpointer, let plan else {
+            return then(DownloadError(.localIO, "internal: no segment map to record a share in"))
+        }
+        checkpointer.checkpoint(recordableChunks(plan), reporting: then)
     }
 
     /// The chunks a checkpoint may record: the written ones, less the chunk before each break

@@ -19,9 +19,10 @@ package final class PartFile {
     /// closing (work queued for later must not touch a descriptor number that may be reused).
     package var openDescriptor: FileDescriptor? { isClosed ? nil : descriptor }
 
-    private init(path: String, descriptor: FileDescriptor) {
+    private init(path: String, descriptor: FileDescriptor, isShared: Bool) {
         self.path = path
         self.descriptor = descriptor
+        self.isShared = isShared
     }
 
     deinit {
@@ -31,13 +32,21 @@ package final class PartFile {
     /// Opens (creating if needed) the part file and takes the target's lock (``TargetLock``):
     /// held until the descriptor is closed. Nothing in the file is changed.
     /// The file is created with mode 0666 minus the process umask.
+    /// A share's download (``DownloadPaths/share``) takes its share's lock instead: the other
+    /// shares write the same file.
     package static func claim(_ paths: DownloadPaths) throws(DownloadError) -> PartFile {
-        PartFile(path: paths.part, descriptor: try TargetLock.claim(paths.part, target: paths.target))
+        PartFile(
+            path: paths.part, descriptor: try TargetLock.claim(paths.part, target: paths.target, share: paths.share),
+            isShared: paths.share != nil)
     }
 
+    /// Other downloads (the object's other shares) write this file too: it is never emptied.
+    package let isShared: Bool
+
     /// Discards what the file held (under the lock: the file keeps its name, so nobody else can
-    /// take the target over meanwhile).
+    /// take the target over meanwhile). A shared file keeps the other shares' bytes.
     package func truncate() throws(DownloadError) {
+        guard !isShared else { return }
         do { try systemCall { ftruncate(descriptor.rawValue, 0) } } catch {
             throw .localIO("cannot truncate", path: path, errno: error.rawValue)
         }

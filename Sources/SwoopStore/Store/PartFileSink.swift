@@ -92,8 +92,9 @@ package final class PartFileSink: BodySink {
     package func releaseClaim() {
         guard let part else { return }
         self.part = nil
-        // Claiming created it when nothing was there: then it goes (before the lock does).
-        if (try? part.descriptor.size()) == 0, (try? fileInfo(paths.map)) == nil {
+        // Claiming created it when nothing was there: then it goes (before the lock does). Not a
+        // share's: another share may have opened it meanwhile.
+        if !part.isShared, (try? part.descriptor.size()) == 0, (try? fileInfo(paths.map)) == nil {
             removeFile(paths.part)
             paths.removeWorkingDirectoryIfEmpty()
         }
@@ -166,6 +167,19 @@ package final class PartFileSink: BodySink {
     ) throws(DownloadError) -> PartFile {
         let file: PartFile
         if let claimed { file = claimed } else { file = try PartFile.claim(paths) }
+        if file.isShared {
+            // Every share starts from a map (its own, or a new one), and the file is never emptied:
+            // the first to come reserves the whole object's space.
+            do throws(DownloadError) {
+                if let size, size > preallocationThreshold, (try? file.descriptor.size()) ?? 0 < size {
+                    try file.preallocate(size)
+                }
+            } catch {
+                file.close()
+                throw error
+            }
+            return file
+        }
         guard !resuming else { return file }
         // Whatever a process that held the target before left goes, the map first.
         SegmentMapFile.remove(at: paths.map)

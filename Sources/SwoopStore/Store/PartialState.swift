@@ -54,7 +54,8 @@ package enum PartialState {
         let partLength = (try? fileInfo(paths.part)).map { Int64($0.st_size) }
         switch SegmentMapFile.read(at: paths.map) {
         case .failure(.missing):
-            guard let partLength, partLength > 0 else { return .absent }
+            // A share's part file holds the other shares' bytes: without its map, nothing of its own.
+            guard let partLength, partLength > 0, paths.share == nil else { return .absent }
             return .orphanedPart("\(paths.part) has no segment map (\(paths.map))")
         case .failure(.io(let error)):
             return .unreadable(error)
@@ -93,19 +94,46 @@ package struct DownloadPaths: Sendable, Equatable {
     /// The directory the target goes into.
     package let directory: String
     package let part: String
+    /// This download's segment map: the object's (`H.map`), or for one share of it that share's
+    /// (`H.share-K-of-N.map`, beside the part file all shares write).
     package let map: String
+    /// The share of the object this download fetches (``ObjectShare``), if it fetches one.
+    package let share: ObjectShare?
+    /// `DIR/.swoop/H`: every working file's name less its extension.
+    private let stem: String
 
     /// The name of the working directory in each directory that receives downloads.
     package static let workingDirectoryName = WorkingDirectory.name
 
-    package init(target: String) {
+    package init(target: String, share: ObjectShare? = nil) {
         self.target = target
+        self.share = share
         let (parent, name) = Self.split(target)
         directory = parent.isEmpty ? "." : parent
-        let stem = Self.workingName(for: name)
-        let working = (directory == "/" ? "" : directory) + "/" + Self.workingDirectoryName + "/" + stem
-        part = working + ".part"
-        map = working + ".map"
+        let stem =
+            (directory == "/" ? "" : directory) + "/" + Self.workingDirectoryName + "/" + Self.workingName(for: name)
+        self.stem = stem
+        part = stem + ".part"
+        if let share {
+            map = Self.shareMap(stem, index: share.index, count: share.count)
+        } else {
+            map = stem + ".map"
+        }
+    }
+
+    /// Share `index`'s segment map, when the object is fetched in this download's shares.
+    package func shareMap(_ index: Int) -> String? {
+        share.map { Self.shareMap(stem, index: index, count: $0.count) }
+    }
+
+    /// What every share of the object agrees on before its first byte (`H.shares-N.pin`): the
+    /// version, size and chunk size, written once by the first task (``SharePin``).
+    package var pin: String? {
+        share.map { stem + ".shares-\($0.count).pin" }
+    }
+
+    private static func shareMap(_ stem: String, index: Int, count: Int) -> String {
+        stem + ".share-\(index)-of-\(count).map"
     }
 
     /// `DIR/.swoop`, where the working files of every target in `DIR` live.
@@ -215,8 +243,9 @@ package struct DownloadPaths: Sendable, Equatable {
     private static let recentDirectory = Mutex<(path: String, at: ContinuousClock.Instant)?>(nil)
 
     /// Deletes the part file and the segment map (and the working directory, if that empties it).
+    /// A share's part file holds the other shares' bytes too: only its map goes.
     package func discardPartialState() {
-        removeFile(part)
+        if share == nil { removeFile(part) }
         SegmentMapFile.remove(at: map)
         removeWorkingDirectoryIfEmpty()
     }

@@ -1,3 +1,4 @@
+import CSwoopSystem
 import SwoopCore
 import SystemPackage
 
@@ -27,7 +28,12 @@ package enum TargetLock {
     /// download holds it. Between `open` and `flock` the previous holder may have renamed or
     /// deleted the file (it finished or gave up): the lock is then on a file that is no longer at
     /// `path`, so it is dropped and taken again on what is there now.
-    package static func claim(_ path: String, target: String) throws(DownloadError) -> FileDescriptor {
+    ///
+    /// With `share`, the lock is that share's (``shareLock(_:)``): each share of one object has
+    /// its own writer, and all of them write the same part file.
+    package static func claim(
+        _ path: String, target: String, share: ObjectShare? = nil
+    ) throws(DownloadError) -> FileDescriptor {
         for _ in 0..<16 {
             let descriptor: FileDescriptor
             do {
@@ -44,11 +50,15 @@ package enum TargetLock {
                 throw DownloadError(.localIO, "cannot create \(path): \(error)")
             }
             do {
-                try retryingOnInterrupt { flock(descriptor.rawValue, LOCK_EX | LOCK_NB) }
-            } catch  where error == .wouldBlock {
-                let holder = holder(of: descriptor)
+                if let share {
+                    try retryingOnInterrupt { swoop_lock_byte(descriptor.rawValue, shareLock(share.index), 0) }
+                } else {
+                    try retryingOnInterrupt { flock(descriptor.rawValue, LOCK_EX | LOCK_NB) }
+                }
+            } catch  where error == .wouldBlock || error == .permissionDenied {
+                let holder = share == nil ? holder(of: descriptor) : nil
                 try? descriptor.close()
-                throw inUse(target, by: holder)
+                throw inUse(share.map { "share \($0) of \(target)" } ?? target, by: holder)
             } catch {
                 try? descriptor.close()
                 throw DownloadError.localIO("cannot lock", path: path, errno: error.rawValue)
@@ -59,10 +69,18 @@ package enum TargetLock {
         throw DownloadError(.localIO, "cannot lock \(path): it keeps being replaced by another program")
     }
 
+    /// The byte of the part file whose lock (an open file description's, `F_OFD_SETLK`, which
+    /// like a `flock` belongs to the open file and goes when the holder exits) is share `index`'s:
+    /// far past any object's end, one byte a share.
+    package static func shareLock(_ index: Int) -> Int64 { (1 << 62) + Int64(index) }
+
+    /// The byte whose lock the task finishing a shared object holds (``shareLock(_:)``'s kind).
+    package static let finishingLock: Int64 = (1 << 62) - 1
+
     /// Creates the directory that holds `path` (a target's working directory), durably: its
     /// entry in the target's directory is flushed, so a partial download survives a crash.
     /// One created by another download meanwhile is fine.
-    private static func createWorkingDirectory(containing path: String) throws(DownloadError) {
+    package static func createWorkingDirectory(containing path: String) throws(DownloadError) {
         let directory = FilePath(path).removingLastComponent().string
         guard mkdir(directory, 0o755) == 0 else {
             if errno == EEXIST { return }

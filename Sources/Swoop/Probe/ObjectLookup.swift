@@ -3,7 +3,9 @@ import SwoopStore
 import SwoopCurl
 import Synchronization
 
-/// Asks the server what it calls an object, before a download fixes its file names.
+/// Asks the server about an object before a download starts: what it calls it (before a download
+/// fixes its file name), and its size and validators (before the shares of a shared download
+/// agree on them).
 ///
 /// One head-only probe (`Range: bytes=0-0`, since presigned URLs often refuse `HEAD`) through
 /// the same ``Prober`` a download uses, so redirects (http and https only), retries, the shared
@@ -14,10 +16,17 @@ import Synchronization
 /// `@unchecked Sendable`: `prober` is touched only on the transfer thread (in closures run by
 /// ``TransferLoop/execute(_:)`` and in the prober's callbacks); `state` is a `Mutex`; the rest is
 /// immutable.
-final class FileNameLookup: ProberDelegate, @unchecked Sendable {
-    /// The server's name for the object, safe to create in a directory; `nil` when it gave none
-    /// that is usable.
-    typealias Outcome = Result<String?, DownloadError>
+final class ObjectLookup: ProberDelegate, @unchecked Sendable {
+    /// What the final response showed.
+    struct Found: Sendable {
+        /// The server's name for the object, safe to create in a directory; `nil` when it gave
+        /// none that is usable.
+        var name: String?
+        /// The object: its URL after redirects, size and validators (`nil`: a probe that ended
+        /// without one, which a fresh probe does not).
+        var object: RemoteObject?
+    }
+    typealias Outcome = Result<Found, DownloadError>
 
     private enum State {
         case idle
@@ -108,21 +117,21 @@ final class FileNameLookup: ProberDelegate, @unchecked Sendable {
         _ prober: Prober, beginTransfer step: ProbeDecision.Step, on connection: Connection
     ) throws(DownloadError) -> Prober.Handover {
         // A head-only probe ends with its step instead; nothing is transferred.
-        throw DownloadError(.cancelled, "a file name lookup transfers nothing")
+        throw DownloadError(.cancelled, "an object lookup transfers nothing")
     }
 
     func prober(_ prober: Prober, didEndWith step: ProbeDecision.Step) {
         guard prober === self.prober else { return }
         self.prober = nil
+        let name = { prober.lastHead?.value("content-disposition").flatMap(ContentDisposition.init)?.safeFileName }
         switch step {
-        case .ranged, .stream, .empty:
-            let name = prober.lastHead?.value("content-disposition").flatMap(ContentDisposition.init)?.safeFileName
-            finish(.success(name))
+        case .ranged(let object, _), .stream(let object, _), .empty(let object):
+            finish(.success(Found(name: name(), object: object)))
         case .fail(let error):
             finish(.failure(error))
         case .redirect, .alreadyComplete, .finishResumed, .restart, .compareHeld, .withoutRange, .askAgain:
             // Not reached from a fresh basis: the prober follows redirects and confirmations itself.
-            finish(.success(nil))
+            finish(.success(Found()))
         }
     }
 }

@@ -1,0 +1,165 @@
+import Dispatch
+import Logging
+import SwoopStore
+import SwoopCurl
+import SystemPackage
+
+/// The last step of a shared download: one task at a time (the part file's finishing lock) looks
+/// at every share's map; the one that finds them all complete checks the seams and the digests
+/// and publishes the object.
+extension Downloader {
+    func finishIfLast(
+        _ request: DownloadRequest, paths: DownloadPaths, pin: SegmentMap, configuration: Configuration,
+        into result: inout ShareResult
+    ) async throws(DownloadError) {
+        // Waiting for the lock, reading the maps: off the cooperative pool.
+        let looked = await Self.offPool { () throws(DownloadError) -> (FinishingLock?, [SharedObject.ShareState]) in
+            guard let descriptor = try SharedObject.lockForFinishing(paths) else { return (nil, []) }
+            return (FinishingLock(descriptor), SharedObject.shares(of: paths, pin: pin))
+        }
+        let (lock, shares) = try looked.get()
+        guard let lock else {
+            // Another task published the object meanwhile.
+            result.sharesComplete = result.share.count
+            return
+        }
+        result.sharesComplete = shares.filter(\.isComplete).count
+        guard result.sharesComplete == shares.count else {
+            lock.close()
+            if let unusable = shares.compactMap({ if case .unusable(let why) = $0 { why } else { nil } }).first {
+                throw DownloadError(
+                    .localIO, "the object's shares cannot be finished: \(unusable)", remedy: .restartShares)
+            }
+            return
+        }
+        let object: RemoteObject?
+        do throws(DownloadError) {
+            let checked = try await checkSeams(
+                request, pin: pin, count: result.share.count, configuration: configuration, part: lock)
+            object = checked.object
+            result.seamsChecked = checked.seams
+        } catch {
+            if error.kind == .objectChanged { Self.discardAll(paths, lock: lock) } else { lock.close() }
+            throw error
+        }
+        let checks = DigestCheck.checks(
+            expected: request.expectedChecksum, published: object?.digests ?? PublishedDigests(),
+            verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
+        let published = await Self.offPool { () throws(DownloadError) -> [VerifiedDigest] in
+            let verified: [VerifiedDigest]
+            do throws(DownloadError) {
+                verified = try SharedObject.verify(
+                    lock.descriptor, size: pin.objectSize, checks: checks, target: paths.target)
+            } catch {
+                if error.kind == .checksumMismatch { Self.discardAll(paths, lock: lock) } else { lock.close() }
+                throw error
+            }
+            try SharedObject.publish(lock.take(), paths: paths, pin: pin)
+            return verified
+        }
+        result.verified = try published.get()
+        result.finishedObject = true
+        logger.info("every share is complete: published", metadata: ["path": "\(paths.target)"])
+    }
+
+    /// Fetches the bytes around every seam again and compares them with the part file: a
+    /// difference means two shares hold two versions, and nothing is published.
+    private func checkSeams(
+        _ request: DownloadRequest, pin: SegmentMap, count: Int, configuration: Configuration, part: FinishingLock
+    ) async throws(DownloadError) -> (object: RemoteObject?, seams: Int) {
+        let windows = SeamCheck.windows(of: pin.layout, count: count)
+        guard !windows.isEmpty else { return (nil, 0) }
+        let (url, service) = try remote(request.url, configuration: configuration)
+        let settings = ExchangeSettings(configuration)
+        let (loop, logger) = (self.loop, self.logger)
+        let slot = SeamCheckSlot()
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<SeamCheck.Outcome, Never>) in
+                let accepted = loop.execute {
+                    let check = SeamCheck(
+                        url: url, headers: request.headers, service: service, pin: pin.identity, windows: windows,
+                        settings: settings, loop: loop, logger: logger
+                    ) { result in
+                        slot.check = nil
+                        continuation.resume(returning: result)
+                    }
+                    slot.check = check
+                    check.start()
+                }
+                if !accepted {
+                    continuation.resume(returning: .failure(DownloadError(.cancelled, "the downloader was shut down")))
+                }
+            }
+        } onCancel: {
+            _ = loop.execute { slot.check?.cancel() }
+        }
+        let (samples, object) = try outcome.get()
+        let differs = await Self.offPool { SharedObject.firstDifference(in: part.descriptor, samples: samples) }
+        if let range = differs {
+            throw DownloadError(
+                .objectChanged,
+                "the shares of \(request.url) hold two versions: bytes \(range), fetched again, differ from what the "
+                    + "shares wrote, though the server's validators did not change; every share was discarded",
+                remedy: .restartShares)
+        }
+        return (object, windows.count)
+    }
+
+    /// Deletes every share's state and the part file (under the finishing lock), so that the
+    /// next run of the shares starts over: what they hold cannot become the object.
+    private static func discardAll(_ paths: DownloadPaths, lock: FinishingLock) {
+        SharedObject.discardShares(paths)
+        removeFile(paths.part)
+        paths.removeWorkingDirectoryIfEmpty()
+        lock.close()
+    }
+
+    /// Runs blocking file work on a thread of its own rather than the cooperative pool.
+    static func offPool<T: Sendable>(
+        _ work: @escaping @Sendable () throws(DownloadError) -> T
+    ) async -> Result<T, DownloadError> {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(DownloadError) in try work() })
+            }
+        }
+    }
+
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
+        }
+    }
+}
+
+/// The part file open under the finishing lock, until it is published or closed.
+/// `@unchecked Sendable`: used by one task at a time, in order.
+final class FinishingLock: @unchecked Sendable {
+    let descriptor: FileDescriptor
+    private var isOpen = true
+
+    init(_ descriptor: FileDescriptor) {
+        self.descriptor = descriptor
+    }
+
+    /// Hands the descriptor to whoever closes it (the publisher).
+    func take() -> FileDescriptor {
+        isOpen = false
+        return descriptor
+    }
+
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        try? descriptor.close()
+    }
+
+    deinit { close() }
+}
+
+/// The seam check in flight, for a cancellation to reach. `@unchecked Sendable`: `check` is
+/// touched only on the transfer thread.
+private final class SeamCheckSlot: @unchecked Sendable {
+    var check: SeamCheck?
+}
