@@ -30,6 +30,24 @@ public struct DownloadStatus: Sendable, Equatable {
     /// target's lock, and a download started now stops with ``DownloadError/Kind/targetInUse``.
     public var isInUse = false
 
+    /// One share of an object fetched in shares by several tasks (``Downloader/download(_:share:to:progress:)``).
+    public struct Share: Sendable, Equatable {
+        public var share: ObjectShare
+        /// This share's bytes held (durably), and all its bytes.
+        public var bytesDone: Int64
+        public var bytes: Int64
+        /// Its task is running now.
+        public var isInUse: Bool
+        /// Why its map cannot be used (another version, unreadable), if it cannot.
+        public var problem: String?
+
+        public var isComplete: Bool { problem == nil && bytesDone == bytes }
+    }
+
+    /// The shares of an object being fetched in shares, when it is (the object's size, validators
+    /// and URL are then those its shares agreed on, and ``bytesDone`` is theirs together).
+    public var shares: [Share] = []
+
     /// Whether running the same download again continues from here.
     public var canResume: Bool { state == .partial }
 
@@ -63,6 +81,10 @@ extension Downloader {
         var status = DownloadStatus(path: path, state: .absent, bytesDone: 0, chunkCount: 0, completedChunks: [])
         let state = PartialState.inspect(paths, url: redacted)
         status.isInUse = state.isPartial && TargetLock.isHeld(paths.part)
+        if !state.isComplete, !SharedObject.shareCounts(of: path).isEmpty {
+            status.describeShares()
+            return status
+        }
         switch state {
         case .absent:
             break
@@ -102,6 +124,37 @@ extension Downloader {
 }
 
 extension DownloadStatus {
+    /// Fills in what an object fetched in shares holds: its pin and every share's map (the first
+    /// pin's, if tasks of two share counts left theirs).
+    fileprivate mutating func describeShares() {
+        guard let count = SharedObject.shareCounts(of: path).first, let share = ObjectShare(index: 0, count: count)
+        else { return }
+        let paths = DownloadPaths(target: path, share: share)
+        guard let pin = try? SharedObject.readPin(paths) else {
+            state = .untrusted("\(paths.pin ?? path), the version its shares agreed on, cannot be read")
+            return
+        }
+        describe(pin)
+        // Each share's map is its own: what the object holds is said share by share.
+        (bytesDone, chunkCount, completedChunks) = (0, 0, [])
+        state = .partial
+        for (index, found) in SharedObject.shares(of: paths, pin: pin).enumerated() {
+            guard let share = ObjectShare(index: index, count: count) else { continue }
+            let total = share.ranges(of: pin.layout).reduce(0) { $0 + $1.count }
+            var entry = Share(
+                share: share, bytesDone: 0, bytes: total, isInUse: SharedObject.isInUse(paths, index: index))
+            switch found {
+            case .notStarted: break
+            case .partial(let done, _): entry.bytesDone = done
+            case .complete: entry.bytesDone = total
+            case .unusable(let why): entry.problem = why
+            }
+            if entry.isInUse { isInUse = true }
+            bytesDone += entry.bytesDone
+            shares.append(entry)
+        }
+    }
+
     /// Fills in what a segment map says.
     fileprivate mutating func describe(_ map: SegmentMap) {
         url = map.url

@@ -141,6 +141,7 @@ extension Downloader {
     /// counted as done). Any other download's basis is `found`.
     static func shareBasis(_ found: LocalState, paths: DownloadPaths) throws(DownloadError) -> LocalState {
         guard let share = paths.share else { return found }
+        if case .completed = found { return found }
         guard let pin = try SharedObject.readPin(paths) else {
             throw DownloadError(.localIO, "internal: share \(share) of \(paths.target) started before its pin")
         }

@@ -42,6 +42,13 @@ struct Status: ParsableCommand {
             return "\(status.path): no download here (no file and no partial download)"
         case .complete:
             lines.append("\(status.path): complete (\(Format.bytes(status.bytesDone)))")
+        case .partial where !status.shares.isEmpty:
+            let percent = Format.fixed((status.fractionCompleted ?? 0) * 100, digits: 1)
+            let complete = status.shares.filter(\.isComplete).count
+            lines.append(
+                "\(status.path): fetched in \(status.shares.count) shares, \(percent)% (\(complete) of "
+                    + "\(status.shares.count) shares complete): each share's command resumes it, and the last to "
+                    + "finish saves the file")
         case .partial:
             let percent = Format.fixed((status.fractionCompleted ?? 0) * 100, digits: 1)
             lines.append(
@@ -56,6 +63,21 @@ struct Status: ParsableCommand {
         if let size = status.size { lines.append(Messages.statusSize(size)) }
         if let etag = status.etag { lines.append("  ETag           \(etag)") }
         if let modified = status.lastModified { lines.append("  Last-Modified  \(modified)") }
+        for share in status.shares {
+            let label = "  share \(share.share)"
+            var line =
+                label + String(repeating: " ", count: max(1, 17 - label.count))
+                + "\(Format.bytes(share.bytesDone)) of \(Format.bytes(share.bytes))"
+            if let problem = share.problem {
+                line += ", cannot be used: \(problem)"
+            } else if share.isComplete {
+                line += ", complete"
+            } else if share.bytesDone == 0 && !share.isInUse {
+                line += ", not started"
+            }
+            if share.isInUse { line += ", downloading now" }
+            lines.append(line)
+        }
         if let chunkSize = status.chunkSize, status.chunkCount > 0 {
             let done = status.completedChunks.reduce(0) { $0 + $1.count }
             lines.append("  chunks         \(status.chunkCount) x \(Format.bytes(chunkSize)), \(done) complete")
@@ -95,6 +117,17 @@ struct StatusSummary: Encodable {
     var chunkCount: Int
     /// Complete byte ranges, half-open `[start, end)`.
     var completeRanges: [[Int64]]
+    /// An object fetched in shares: each share ("K/N"), its bytes held and all its bytes.
+    var shares: [ShareSummary]?
+
+    struct ShareSummary: Encodable {
+        var share: String
+        var bytesDone: Int64
+        var bytes: Int64
+        var complete: Bool
+        var inUse: Bool
+        var problem: String?
+    }
 
     init(_ status: DownloadStatus) {
         path = status.path
@@ -115,6 +148,13 @@ struct StatusSummary: Encodable {
         bytesDone = status.bytesDone
         chunkSize = status.chunkSize
         chunkCount = status.chunkCount
+        if !status.shares.isEmpty {
+            shares = status.shares.map {
+                ShareSummary(
+                    share: $0.share.description, bytesDone: $0.bytesDone, bytes: $0.bytes, complete: $0.isComplete,
+                    inUse: $0.isInUse, problem: $0.problem)
+            }
+        }
         completeRanges = status.completedChunks.map { run in
             let chunk = status.chunkSize ?? 0
             return [Int64(run.lowerBound) * chunk, min(Int64(run.upperBound) * chunk, status.size ?? 0)]

@@ -27,6 +27,11 @@ package enum PartialState {
     /// The segment map could not be read (an I/O error, not a bad map).
     case unreadable(DownloadError)
 
+    /// A file is at the target.
+    package var isComplete: Bool {
+        if case .complete = self { true } else { false }
+    }
+
     /// Whether this is a partial download (another run's, or a running one's): reading it for
     /// real, or changing it, needs the target's lock.
     package var isPartial: Bool {
@@ -56,6 +61,14 @@ package enum PartialState {
         case .failure(.missing):
             // A share's part file holds the other shares' bytes: without its map, nothing of its own.
             guard let partLength, partLength > 0, paths.share == nil else { return .absent }
+            if let count = SharedObject.shareCounts(of: paths.target).first {
+                // Another run fetches the object in shares into this part file: not this run's to clear.
+                return .unreadable(
+                    DownloadError(
+                        .targetInUse,
+                        "\(paths.target) is being fetched in \(count) shares, into \(paths.part): finish it with each "
+                            + "share's download, or discard them", remedy: .restartShares))
+            }
             return .orphanedPart("\(paths.part) has no segment map (\(paths.map))")
         case .failure(.io(let error)):
             return .unreadable(error)
@@ -100,7 +113,7 @@ package struct DownloadPaths: Sendable, Equatable {
     /// The share of the object this download fetches (``ObjectShare``), if it fetches one.
     package let share: ObjectShare?
     /// `DIR/.swoop/H`: every working file's name less its extension.
-    private let stem: String
+    package let stem: String
 
     /// The name of the working directory in each directory that receives downloads.
     package static let workingDirectoryName = WorkingDirectory.name

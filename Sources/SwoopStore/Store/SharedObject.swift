@@ -219,4 +219,33 @@ package enum SharedObject {
         }
         return verified
     }
+
+    /// The share counts an object at `paths`'s target is being fetched in: one for each pin in
+    /// the working directory (normally one).
+    package static func shareCounts(of target: String) -> [Int] {
+        let paths = DownloadPaths(target: target)
+        let prefix = String(paths.stem.split(separator: "/").last ?? "") + ".shares-"
+        guard let directory = opendir(paths.workingDirectory) else { return [] }
+        defer { closedir(directory) }
+        var counts: [Int] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix(prefix), name.hasSuffix(".pin"),
+                let count = Int(name.dropFirst(prefix.count).dropLast(4)), count >= 1
+            else { continue }
+            counts.append(count)
+        }
+        return counts.sorted()
+    }
+
+    /// Whether a task holds share `index`'s lock now (its download is running). Takes nothing: a
+    /// lock obtained for the test goes at once.
+    package static func isInUse(_ paths: DownloadPaths, index: Int) -> Bool {
+        let raw = open(paths.part, O_RDWR | O_CLOEXEC)
+        guard raw >= 0 else { return false }
+        defer { _ = close(raw) }
+        return swoop_lock_byte(raw, TargetLock.shareLock(index), 0) != 0 && (errno == EAGAIN || errno == EACCES)
+    }
 }
