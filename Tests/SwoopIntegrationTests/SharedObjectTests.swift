@@ -1,0 +1,238 @@
+import Foundation
+import Swoop
+import SwoopTestOrigin
+import Testing
+
+/// One object fetched in shares by several `swoop get URL --shard K/N` processes into one part
+/// file (issue 58): each share from its own client address, against an origin that caps each
+/// address as a CDN does; shares run one after another (nothing at the target until the last),
+/// a share killed and run again, and the object changing between the shares' starts, honestly
+/// (new validators: refused) and under validators that lie (the seams show it: nothing published).
+@Suite("One object in shares", .serialized)
+struct SharedObjectTests {
+    private static let MiB: Int64 = 1 << 20
+
+    /// One share's `--json` summary.
+    struct ShareSummary: Decodable {
+        var ok: Bool
+        var share: String?
+        var shareBytes: Int64?
+        var sharesComplete: Int?
+        var finishedObject: Bool?
+        var seamsChecked: Int?
+        var alreadyComplete: Bool?
+        var receivedBytes: Int64?
+        var error: String?
+    }
+
+    private static func summary(_ result: CLI.Result) throws -> ShareSummary {
+        try JSONDecoder().decode(ShareSummary.self, from: Data(result.stdout.utf8))
+    }
+
+    /// `swoop get URL -o obj.bin --shard K/N --json`, with any `extra` arguments.
+    private static func share(
+        _ index: Int, of count: Int, url: String, in scratch: Scratch, _ extra: [String] = []
+    ) throws -> CLI.Running {
+        try CLI.start(
+            [url, "-o", "obj.bin", "--shard", "\(index)/\(count)", "--json", "-q"] + extra, in: scratch.url)
+    }
+
+    /// Body bytes the origin sent to `address` (or to anyone) for `path`.
+    private static func served(_ origin: TestOrigin, _ path: String, to address: String? = nil) -> Int64 {
+        origin.requests.filter { $0.path == path && (address == nil || $0.clientAddress == address) }
+            .reduce(0) { $0 + $1.bodyBytesSent }
+    }
+
+    @Test("four shares at once, each from its own address under a per-address cap: the object whole, once")
+    func fourAtOnce() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 48 * Self.MiB + 12_345, seed: 5801)
+            origin.addObject(object, at: "/obj.bin")
+            origin.updateFaults { $0.perClientBytesPerSecond = Int(16 * Self.MiB) }
+            let runs = try (0..<4).map {
+                try Self.share(
+                    $0, of: 4, url: origin.url("/obj.bin"), in: scratch, ["--interface", "127.0.0.\($0 + 2)"])
+            }
+            var summaries: [ShareSummary] = []
+            for run in runs {
+                let result = try await run.wait(timeout: .seconds(300))
+                #expect(result.status == 0, "\(result.stderr)")
+                summaries.append(try Self.summary(result))
+            }
+            #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
+            #expect(summaries.filter { $0.finishedObject == true }.count == 1, "one task published the object")
+            let finisher = try #require(summaries.first { $0.finishedObject == true })
+            #expect(finisher.sharesComplete == 4 && finisher.seamsChecked ?? 0 > 0)
+            #expect(!FileManager.default.fileExists(atPath: scratch.path(".swoop")), "no working file is left")
+            // Each address fetched its own share (and the overlap of its requests, and for the
+            // finishing task the seams), not the object.
+            let layout = ChunkLayout(objectSize: object.size)
+            for index in 0..<4 {
+                let sent = Self.served(origin, "/obj.bin", to: "127.0.0.\(index + 2)")
+                let share = summaries[index].shareBytes ?? 0
+                let own: Int64 = ObjectShare(index: index, count: 4)!.ranges(of: layout).reduce(0) { $0 + $1.count }
+                #expect(share == own)
+                #expect(sent >= share && sent <= share + Self.MiB + 2 * Self.MiB, "share \(index): \(sent) bytes sent")
+            }
+        }
+    }
+
+    @Test("shares one after another: nothing at the target until the last; each resumable; a rerun confirms")
+    func oneAfterAnother() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 40 * Self.MiB + 777, seed: 5802)
+            origin.addObject(object, at: "/obj.bin")
+            for index in [2, 0, 1] {
+                let result = try await Self.share(index, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                    timeout: .seconds(120))
+                #expect(result.status == 0, "\(result.stderr)")
+                let summary = try Self.summary(result)
+                #expect(
+                    summary.finishedObject == false && summary.sharesComplete == [2, 0, 1].firstIndex(of: index)! + 1)
+                #expect(!scratch.exists("obj.bin"), "nothing at the target before the last share")
+            }
+            let status = Downloader.status(of: scratch.path("obj.bin"))
+            #expect(status.canResume && status.shares.count == 4)
+            #expect(status.shares.map(\.isComplete) == [true, true, true, false], "\(status.shares)")
+            #expect(status.size == object.size && status.bytesDone == object.size - status.shares[3].bytes)
+            // Without --shard, the part file the shares write is not emptied: a clear error instead.
+            let plain = try await CLI.run([origin.url("/obj.bin"), "-o", "obj.bin", "-q"], in: scratch.url)
+            #expect(plain.status == 5 && plain.stderr.contains("being fetched in 4 shares"), "\(plain.stderr)")
+
+            origin.resetLog()
+            let last = try await Self.share(3, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(last.status == 0, "\(last.stderr)")
+            let summary = try Self.summary(last)
+            #expect(summary.finishedObject == true && summary.sharesComplete == 4)
+            // 40 MiB in 4 shares: stripes of 4 MiB, 11 of them, 10 seams.
+            #expect(summary.seamsChecked == 10)
+            #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
+            #expect(Self.served(origin, "/obj.bin") <= (summary.shareBytes ?? 0) + Self.MiB)
+
+            // A finished share run again: the file is confirmed, nothing fetched again.
+            origin.resetLog()
+            let again = try await Self.share(1, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            let confirmed = try Self.summary(again)
+            #expect(again.status == 0 && confirmed.alreadyComplete == true, "\(again.stderr)")
+            #expect(Self.served(origin, "/obj.bin") <= 2048)
+        }
+    }
+
+    @Test("a share killed with SIGKILL and run again fetches only its missing bytes, then publishes the object")
+    func killedShareResumes() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 32 * Self.MiB, seed: 5803)
+            origin.addObject(object, at: "/obj.bin")
+            // 8 MiB a share at 2 MiB/s an address: about 4 s each.
+            origin.updateFaults { $0.perClientBytesPerSecond = Int(2 * Self.MiB) }
+            let runs = try (0..<4).map {
+                try Self.share(
+                    $0, of: 4, url: origin.url("/obj.bin"), in: scratch, ["--interface", "127.0.0.\($0 + 2)"])
+            }
+            let target = scratch.path("obj.bin")
+            var deadline = MachineLoad.Deadline(.seconds(30))
+            while (Downloader.status(of: target).shares.first { $0.share.index == 1 }?.bytesDone ?? 0) < 2 * Self.MiB {
+                if deadline.exceeded() {
+                    Issue.record("share 1 checkpointed nothing in \(deadline.bound())")
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            runs[1].signal(SIGKILL)
+            _ = try await runs[1].wait(timeout: .seconds(60))
+            for index in [0, 2, 3] {
+                let result = try await runs[index].wait(timeout: .seconds(300))
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(try Self.summary(result).finishedObject == false)
+            }
+            #expect(!scratch.exists("obj.bin"), "nothing at the target while share 1 is missing")
+            let held = try #require(Downloader.status(of: target).shares.first { $0.share.index == 1 })
+            #expect(held.bytesDone > 0 && held.bytesDone < held.bytes, "\(held)")
+            origin.resetLog()
+            let rerun = try await Self.share(
+                1, of: 4, url: origin.url("/obj.bin"), in: scratch,
+                [
+                    "--interface", "127.0.0.3",
+                ]
+            ).wait(timeout: .seconds(300))
+            #expect(rerun.status == 0, "\(rerun.stderr)")
+            #expect(try Self.summary(rerun).finishedObject == true)
+            #expect(try await TestData.sha256(of: target) == object.sha256)
+            let missing = held.bytes - held.bytesDone
+            let fetched = Self.served(origin, "/obj.bin")
+            print(
+                "shared object: share 1 killed with \(held.bytesDone) of \(held.bytes) bytes held; its rerun "
+                    + "fetched \(fetched) bytes for \(missing) missing (seams included)")
+            #expect(fetched >= missing && fetched <= missing + missing / 10 + Self.MiB)
+        }
+    }
+
+    @Test("the object replaced (new validators) between the shares' starts: refused; --force starts over")
+    func changeBetweenStarts() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            origin.addObject(TestObject(size: 20 * Self.MiB, seed: 5804), at: "/obj.bin")
+            let first = try await Self.share(0, of: 2, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(first.status == 0, "\(first.stderr)")
+            let newer = TestObject(size: 20 * Self.MiB, seed: 5805)
+            origin.addObject(newer, at: "/obj.bin")
+            let second = try await Self.share(1, of: 2, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(second.status == 4, "\(second.stderr)")
+            let failure = try Self.summary(second).error ?? ""
+            #expect(failure.contains("changed") && failure.contains("--force"), "\(failure)")
+            #expect(!scratch.exists("obj.bin"))
+            // Every share again with --force: the old shares are discarded, the new version fetched.
+            for index in [0, 1] {
+                let result = try await Self.share(index, of: 2, url: origin.url("/obj.bin"), in: scratch, ["--force"])
+                    .wait(timeout: .seconds(120))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == newer.sha256)
+        }
+    }
+
+    @Test("validators that lie (kept after a replace): the seams show two versions, nothing is published")
+    func lyingValidatorsAreCaughtAtTheSeams() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            // The server computes validators once per path and sends them ever after.
+            origin.updateFaults { $0.metadataFromFirstRequest = true }
+            origin.addObject(TestObject(size: 24 * Self.MiB, seed: 5806), at: "/obj.bin")
+            for index in [0, 1] {
+                let result = try await Self.share(index, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                    timeout: .seconds(120))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            let newer = TestObject(size: 24 * Self.MiB, seed: 5807)
+            origin.addObject(newer, at: "/obj.bin")
+            let third = try await Self.share(2, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(third.status == 0, "share 2 cannot tell: \(third.stderr)")
+            let last = try await Self.share(3, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(last.status == 4, "\(last.stderr)")
+            #expect((try Self.summary(last).error ?? "").contains("two versions"))
+            #expect(!scratch.exists("obj.bin"), "a mixed file is never published")
+            #expect(Downloader.status(of: scratch.path("obj.bin")).shares.isEmpty, "the shares were discarded")
+            // The array again: every share fetches what the server serves now.
+            for index in 0..<4 {
+                let result = try await Self.share(index, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                    timeout: .seconds(120))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == newer.sha256)
+        }
+    }
+}
