@@ -110,7 +110,8 @@ struct SlurmShareTests {
                     let ratio = seconds[4]! / seconds[1]!
                     print(
                         "slurm shares: 1 GiB at 32 MiB/s an address: one task "
-                            + "\(String(format: "%.1f", seconds[1]!)) s, four tasks \(String(format: "%.1f", seconds[4]!)) s: "
+                            + "\(String(format: "%.1f", seconds[1]!)) s, four tasks "
+                            + "\(String(format: "%.1f", seconds[4]!)) s: "
                             + "\(String(format: "%.2f", ratio))x (from the submission to the file at its path)")
                     // The target is 0.3x; a bound that holds on a loaded machine is looser (the floor is 0.25x).
                     #expect(ratio < 0.5, "four tasks took \(ratio)x one task's time")
