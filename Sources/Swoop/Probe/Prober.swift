@@ -25,7 +25,7 @@ protocol ProberDelegate: AnyObject {
 /// the core) decides; the prober performs. Transfer thread only.
 final class Prober: ProbeExchangeDelegate {
     /// What the probe is for: a download's first request, whose response becomes the transfer's
-    /// first segment or stream, or only the final response head (``FileNameLookup``: one byte
+    /// first segment or stream, or only the final response head (``ObjectLookup``: one byte
     /// asked for, the probe ends with the step that head decided, without a transfer).
     typealias Purpose = ProbeMachine.Purpose
 
