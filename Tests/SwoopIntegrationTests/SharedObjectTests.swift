@@ -235,4 +235,29 @@ struct SharedObjectTests {
             #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == newer.sha256)
         }
     }
+
+    @Test("a share without stripes (a small object) completes at once; another share count is refused")
+    func shareWithoutStripes() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            // 10 MiB in stripes of 4 MiB: shares 0, 1 and 2 hold one each, share 3 none.
+            let object = TestObject(size: 10 * Self.MiB, seed: 5808)
+            origin.addObject(object, at: "/obj.bin")
+            let empty = try await Self.share(3, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(empty.status == 0, "\(empty.stderr)")
+            let summary = try Self.summary(empty)
+            #expect(summary.shareBytes == 0 && summary.sharesComplete == 1 && summary.finishedObject == false)
+            let other = try await Self.share(0, of: 2, url: origin.url("/obj.bin"), in: scratch).wait(
+                timeout: .seconds(120))
+            #expect(other.status == 5 && other.stderr.contains("being fetched in 4 shares"), "\(other.stderr)")
+            for index in 0..<3 {
+                let result = try await Self.share(index, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                    timeout: .seconds(120))
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
+        }
+    }
 }

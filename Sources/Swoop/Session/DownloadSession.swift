@@ -130,6 +130,13 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             size = found.size ?? first.own.upperBound
             resuming = resumedMap != nil
         case .stream(let object, let discardsPartial):
+            // A share writes only its stripes, at their offsets: a whole object in one stream would
+            // write over the other shares'.
+            if let share = context.paths.share {
+                throw DownloadError(
+                    .invalidResponse,
+                    "\(url.redacted) stopped serving byte ranges: share \(share) cannot be fetched without them")
+            }
             if discardsPartial {
                 // The sink's open discards what it held (the map first).
                 logger.warning("the server no longer answers range requests; starting over in a single stream")

@@ -61,7 +61,8 @@ extension Downloader {
             throw .invalidRequest(
                 "\(path) is in a directory named \(DownloadPaths.workingDirectoryName); choose another")
         }
-        if case .complete = PartialState.inspect(paths, url: nil) {
+        let overwrites = configuration.files.overwritesExistingFile
+        if case .complete = PartialState.inspect(paths, url: nil, overwritesTarget: overwrites) {
             // Finished already: confirmed as any finished file is (its record, 1 KiB of its middle).
             let done = try await start(
                 request, to: path, configuration: configuration, sink: .partFile, share: share,
@@ -97,9 +98,25 @@ extension Downloader {
     private func agreedPin(
         _ request: DownloadRequest, paths: DownloadPaths, configuration: Configuration
     ) async throws(DownloadError) -> SegmentMap {
+        let overwrites = configuration.files.overwritesExistingFile
+        if let count = SharedObject.shareCounts(of: paths.target).first(where: { $0 != paths.share?.count }) {
+            // Two arrays in one part file could hold two versions: one at a time.
+            guard overwrites else {
+                throw DownloadError(
+                    .targetInUse, "\(paths.target) is being fetched in \(count) shares: use --shard K/\(count)",
+                    remedy: .restartShares)
+            }
+            if let other = ObjectShare(index: 0, count: count) {
+                SharedObject.discardShares(DownloadPaths(target: paths.target, share: other))
+            }
+        }
         let held = try SharedObject.readPin(paths)
-        if let held, !configuration.files.overwritesExistingFile { return held }
+        if let held, !overwrites { return held }
         let found = try await lookUp(request, configuration: configuration)
+        if found.object?.size == 0 {
+            throw DownloadError(
+                .invalidRequest, "\(request.url) is empty: there is nothing to fetch in shares; fetch it in one")
+        }
         guard let object = found.object, let size = object.size, object.acceptsRanges else {
             throw DownloadError(
                 .invalidResponse,

@@ -19,8 +19,11 @@ extension Downloader {
         }
         let (lock, shares) = try looked.get()
         guard let lock else {
-            // Another task published the object meanwhile.
-            result.sharesComplete = result.share.count
+            // No part file: another task published the object meanwhile, or (a share without
+            // stripes) none has written a byte yet.
+            let published = (try? fileInfo(paths.target)) != nil
+            result.sharesComplete =
+                published ? result.share.count : SharedObject.shares(of: paths, pin: pin).filter(\.isComplete).count
             return
         }
         result.sharesComplete = shares.filter(\.isComplete).count
@@ -54,7 +57,8 @@ extension Downloader {
                 if error.kind == .checksumMismatch { Self.discardAll(paths, lock: lock) } else { lock.close() }
                 throw error
             }
-            try SharedObject.publish(lock.take(), paths: paths, pin: pin)
+            try SharedObject.publish(
+                lock.take(), paths: paths, pin: pin, overwrite: configuration.files.overwritesExistingFile)
             return verified
         }
         result.verified = try published.get()

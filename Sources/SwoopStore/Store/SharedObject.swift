@@ -152,14 +152,14 @@ package enum SharedObject {
 
     /// Publishes the finished object: the part file (open at `descriptor`, under the finishing
     /// lock) is cut to size, recorded, made durable and renamed to the target without replacing
-    /// anything; then every share's map and the pin go. Closes `descriptor`.
+    /// anything (unless `overwrite`); then every share's map and the pin go. Closes `descriptor`.
     package static func publish(
-        _ descriptor: FileDescriptor, paths: DownloadPaths, pin: SegmentMap
+        _ descriptor: FileDescriptor, paths: DownloadPaths, pin: SegmentMap, overwrite: Bool
     ) throws(DownloadError) {
         let record = CompletedObject(size: pin.objectSize, etag: pin.etag, lastModified: pin.lastModified)
         let item = Finalizer.Item(
             body: .written(descriptor, after: nil), paths: paths, size: pin.objectSize, record: record,
-            overwrite: false, removesMap: true)
+            overwrite: overwrite, removesMap: true)
         try Finalizer.finalize(item)
         discardShares(paths)
     }
