@@ -215,9 +215,11 @@ struct Get: AsyncParsableCommand {
             try await runStream(urls: urls, configuration: configuration, logger: logger)
             return
         }
-        if let shard {
-            try await runShare(url: url, shard: shard, configuration: configuration, logger: logger)
-            return
+        let share = try shard.map { (shard) throws -> ObjectShare in
+            guard let share = ObjectShare(index: shard.index, count: shard.count) else {
+                throw CommandFailure(status: .usage, message: "--shard \(shard.index)/\(shard.count) is not a share")
+            }
+            return share
         }
         let expected = try checksum.map { text throws(DownloadError) in try Checksum(parsing: text) }
         var request = DownloadRequest(urls: urls, headers: try transfer.parsedHeaders(), expectedChecksum: expected)
@@ -227,7 +229,7 @@ struct Get: AsyncParsableCommand {
         let renderer = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1)
         let downloader = Downloader(configuration: configuration, logger: logger)
 
-        let task = Task { () async -> (path: String, outcome: Result<DownloadResult, DownloadError>) in
+        let task = Task { () async -> (path: String, outcome: Result<Outcome, DownloadError>) in
             // Until the server names the file, failures are reported against the URL's name.
             var path = fixedPath ?? folder + "/" + Downloader.suggestedFileName(for: request.url)
             do throws(DownloadError) {
@@ -235,7 +237,13 @@ struct Get: AsyncParsableCommand {
                     // -J: one request for the server's name, a single path component, inside -d.
                     path = folder + "/" + (try await downloader.suggestedFileName(for: request))
                 }
-                return (path, .success(try await downloader.download(request, to: path) { renderer.update($0) }))
+                guard let share else {
+                    return (
+                        path, .success(.whole(try await downloader.download(request, to: path) { renderer.update($0) }))
+                    )
+                }
+                let result = try await downloader.download(request, share: share, to: path) { renderer.update($0) }
+                return (path, .success(.share(result)))
             } catch {
                 return (path, .failure(error))
             }
@@ -247,16 +255,28 @@ struct Get: AsyncParsableCommand {
         renderer.finish()
 
         switch outcome {
-        case .success(let result):
+        case .success(.whole(let result)):
             if json {
                 printJSON(Summary(result, url: url))
             } else if !quiet {
                 printSummary(result)
             }
+        case .success(.share(let result)):
+            if json {
+                printJSON(Summary(result, url: url))
+            } else if !quiet {
+                writeStderr(Messages.shareDone(result) + "\n")
+            }
         case .failure(let error):
             if json { printJSON(Summary(error: error, path: path)) }
             throw CommandFailure(status: ExitStatus(error), message: error.commandLineMessage)
         }
+    }
+
+    /// What one URL's download did: the whole object, or with `--shard` this task's share of it.
+    private enum Outcome: Sendable {
+        case whole(DownloadResult)
+        case share(ShareResult)
     }
 
     private func printSummary(_ result: DownloadResult) {
