@@ -31,6 +31,7 @@ struct SlurmShareTests {
             let body = """
                 #!/bin/sh
                 echo $$ > "\(work.path)/pid-$SHARES-$SLURM_ARRAY_TASK_ID"
+                date +%s.%N > "\(work.path)/start-$SHARES-$SLURM_ARRAY_TASK_ID"
                 exec "\(CLI.executable)" get "\(url)" -o "\(data.path)/obj-$SHARES.bin" \\
                     --shard "$SLURM_ARRAY_TASK_ID/$SHARES" --interface "127.0.0.$((SLURM_ARRAY_TASK_ID + 2))" \\
                     --json --quiet
@@ -62,6 +63,12 @@ struct SlurmShareTests {
             return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         }
 
+        /// When task `task` of a run in `shares` shares started (seconds since 1970).
+        func started(shares: Int, task: Int) -> Double? {
+            let text = try? String(contentsOf: work.appendingPathComponent("start-\(shares)-\(task)"), encoding: .utf8)
+            return text.flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+
         func stderr(job: String, task: Int) -> String {
             (try? String(contentsOf: work.appendingPathComponent("err-\(job)-\(task).txt"), encoding: .utf8)) ?? ""
         }
@@ -84,6 +91,7 @@ struct SlurmShareTests {
                         // From the submission to the file at its path (sbatch --wait polls with a
                         // growing interval: its return can come tens of seconds after the job's end).
                         let started = ContinuousClock.now
+                        let submitted = Date().timeIntervalSince1970
                         let run = try await array.submit("0-\(shares - 1)", shares: shares, wait: false)
                         var deadline = MachineLoad.Deadline(.seconds(200))
                         while !FileManager.default.fileExists(atPath: array.target(shares: shares)) {
@@ -98,6 +106,11 @@ struct SlurmShareTests {
                             Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                         try await slurm.waitForNoJobs(timeout: .seconds(120))
                         let summaries = (0..<shares).compactMap { array.summary(job: run.job, task: $0) }
+                        let starts = (0..<shares).map { array.started(shares: shares, task: $0).map { $0 - submitted } }
+                        print(
+                            "slurm shares: \(shares) task(s) started \(starts.map { String(format: "%.2f", $0 ?? -1) }) s "
+                                + "after the submission, ran \(summaries.map { String(format: "%.2f", $0["seconds"] as? Double ?? -1) }) s"
+                        )
                         #expect(
                             summaries.count == shares && summaries.allSatisfy { $0["ok"] as? Bool == true },
                             "\((0..<shares).map { array.stderr(job: run.job, task: $0) })")
