@@ -107,10 +107,9 @@ struct SlurmShareTests {
                         try await slurm.waitForNoJobs(timeout: .seconds(120))
                         let summaries = (0..<shares).compactMap { array.summary(job: run.job, task: $0) }
                         let starts = (0..<shares).map { array.started(shares: shares, task: $0).map { $0 - submitted } }
-                        print(
-                            "slurm shares: \(shares) task(s) started \(starts.map { String(format: "%.2f", $0 ?? -1) }) s "
-                                + "after the submission, ran \(summaries.map { String(format: "%.2f", $0["seconds"] as? Double ?? -1) }) s"
-                        )
+                        let ran = summaries.map { String(format: "%.2f", $0["seconds"] as? Double ?? -1) }
+                        let began = starts.map { String(format: "%.2f", $0 ?? -1) }
+                        print("slurm shares: \(shares) task(s) started \(began) s after the submission, ran \(ran) s")
                         #expect(
                             summaries.count == shares && summaries.allSatisfy { $0["ok"] as? Bool == true },
                             "\((0..<shares).map { array.stderr(job: run.job, task: $0) })")
