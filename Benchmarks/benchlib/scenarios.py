@@ -22,6 +22,7 @@ from .runner import run_once, run_once_digest, run_once_files
 from .util import GiB, KiB, MiB, OUT_DIR, TMP_DIR, WWW_DIR, human_size, log, median, size_token
 
 ALL = ["S1", "S2", "S3a", "S3b", "S3d", "S3c", "S4", "S5", "S6", "S7", "S8", "S9", "S9n", "S10", "S10s", "S11", "S11n", "S12",
+       "S13",
        "MEM", "CKPT",
        "CXcap", "CXcap4", "CXreq", "CXpool", "CX503", "CXone", "CXbig"]
 
@@ -111,6 +112,18 @@ def tool_command(entry, bins, url, output):
         # The disk's limit: the same bytes from the page cache, written and fdatasync'ed.
         return ["dd", "if=" + url, "of=" + output, "bs=4M", "conv=fdatasync", "status=none"]
     raise ValueError(entry.tool)
+
+
+def shares_command(entry, bins, url, output, shares=4):
+    """Swoop as `shares` tasks at once (S13), share K from 127.0.0.(K+2): the machines of a job array,
+    each with its own client address. Fails when any task fails; the last task to finish publishes
+    the file."""
+    swoop_bin = "'%s'" % bins[entry.binary].replace("'", "'\\''")
+    script = ('pids=""; for k in $(seq 0 %d); do %s get "$1" -o "$2" --shard "$k/%d" '
+              '--interface "127.0.0.$((k + 2))" --quiet %s & pids="$pids $!"; done; '
+              'status=0; for p in $pids; do wait "$p" || status=1; done; exit $status') % (
+        shares - 1, swoop_bin, shares, " ".join(entry.args))
+    return ["bash", "-c", script, "shares", url, output]
 
 
 def pipe_command(entry, bins, url, digest_file):
@@ -732,6 +745,33 @@ def build(name, quick, cfg):
             "edges-nginx", timeout=900, targets=targets,
             edges={"name": S12_NAME, "servers": servers, "conn_limit": conns})
 
+    if name == "S13":
+        size = 64 * MiB if q else 1 * GiB
+        cap = 64.0  # MiB/s per client address
+
+        def targets(s):
+            return _wall_ratio_target(s, "swoop-shares4", "swoop-one",
+                                      "swoop in 4 shares from 4 addresses <= 0.3x one swoop from one address", 0.30)
+
+        return Scenario(
+            "S13", "One object in four shares: test origin capping each client address at %.0f MiB/s, %s" % (
+                cap, human_size(size)),
+            "swoop-test-origin (2 threads) paces all the connections of one client address together at %.0f MiB/s "
+            "(--per-client-rate), as a CDN or an object store caps a client. `swoop get URL --shard K/4` run four "
+            "times at once, task K from 127.0.0.(K+2) (--interface): the machines of a job array onto one shared "
+            "file system; each task fetches its stripes into the shared part file, and the last to finish checks "
+            "the seams and publishes the file. The time is from the start of the four to the end of the last. "
+            "Every other variant is one process from one address, which the cap holds to %.0f MiB/s however many "
+            "connections it opens." % (cap, cap),
+            {"main": ("payload", 13, size)},
+            [Entry("swoop-shares4", "swoop-shares", "swoop --shard K/4, 4 tasks from 4 addresses",
+                   ideal_mibps=4 * cap, ideal_label="4 addresses x %.0f MiB/s" % cap),
+             swoop("swoop-one", "swoop (defaults), one address", ideal_mibps=cap,
+                   ideal_label="one address's %.0f MiB/s" % cap),
+             aria2c(ideal_mibps=cap), curl(ideal_mibps=cap)],
+            "test-origin", timeout=600, targets=targets,
+            test_origin_args={"main": ["--per-client-rate", "%dm" % int(cap)]})
+
     if name == "MEM":
         small = 64 * MiB if q else GiB
         big = 256 * MiB if q else 8 * GiB
@@ -1352,7 +1392,8 @@ def run_scenario(sc, cfg, bins):
                     entry_results[e.id]["command"] = prefix + pipe_command(e, bins, url, digest)
                 else:
                     output = os.path.join(OUT_DIR, "%s-%s.bin" % (sc.name, e.id))
-                    command = tool_command(e, bins, url, output)
+                    command = (shares_command(e, bins, url, output) if e.tool == "swoop-shares"
+                               else tool_command(e, bins, url, output))
                     # A second source's URL, where the entry asks for it.
                     command = [urls.get(("mirror", e.obj), a) if a == "{mirror}" else a for a in command]
                     # The object's own digest, where the entry passes it (--checksum sha256={sha256}).
