@@ -224,8 +224,10 @@ final class Prober: ProbeExchangeDelegate {
         case .restart(let message):
             delegate?.prober(self, didEndWith: .restart(message))
         case .refreshURL:
-            // A presigned URL that expired: probe a fresh one (the refresher bounds the tries).
-            refresher?.refresh(after: refresher?.current ?? exchange.decision.url) { [weak self] result in
+            // A presigned URL that expired (`expired` says so only with a refresher): probe a fresh
+            // one (the refresher bounds the tries).
+            guard let refresher else { return delegate?.prober(self, didEndWith: .fail(error)) ?? () }
+            refresher.refresh(after: refresher.current) { [weak self] result in
                 guard let self, !exchange.stopped else { return }
                 switch result {
                 case .success(let url):

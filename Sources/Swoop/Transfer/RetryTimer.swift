@@ -1,15 +1,15 @@
 import SwoopCurl
 
-/// Where a request's next try waits: the one owner of retry timers. A single request's (a probe, a
-/// mirror's check, a document) is decided by its ``RequestRetries``; a byte range's by the transfer
-/// machine, which names the instant (``TransferAction/wake(at:)``, ``wait(until:on:send:)``). This
-/// runs the one loop timer either names. Transfer thread only.
+/// Where a single request's next try waits (a probe, a mirror's check, a document): its
+/// ``RequestRetries`` decide when, its ``WakeTimer`` waits. A byte range's next try is the transfer
+/// machine's to name (``TransferAction/wake(at:)``): the run waits on a ``WakeTimer`` alone.
+/// Transfer thread only.
 struct RetryTimer {
     private(set) var retries = RequestRetries()
-    private var timer: LoopTimer?
+    private var wake = WakeTimer()
 
     /// A next try (or a host's wake) is waited for.
-    var isWaiting: Bool { timer.map { !$0.isCancelled } ?? false }
+    var isWaiting: Bool { wake.isWaiting }
 
     /// Try number `tries + 1` failed with `error`: `send` runs again after the policy's backoff, or
     /// the error to give up with is returned, saying how many tries it took.
@@ -19,7 +19,7 @@ struct RetryTimer {
     ) -> DownloadError? {
         switch retries.failed(error, retryAfter: retryAfter, policy: policy, at: .now) {
         case .again(let delay):
-            schedule(after: delay, on: loop, send)
+            wake.wait(until: .now + delay, on: loop, send: send)
             return nil
         case .giveUp(let final):
             return final
@@ -31,11 +31,29 @@ struct RetryTimer {
         _ delay: Duration, failing error: DownloadError, on loop: TransferLoop, send: @escaping () -> Void
     ) {
         retries.waits(delay, failing: error, at: .now)
-        schedule(after: delay, on: loop, send)
+        wake.wait(until: .now + delay, on: loop, send: send)
     }
 
     /// `send` runs at `instant` (a host that is down names its next trial), or only when woken
     /// otherwise if `nil`.
+    mutating func wait(until instant: ContinuousClock.Instant?, on loop: TransferLoop, send: @escaping () -> Void) {
+        wake.wait(until: instant, on: loop, send: send)
+    }
+
+    mutating func cancel() {
+        wake.cancel()
+    }
+}
+
+/// The one loop timer a next try waits on: a single request's (``RetryTimer``), or a transfer's,
+/// whose machine names the instant (``TransferAction/wake(at:)``). Transfer thread only.
+struct WakeTimer {
+    private var timer: LoopTimer?
+
+    /// A wake is waited for.
+    var isWaiting: Bool { timer.map { !$0.isCancelled } ?? false }
+
+    /// `send` runs at `instant`, or only when woken otherwise if `nil` (a wait before replaces it).
     mutating func wait(until instant: ContinuousClock.Instant?, on loop: TransferLoop, send: @escaping () -> Void) {
         timer?.cancel()
         timer = instant.map { loop.schedule(after: max(.zero, $0 - .now), send) }
@@ -43,10 +61,5 @@ struct RetryTimer {
 
     mutating func cancel() {
         timer?.cancel()
-    }
-
-    private mutating func schedule(after delay: Duration, on loop: TransferLoop, _ send: @escaping () -> Void) {
-        timer?.cancel()
-        timer = loop.schedule(after: delay, send)
     }
 }

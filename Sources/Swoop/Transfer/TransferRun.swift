@@ -48,7 +48,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// Every 25 ms while the adaptive count climbs or tries a step.
     var controllerTimer: LoopTimer?
     /// The machine's next try of a byte range (``TransferAction/wake(at:)``).
-    private var retryTimer = RetryTimer()
+    private var retryTimer = WakeTimer()
     private(set) var stopped = false
     /// The decisions of a single stream: its end, and the confirmation after it (``TransferRun+Stream.swift``).
     var stream: StreamMachine?
