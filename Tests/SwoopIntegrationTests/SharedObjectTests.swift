@@ -2,6 +2,7 @@ import Foundation
 import Swoop
 import SwoopTestOrigin
 import Testing
+@testable import SwoopStore
 
 /// One object fetched in shares by several `swoop get URL --shard K/N` processes into one part
 /// file (issue 58): each share from its own client address, against an origin that caps each
@@ -22,7 +23,12 @@ struct SharedObjectTests {
         var seamsChecked: Int?
         var alreadyComplete: Bool?
         var receivedBytes: Int64?
+        var verified: [Verified]?
         var error: String?
+
+        struct Verified: Decodable {
+            var source: String
+        }
     }
 
     private static func summary(_ result: CLI.Result) throws -> ShareSummary {
@@ -31,10 +37,9 @@ struct SharedObjectTests {
 
     /// `swoop get URL -o obj.bin --shard K/N --json`, with any `extra` arguments.
     private static func share(
-        _ index: Int, of count: Int, url: String, in scratch: Scratch, _ extra: [String] = []
+        _ index: Int, of count: Int, url: String, in scratch: Scratch, _ extra: [String] = [], name: String = "obj.bin"
     ) throws -> CLI.Running {
-        try CLI.start(
-            [url, "-o", "obj.bin", "--shard", "\(index)/\(count)", "--json", "-q"] + extra, in: scratch.url)
+        try CLI.start([url, "-o", name, "--shard", "\(index)/\(count)", "--json", "-q"] + extra, in: scratch.url)
     }
 
     /// Body bytes the origin sent to `address` (or to anyone) for `path`.
@@ -258,6 +263,45 @@ struct SharedObjectTests {
                 #expect(result.status == 0, "\(result.stderr)")
             }
             #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
+        }
+    }
+
+    @Test("the last share checks the object's digest: a published CRC verified, a wrong --checksum publishes nothing")
+    func digestOfTheWholeObject() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let size = 20 * Self.MiB + 4321
+            let bytes = Payload.bytes(seed: 5809, offset: 0, count: Int(size))
+            let crc = bytes.withUnsafeBytes { CRC.crc64nvme.update(0, $0) }
+            let digest = Data((0..<8).reversed().map { UInt8(truncatingIfNeeded: crc >> (8 * UInt64($0))) })
+            var object = TestObject(size: size, seed: 5809)
+            object.headers = ["x-amz-checksum-crc64nvme": digest.base64EncodedString()]
+            origin.addObject(object, at: "/obj.bin")
+            var summaries: [ShareSummary] = []
+            for index in 0..<4 {
+                let result = try await Self.share(index, of: 4, url: origin.url("/obj.bin"), in: scratch).wait(
+                    timeout: .seconds(120))
+                #expect(result.status == 0, "\(result.stderr)")
+                summaries.append(try Self.summary(result))
+            }
+            #expect(summaries.last?.verified?.first?.source == "x-amz-checksum-crc64nvme", "\(summaries)")
+            #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
+
+            // A digest the bytes do not have: nothing at the target, the shares discarded.
+            let wrong = "sha256=" + String(repeating: "ab", count: 32)
+            for index in 0..<4 {
+                let result = try await Self.share(
+                    index, of: 4, url: origin.url("/obj.bin"), in: scratch, ["--checksum", wrong], name: "other.bin"
+                ).wait(timeout: .seconds(120))
+                if index < 3 {
+                    #expect(result.status == 0, "\(result.stderr)")
+                } else {
+                    #expect(result.status != 0 && result.stderr.contains("checksum mismatch"), "\(result.stderr)")
+                }
+            }
+            #expect(!scratch.exists("other.bin"), "a file whose digest differs is never published")
+            #expect(Downloader.status(of: scratch.path("other.bin")).shares.isEmpty, "the shares were discarded")
         }
     }
 }
