@@ -36,6 +36,8 @@ struct Summary: Encodable {
     var sharesComplete: Int?
     var finishedObject: Bool?
     var seamsChecked: Int?
+    /// Digests checked by combining the CRCs each share recorded of its stripes (no second read).
+    var digestsFromShares: Int?
     var error: String?
     var errorKind: String?
     var exitCode: Int32?
@@ -53,6 +55,7 @@ struct Summary: Encodable {
         sharesComplete = result.sharesComplete
         finishedObject = result.finishedObject
         seamsChecked = result.finishedObject ? result.seamsChecked : nil
+        digestsFromShares = result.finishedObject ? result.digestsFromShares : nil
         if !result.verified.isEmpty { verified = result.verified.map(VerifiedSummary.init) }
     }
 

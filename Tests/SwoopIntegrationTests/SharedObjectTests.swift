@@ -24,6 +24,7 @@ struct SharedObjectTests {
         var alreadyComplete: Bool?
         var receivedBytes: Int64?
         var verified: [Verified]?
+        var digestsFromShares: Int?
         var error: String?
 
         struct Verified: Decodable {
@@ -286,22 +287,47 @@ struct SharedObjectTests {
                 summaries.append(try Self.summary(result))
             }
             #expect(summaries.last?.verified?.first?.source == "x-amz-checksum-crc64nvme", "\(summaries)")
+            // Combined from the CRCs each share recorded of its stripes: the object is not read again.
+            #expect(summaries.last?.digestsFromShares == 1)
             #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
 
-            // A digest the bytes do not have: nothing at the target, the shares discarded.
-            let wrong = "sha256=" + String(repeating: "ab", count: 32)
-            for index in 0..<4 {
-                let result = try await Self.share(
-                    index, of: 4, url: origin.url("/obj.bin"), in: scratch, ["--checksum", wrong], name: "other.bin"
-                ).wait(timeout: .seconds(120))
-                if index < 3 {
+            // An expected CRC: combined the same way; an expected SHA-256: the last share reads the file.
+            let hex = String(crc, radix: 16)
+            let expectedCRC = "crc64nvme=" + String(repeating: "0", count: 16 - hex.count) + hex
+            let expectedSHA = try await "sha256=" + object.sha256
+            for (name, checksum, combined) in [("crc.bin", expectedCRC, 1), ("sha.bin", expectedSHA, 0)] {
+                var last: ShareSummary?
+                for index in 0..<4 {
+                    let result = try await Self.share(
+                        index, of: 4, url: origin.url("/obj.bin"), in: scratch,
+                        ["--checksum", checksum, "--no-verify"],
+                        name: name
+                    ).wait(timeout: .seconds(120))
                     #expect(result.status == 0, "\(result.stderr)")
-                } else {
-                    #expect(result.status != 0 && result.stderr.contains("checksum mismatch"), "\(result.stderr)")
+                    last = try Self.summary(result)
                 }
+                #expect(
+                    last?.verified?.count == 1 && last?.digestsFromShares == combined,
+                    "\(name): \(String(describing: last))")
+                #expect(try await TestData.sha256(of: scratch.path(name)) == object.sha256)
             }
-            #expect(!scratch.exists("other.bin"), "a file whose digest differs is never published")
-            #expect(Downloader.status(of: scratch.path("other.bin")).shares.isEmpty, "the shares were discarded")
+
+            // A digest the bytes do not have: nothing at the target, the shares discarded.
+            // Read from the file (SHA-256) or combined from the shares (a CRC).
+            for wrong in ["sha256=" + String(repeating: "ab", count: 32), "crc64nvme=0123456789abcdef"] {
+                for index in 0..<4 {
+                    let result = try await Self.share(
+                        index, of: 4, url: origin.url("/obj.bin"), in: scratch, ["--checksum", wrong], name: "other.bin"
+                    ).wait(timeout: .seconds(120))
+                    if index < 3 {
+                        #expect(result.status == 0, "\(result.stderr)")
+                    } else {
+                        #expect(result.status != 0 && result.stderr.contains("checksum mismatch"), "\(result.stderr)")
+                    }
+                }
+                #expect(!scratch.exists("other.bin"), "\(wrong): a file whose digest differs is never published")
+                #expect(Downloader.status(of: scratch.path("other.bin")).shares.isEmpty, "the shares were discarded")
+            }
         }
     }
 }

@@ -26,6 +26,9 @@ public struct ShareResult: Sendable {
     public var seamsChecked = 0
     /// Digests the whole object was checked against (by the task that finished).
     public var verified: [VerifiedDigest] = []
+    /// Of those, the CRCs combined from the ones every share recorded for its own stripes, without
+    /// reading the object again.
+    public var digestsFromShares = 0
 }
 
 extension Downloader {
@@ -87,8 +90,22 @@ extension Downloader {
                 throw DownloadError(.objectChanged, "share \(share): \(error.reason)", remedy: .restartShares)
             }
         }
+        if let algorithm = Self.shareCRC(request, pin: pin) {
+            // This share's stripes' CRCs, read back from this task's own writes, for the task that
+            // finishes the object to combine.
+            _ = try await Self.offPool { () throws(DownloadError) in
+                try SharedObject.recordCRCs(paths, pin: pin, algorithm: algorithm)
+            }.get()
+        }
         try await finishIfLast(request, paths: paths, pin: pin, configuration: configuration, into: &result)
         return result
+    }
+
+    /// The CRC every share records for its stripes: the expected checksum's algorithm if it is a CRC,
+    /// else the one the server publishes (as the pin says), if that is a CRC.
+    private static func shareCRC(_ request: DownloadRequest, pin: SegmentMap) -> Checksum.Algorithm? {
+        if let expected = request.expectedChecksum?.algorithm, expected.isCRC { return expected }
+        return pin.crcRuns?.algorithm
     }
 
     /// The pin every share agrees on: the one on disk, or the object as a head-only probe shows it,
@@ -123,9 +140,15 @@ extension Downloader {
                 "\(request.url) cannot be fetched in shares: the server must serve byte ranges of an object whose "
                     + "size it says")
         }
-        let pin = SharedObject.pin(
+        var pin = SharedObject.pin(
             size: size, etag: object.etag, lastModified: object.lastModified,
             url: (try? RemoteURL(request.url).redacted) ?? request.url)
+        if configuration.verifiesPublishedDigests, let published = object.digests.preferred?.checksum.algorithm,
+            published.isCRC
+        {
+            // The server's digest is a CRC: each share records its stripes' (none yet).
+            pin.crcRuns = CRCRuns(algorithm: published)
+        }
         if let held {
             guard held.identity.compare(pin.identity) != .same || held.layout != pin.layout else { return held }
             logger.notice(

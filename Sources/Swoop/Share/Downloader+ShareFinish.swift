@@ -48,20 +48,37 @@ extension Downloader {
         let checks = DigestCheck.checks(
             expected: request.expectedChecksum, published: object?.digests ?? PublishedDigests(),
             verifyingPublished: configuration.verifiesPublishedDigests, logger: logger)
-        let published = await Self.offPool { () throws(DownloadError) -> [VerifiedDigest] in
-            let verified: [VerifiedDigest]
+        let published = await Self.offPool { () throws(DownloadError) -> (verified: [VerifiedDigest], combined: Int) in
+            var verified: [VerifiedDigest] = []
             do throws(DownloadError) {
-                verified = try SharedObject.verify(
-                    lock.descriptor, size: pin.objectSize, checks: checks, target: paths.target)
+                // A CRC every share recorded for its stripes is combined; the rest read the file once.
+                var reading: [DigestCheck] = []
+                for check in checks {
+                    let algorithm = check.expected.algorithm
+                    guard let crc = SharedObject.combinedCRC(of: paths, pin: pin, algorithm: algorithm) else {
+                        reading.append(check)
+                        continue
+                    }
+                    let computed = Checksum(algorithm: algorithm, crc: crc)
+                    guard computed == check.expected else {
+                        throw check.mismatch(
+                            computed, target: paths.target,
+                            consequence: "nothing was kept at the target and every share's download was deleted")
+                    }
+                    verified.append(VerifiedDigest(source: check.source, checksum: computed))
+                }
+                let combined = verified.count
+                verified += try SharedObject.verify(
+                    lock.descriptor, size: pin.objectSize, checks: reading, target: paths.target)
+                try SharedObject.publish(
+                    lock.take(), paths: paths, pin: pin, overwrite: configuration.files.overwritesExistingFile)
+                return (verified, combined)
             } catch {
                 if error.kind == .checksumMismatch { Self.discardAll(paths, lock: lock) } else { lock.close() }
                 throw error
             }
-            try SharedObject.publish(
-                lock.take(), paths: paths, pin: pin, overwrite: configuration.files.overwritesExistingFile)
-            return verified
         }
-        result.verified = try published.get()
+        (result.verified, result.digestsFromShares) = try published.get()
         result.finishedObject = true
         logger.info("every share is complete: published", metadata: ["path": "\(paths.target)"])
     }

@@ -248,4 +248,78 @@ package enum SharedObject {
         defer { _ = close(raw) }
         return swoop_lock_byte(raw, TargetLock.shareLock(index), 0) != 0 && (errno == EAGAIN || errno == EACCES)
     }
+
+    // MARK: CRCs by share
+
+    /// Records in this share's map the CRC of each of its stripes, read back from the part file
+    /// (this task's own bytes, from its page cache), so that the task finishing the object combines
+    /// them (``combinedCRC(of:pin:algorithm:)``) instead of reading the whole object itself. Nothing
+    /// to do if the map has them already; `false` when the map is not this share's complete one.
+    package static func recordCRCs(
+        _ paths: DownloadPaths, pin: SegmentMap, algorithm: Checksum.Algorithm
+    ) throws(DownloadError) -> Bool {
+        guard let share = paths.share, let crc = algorithm.crc,
+            case .success(var map) = SegmentMapFile.read(at: paths.map),
+            map.identity.compare(pin.identity) == .same, state(of: map, share: share).isComplete
+        else { return false }
+        if map.crcRuns?.algorithm == algorithm { return true }
+        let descriptor: FileDescriptor
+        do { descriptor = try FileDescriptor.open(FilePath(paths.part), .readOnly, options: [.closeOnExec]) } catch {
+            throw .localIO("cannot open", path: paths.part, errno: (error as? Errno)?.rawValue ?? EIO)
+        }
+        defer { try? descriptor.close() }
+        var runs = CRCRuns(algorithm: algorithm)
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        for stripe in share.ranges(of: pin.layout) {
+            var value: UInt64 = 0
+            var offset = stripe.lowerBound
+            while offset < stripe.upperBound {
+                let wanted = Int(min(Int64(buffer.count), stripe.upperBound - offset))
+                let count = buffer.withUnsafeMutableBytes { bytes in
+                    descriptor.readAvailable(
+                        into: UnsafeMutableRawBufferPointer(rebasing: bytes[..<wanted]), at: offset)
+                }
+                guard count == wanted else {
+                    throw DownloadError(.localIO, "cannot read \(paths.part) at byte \(offset + Int64(count))")
+                }
+                value = buffer.withUnsafeBytes { crc.update(value, UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                offset += Int64(count)
+            }
+            runs.insert(stripe, crc: value)
+        }
+        map.crcRuns = runs
+        try SegmentMapFile.write(map, to: paths.map)
+        return true
+    }
+
+    /// The object's `algorithm` CRC combined from every share's map, when each recorded the CRCs
+    /// of all its stripes (``recordCRCs(_:pin:algorithm:)``); `nil` otherwise.
+    package static func combinedCRC(
+        of paths: DownloadPaths, pin: SegmentMap, algorithm: Checksum.Algorithm
+    ) -> UInt64? {
+        guard let count = paths.share?.count, algorithm.isCRC else { return nil }
+        var whole = CRCRuns(algorithm: algorithm)
+        for index in 0..<count {
+            guard let share = ObjectShare(index: index, count: count), let path = paths.shareMap(index),
+                case .success(let map) = SegmentMapFile.read(at: path), let runs = map.crcRuns,
+                runs.algorithm == algorithm, map.identity.compare(pin.identity) == .same,
+                runs.runs.map(\.range) == mergedStripes(share.ranges(of: pin.layout))
+            else { return nil }
+            for run in runs.runs { whole.insert(run.range, crc: run.crc) }
+        }
+        return whole.whole(size: pin.objectSize)
+    }
+
+    /// `ranges` (sorted) with the ones that meet merged, as ``CRCRuns`` keeps its runs.
+    private static func mergedStripes(_ ranges: [ByteRange]) -> [ByteRange] {
+        var merged: [ByteRange] = []
+        for range in ranges {
+            if let last = merged.last, last.upperBound == range.lowerBound {
+                merged[merged.count - 1].upperBound = range.upperBound
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged
+    }
 }
