@@ -93,28 +93,12 @@ extension Downloader {
         let (url, service) = try remote(request.url, configuration: configuration)
         let settings = ExchangeSettings(configuration)
         let (loop, logger) = (self.loop, self.logger)
-        let slot = SeamCheckSlot()
-        let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation {
-                (continuation: CheckedContinuation<SeamCheck.Outcome, Never>) in
-                let accepted = loop.execute {
-                    let check = SeamCheck(
-                        url: url, headers: request.headers, service: service, pin: pin.identity, windows: windows,
-                        settings: settings, loop: loop, logger: logger
-                    ) { result in
-                        slot.check = nil
-                        continuation.resume(returning: result)
-                    }
-                    slot.check = check
-                    check.start()
-                }
-                if !accepted {
-                    continuation.resume(returning: .failure(DownloadError(.cancelled, "the downloader was shut down")))
-                }
-            }
-        } onCancel: {
-            _ = loop.execute { slot.check?.cancel() }
-        }
+        let outcome = await loop.result(
+            of: { completion in
+                SeamCheck(
+                    url: url, headers: request.headers, service: service, pin: pin.identity, windows: windows,
+                    settings: settings, loop: loop, logger: logger, completion: completion)
+            }, shutDown: .failure(DownloadError(.cancelled, "the downloader was shut down")))
         let (samples, object) = try outcome.get()
         let differs = await Self.offPool { SharedObject.firstDifference(in: part.descriptor, samples: samples) }
         if let range = differs {
@@ -177,10 +161,4 @@ final class FinishingLock: @unchecked Sendable {
     }
 
     deinit { close() }
-}
-
-/// The seam check in flight, for a cancellation to reach. `@unchecked Sendable`: `check` is
-/// touched only on the transfer thread.
-private final class SeamCheckSlot: @unchecked Sendable {
-    var check: SeamCheck?
 }

@@ -7,7 +7,7 @@ import SwoopCurl
 /// no single task saw both sides of a seam, and a server whose validators lie could have served
 /// two versions to two tasks. Each window is a ``MirrorCheck`` of the object's URL (its own
 /// redirects and retries, the size checked); a few run at once. Transfer thread only.
-final class SeamCheck: MirrorCheckDelegate {
+final class SeamCheck: MirrorCheckDelegate, LoopJob {
     /// Fetched bytes and where they belong.
     typealias Samples = [(range: ByteRange, bytes: [UInt8])]
     /// The samples, with the object as the first response showed it (its published digests).

@@ -86,39 +86,18 @@ final class DocumentFetch: ConnectionDelegate, HostWatcher {
     }
 }
 
-extension DocumentFetch {
+extension DocumentFetch: LoopJob {
     /// Fetches `url` whole, from any task: the request runs on `loop`, and cancelling the task
     /// cancels it.
     static func fetch(
         _ url: RemoteURL, headers: RequestHeaders, options: TransferOptions, policy: FailurePolicy,
         loop: TransferLoop, limit: Int
     ) async -> Result<[UInt8], DownloadError> {
-        let slot = Slot()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation {
-                (continuation: CheckedContinuation<Result<[UInt8], DownloadError>, Never>) in
-                let accepted = loop.execute {
-                    let fetch = DocumentFetch(
-                        url: url, headers: headers, options: options, policy: policy, loop: loop, limit: limit
-                    ) { result in
-                        slot.fetch = nil
-                        continuation.resume(returning: result)
-                    }
-                    slot.fetch = fetch
-                    fetch.start()
-                }
-                if !accepted {
-                    continuation.resume(returning: .failure(DownloadError(.cancelled, "the downloader was shut down")))
-                }
-            }
-        } onCancel: {
-            _ = loop.execute { slot.fetch?.cancel() }
-        }
-    }
-
-    /// The fetch in flight, for a cancellation to reach. `@unchecked Sendable`: `fetch` is touched
-    /// only on the transfer thread.
-    private final class Slot: @unchecked Sendable {
-        var fetch: DocumentFetch?
+        await loop.result(
+            of: { completion in
+                DocumentFetch(
+                    url: url, headers: headers, options: options, policy: policy, loop: loop, limit: limit,
+                    completion: completion)
+            }, shutDown: .failure(DownloadError(.cancelled, "the downloader was shut down")))
     }
 }
