@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import Synchronization
 import Testing
 @testable import SwoopStore
 
@@ -328,6 +329,42 @@ struct SharedObjectTests {
                 #expect(!scratch.exists("other.bin"), "\(wrong): a file whose digest differs is never published")
                 #expect(Downloader.status(of: scratch.path("other.bin")).shares.isEmpty, "the shares were discarded")
             }
+        }
+    }
+
+    @Test("from code: a presigned URL that expired before the last share: its run and the seams' check refresh it")
+    func presignedURLExpiresBeforeTheLastShare() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 20 * Self.MiB, seed: 5812)
+            origin.addObject(object, at: "/obj.bin")
+            let validity = Duration.milliseconds(1500)
+            origin.requireSignedURLs(validFor: validity)
+            let calls = Mutex(0)
+            let target = scratch.path("obj.bin")
+            let expired = origin.signedURL("/obj.bin")
+            try await withDownloader(quickConfiguration(connections: 4)) { downloader in
+                for index in 0..<3 {
+                    var request = DownloadRequest(url: origin.signedURL("/obj.bin"))
+                    request.urlProvider = { _ in origin.signedURL("/obj.bin") }
+                    let share = try #require(ObjectShare(index: index, count: 4))
+                    let result = try await downloader.download(request, share: share, to: target)
+                    #expect(!result.finishedObject && result.sharesComplete == index + 1)
+                }
+                // Past the first URL's validity (a lower bound on the clock: it holds on a loaded machine).
+                try await Task.sleep(for: validity + .milliseconds(200))
+                var request = DownloadRequest(url: expired)
+                request.urlProvider = { _ in
+                    calls.withLock { $0 += 1 }
+                    return origin.signedURL("/obj.bin")
+                }
+                let last = try await downloader.download(
+                    request, share: #require(ObjectShare(index: 3, count: 4)), to: target)
+                #expect(last.finishedObject && last.seamsChecked > 0)
+            }
+            #expect(calls.withLock { $0 } >= 2, "the share's run and the seams' check each asked for a fresh URL")
+            #expect(try await TestData.sha256(of: target) == object.sha256)
         }
     }
 }

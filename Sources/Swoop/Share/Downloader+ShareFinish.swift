@@ -90,15 +90,32 @@ extension Downloader {
     ) async throws(DownloadError) -> (object: RemoteObject?, seams: Int) {
         let windows = SeamCheck.windows(of: pin.layout, count: count)
         guard !windows.isEmpty else { return (nil, 0) }
-        let (url, service) = try remote(request.url, configuration: configuration)
         let settings = ExchangeSettings(configuration)
         let (loop, logger) = (self.loop, self.logger)
-        let outcome = await loop.result(
-            of: { completion in
-                SeamCheck(
-                    url: url, headers: request.headers, service: service, pin: pin.identity, windows: windows,
-                    settings: settings, loop: loop, logger: logger, completion: completion)
-            }, shutDown: .failure(DownloadError(.cancelled, "the downloader was shut down")))
+        var address = request.url
+        var outcome: SeamCheck.Outcome
+        var refreshed = false
+        repeat {
+            let (url, service) = try remote(address, configuration: configuration)
+            outcome = await loop.result(
+                of: { completion in
+                    SeamCheck(
+                        url: url, headers: request.headers, service: service, pin: pin.identity, windows: windows,
+                        settings: settings, loop: loop, logger: logger, completion: completion)
+                }, shutDown: .failure(DownloadError(.cancelled, "the downloader was shut down")))
+            // A URL that expired since the shares began (a presigned one): once more with a fresh one.
+            guard case .failure(let error) = outcome, error.kind == .network, !refreshed,
+                let provider = request.urlProvider
+            else { break }
+            refreshed = true
+            do {
+                address = try await provider(address)
+            } catch {
+                throw DownloadError(
+                    .urlRefreshFailed, "cannot get a fresh URL for the seams' check: \(error)",
+                    remedy: .checkURLProvider)
+            }
+        } while true
         let (samples, object) = try outcome.get()
         let differs = await Self.offPool { SharedObject.firstDifference(in: part.descriptor, samples: samples) }
         if let range = differs {
