@@ -288,6 +288,11 @@ struct SharedObjectTests {
                 summaries.append(try Self.summary(result))
             }
             #expect(summaries.last?.verified?.first?.source == "x-amz-checksum-crc64nvme", "\(summaries)")
+            // One share (no seams): the published digest is checked too.
+            let alone = try await Self.share(0, of: 1, url: origin.url("/obj.bin"), in: scratch, name: "one.bin").wait(
+                timeout: .seconds(120))
+            let one = try Self.summary(alone)
+            #expect(alone.status == 0 && one.finishedObject == true && one.verified?.count == 1, "\(alone.stdout)")
             // Combined from the CRCs each share recorded of its stripes: the object is not read again.
             #expect(summaries.last?.digestsFromShares == 1)
             #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)

@@ -89,7 +89,17 @@ extension Downloader {
         _ request: DownloadRequest, pin: SegmentMap, count: Int, configuration: Configuration, part: FinishingLock
     ) async throws(DownloadError) -> (object: RemoteObject?, seams: Int) {
         let windows = SeamCheck.windows(of: pin.layout, count: count)
-        guard !windows.isEmpty else { return (nil, 0) }
+        guard !windows.isEmpty else {
+            // No seams (one share, or one stripe): one head-only probe still says what the server
+            // publishes and that it serves the version pinned.
+            let found = try await lookUp(request, configuration: configuration).object
+            if let found, case .changed(let what) = pin.identity.compare(found.identity) {
+                throw DownloadError(
+                    .objectChanged, "the object changed on the server since its shares began: \(what)",
+                    remedy: .restartShares)
+            }
+            return (found, 0)
+        }
         let settings = ExchangeSettings(configuration)
         let (loop, logger) = (self.loop, self.logger)
         var address = request.url
