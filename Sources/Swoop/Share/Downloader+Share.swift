@@ -129,7 +129,7 @@ extension Downloader {
         }
         let held = try SharedObject.readPin(paths)
         if let held, !overwrites { return held }
-        let found = try await lookUp(request, configuration: configuration)
+        let found = try await lookUpRefreshing(request, configuration: configuration)
         if found.object?.size == 0 {
             throw DownloadError(
                 .invalidRequest, "\(request.url) is empty: there is nothing to fetch in shares; fetch it in one")
@@ -156,6 +156,24 @@ extension Downloader {
             SharedObject.discardShares(paths)
         }
         return try SharedObject.pin(pin, at: paths)
+    }
+
+    /// ``lookUp(_:configuration:)``, asking the request's URL provider for a fresh URL once when the
+    /// URL is refused (a presigned URL that expired: a task requeued hours later).
+    func lookUpRefreshing(
+        _ request: DownloadRequest, configuration: Configuration
+    ) async throws(DownloadError) -> ObjectLookup.Found {
+        do {
+            return try await lookUp(request, configuration: configuration)
+        } catch  where error.kind == .httpStatus {
+            guard let provider = request.urlProvider else { throw error }
+            var fresh = request
+            do { fresh.url = try await provider(request.url) } catch {
+                throw DownloadError(
+                    .urlRefreshFailed, "cannot get a fresh URL for \(request.url): \(error)", remedy: .checkURLProvider)
+            }
+            return try await lookUp(fresh, configuration: configuration)
+        }
     }
 
     /// Whether this share's map says all its bytes are here (an empty share gets its map now).

@@ -92,7 +92,7 @@ extension Downloader {
         guard !windows.isEmpty else {
             // No seams (one share, or one stripe): one head-only probe still says what the server
             // publishes and that it serves the version pinned.
-            let found = try await lookUp(request, configuration: configuration).object
+            let found = try await lookUpRefreshing(request, configuration: configuration).object
             if let found, case .changed(let what) = pin.identity.compare(found.identity) {
                 throw DownloadError(
                     .objectChanged, "the object changed on the server since its shares began: \(what)",
