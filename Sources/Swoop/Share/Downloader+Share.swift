@@ -120,7 +120,8 @@ extension Downloader {
             // Two arrays in one part file could hold two versions: one at a time.
             guard overwrites else {
                 throw DownloadError(
-                    .targetInUse, "\(paths.target) is being fetched in \(count) shares: use --shard K/\(count)",
+                    .targetInUse,
+                    "\(paths.target) is being fetched in \(count) shares: fetch one of those, or discard them",
                     remedy: .restartShares)
             }
             if let other = ObjectShare(index: 0, count: count) {
