@@ -81,8 +81,8 @@ extension Downloader {
         var status = DownloadStatus(path: path, state: .absent, bytesDone: 0, chunkCount: 0, completedChunks: [])
         let state = PartialState.inspect(paths, url: redacted)
         status.isInUse = state.isPartial && TargetLock.isHeld(paths.part)
-        if !state.isComplete, !SharedObject.shareCounts(of: path).isEmpty {
-            status.describeShares()
+        if !state.isComplete, let count = SharedObject.shareCounts(of: path).first {
+            status.describeShares(count)
             return status
         }
         switch state {
@@ -124,11 +124,10 @@ extension Downloader {
 }
 
 extension DownloadStatus {
-    /// Fills in what an object fetched in shares holds: its pin and every share's map (the first
-    /// pin's, if tasks of two share counts left theirs).
-    fileprivate mutating func describeShares() {
-        guard let count = SharedObject.shareCounts(of: path).first, let share = ObjectShare(index: 0, count: count)
-        else { return }
+    /// Fills in what an object fetched in `count` shares holds: its pin and every share's map (the
+    /// first pin's, if tasks of two share counts left theirs).
+    fileprivate mutating func describeShares(_ count: Int) {
+        guard let share = ObjectShare(index: 0, count: count) else { return }
         let paths = DownloadPaths(target: path, share: share)
         guard let pin = try? SharedObject.readPin(paths) else {
             state = .untrusted("\(paths.pin ?? path), the version its shares agreed on, cannot be read")
@@ -140,7 +139,7 @@ extension DownloadStatus {
         state = .partial
         for (index, found) in SharedObject.shares(of: paths, pin: pin).enumerated() {
             guard let share = ObjectShare(index: index, count: count) else { continue }
-            let total = share.ranges(of: pin.layout).reduce(0) { $0 + $1.count }
+            let total = share.ranges(of: pin.layout).totalBytes
             var entry = Share(
                 share: share, bytesDone: 0, bytes: total, isInUse: SharedObject.isInUse(paths, index: index))
             switch found {

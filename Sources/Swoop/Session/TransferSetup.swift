@@ -67,8 +67,3 @@ enum TransferSetup {
             checks, for: found, paths: context.paths, store: store, resumed: map, loop: context.loop)
     }
 }
-
-extension [ByteRange] {
-    /// The bytes in these ranges.
-    var totalBytes: Int64 { reduce(0) { $0 + $1.count } }
-}

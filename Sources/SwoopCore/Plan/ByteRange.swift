@@ -35,3 +35,21 @@ package struct ByteRange: Hashable, Sendable, CustomStringConvertible {
         return parts
     }
 }
+
+extension [ByteRange] {
+    /// The bytes in these ranges.
+    package var totalBytes: Int64 { reduce(0) { $0 + $1.count } }
+
+    /// These ranges (sorted, disjoint) with the ones that meet joined.
+    package var coalesced: [ByteRange] {
+        var joined: [ByteRange] = []
+        for range in self {
+            if let last = joined.last, last.upperBound == range.lowerBound {
+                joined[joined.count - 1].upperBound = range.upperBound
+            } else {
+                joined.append(range)
+            }
+        }
+        return joined
+    }
+}

@@ -60,15 +60,7 @@ public struct ObjectShare: Sendable, Hashable, CustomStringConvertible {
 
     /// The bytes the other shares fetch, in order, neighbouring stripes merged.
     package func foreignRanges(of layout: ChunkLayout) -> [ByteRange] {
-        var ranges: [ByteRange] = []
-        for stripe in stripes(of: layout) where stripe.share != index {
-            if let last = ranges.last, last.upperBound == stripe.range.lowerBound {
-                ranges[ranges.count - 1].upperBound = stripe.range.upperBound
-            } else {
-                ranges.append(stripe.range)
-            }
-        }
-        return ranges
+        stripes(of: layout).filter { $0.share != index }.map(\.range).coalesced
     }
 
     /// Where two stripes of different shares meet: the offsets whose bytes on each side no

@@ -34,6 +34,42 @@ extension FileDescriptor {
         return done
     }
 
+    /// How ``readPieces(_:into:while:_:)`` ended.
+    package enum PiecesEnd: Equatable {
+        /// Every byte of the range was handed over.
+        case done
+        /// `while` said no before a read.
+        case stopped
+        /// A read failed.
+        case failed(Errno)
+        /// The file ends at this offset, before the range does.
+        case endsAt(Int64)
+    }
+
+    /// Reads `range` in pieces of at most `buffer.count` bytes and hands each to `body`, in order;
+    /// `proceeds` is asked before every read.
+    package func readPieces(
+        _ range: ByteRange, into buffer: UnsafeMutableRawBufferPointer, while proceeds: () -> Bool = { true },
+        _ body: (UnsafeRawBufferPointer) -> Void
+    ) -> PiecesEnd {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            guard proceeds() else { return .stopped }
+            let wanted = Int(min(Int64(buffer.count), range.upperBound - offset))
+            let count: Int
+            do {
+                count = try read(
+                    fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
+            } catch {
+                return .failed(error as? Errno ?? .ioError)
+            }
+            guard count > 0 else { return .endsAt(offset) }
+            body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            offset += Int64(count)
+        }
+        return .done
+    }
+
     /// Writes all of `bytes` at `offset`, looping over short writes; swift-system's
     /// `write(toAbsoluteOffset:)` retries on `EINTR`. (Its generic `writeAll` is not specialized
     /// across modules: on the part file's path, run for every piece of every response, it cost

@@ -140,7 +140,7 @@ package struct DownloadPaths: Sendable, Equatable {
     }
 
     /// What every share of the object agrees on before its first byte (`H.shares-N.pin`): the
-    /// version, size and chunk size, written once by the first task (``SharePin``).
+    /// version, size and chunk size, written once by the first task (``SharedObject``).
     package var pin: String? {
         share.map { stem + ".shares-\($0.count).pin" }
     }

@@ -115,8 +115,8 @@ package enum SharedObject {
     /// A share's state from its map: its own stripes' bytes held.
     package static func state(of map: SegmentMap, share: ObjectShare) -> ShareState {
         let own = share.ranges(of: map.layout)
-        let total = own.reduce(0) { $0 + $1.count }
-        let missing = map.missingRanges.reduce(0) { $0 + $1.count }
+        let total = own.totalBytes
+        let missing = map.missingRanges.totalBytes
         if missing == 0 { return .complete(bytes: total) }
         return .partial(done: max(0, total - missing), total: total)
     }
@@ -190,22 +190,8 @@ package enum SharedObject {
     ) throws(DownloadError) -> [VerifiedDigest] {
         guard !checks.isEmpty else { return [] }
         var hashers = checks.map { DigestHasher($0.expected.algorithm) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: Int64 = 0
-        while offset < size {
-            let wanted = Int(min(Int64(buffer.count), size - offset))
-            let count = buffer.withUnsafeMutableBytes { bytes in
-                descriptor.readAvailable(into: UnsafeMutableRawBufferPointer(rebasing: bytes[..<wanted]), at: offset)
-            }
-            guard count == wanted else {
-                throw DownloadError(.localIO, "cannot read \(target)'s part file at byte \(offset + Int64(count))")
-            }
-            buffer.withUnsafeBytes { bytes in
-                for index in hashers.indices {
-                    hashers[index].update(UnsafeRawBufferPointer(rebasing: bytes[..<count]))
-                }
-            }
-            offset += Int64(count)
+        try read(ByteRange(0, size), of: descriptor, path: "\(target)'s part file") { piece in
+            for index in hashers.indices { hashers[index].update(piece) }
         }
         var verified: [VerifiedDigest] = []
         for (check, hasher) in zip(checks, hashers) {
@@ -269,22 +255,9 @@ package enum SharedObject {
         }
         defer { try? descriptor.close() }
         var runs = CRCRuns(algorithm: algorithm)
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         for stripe in share.ranges(of: pin.layout) {
             var value: UInt64 = 0
-            var offset = stripe.lowerBound
-            while offset < stripe.upperBound {
-                let wanted = Int(min(Int64(buffer.count), stripe.upperBound - offset))
-                let count = buffer.withUnsafeMutableBytes { bytes in
-                    descriptor.readAvailable(
-                        into: UnsafeMutableRawBufferPointer(rebasing: bytes[..<wanted]), at: offset)
-                }
-                guard count == wanted else {
-                    throw DownloadError(.localIO, "cannot read \(paths.part) at byte \(offset + Int64(count))")
-                }
-                value = buffer.withUnsafeBytes { crc.update(value, UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-                offset += Int64(count)
-            }
+            try read(stripe, of: descriptor, path: paths.part) { value = crc.update(value, $0) }
             runs.insert(stripe, crc: value)
         }
         map.crcRuns = runs
@@ -303,23 +276,26 @@ package enum SharedObject {
             guard let share = ObjectShare(index: index, count: count), let path = paths.shareMap(index),
                 case .success(let map) = SegmentMapFile.read(at: path), let runs = map.crcRuns,
                 runs.algorithm == algorithm, map.identity.compare(pin.identity) == .same,
-                runs.runs.map(\.range) == mergedStripes(share.ranges(of: pin.layout))
+                runs.runs.map(\.range) == share.ranges(of: pin.layout).coalesced
             else { return nil }
             for run in runs.runs { whole.insert(run.range, crc: run.crc) }
         }
         return whole.whole(size: pin.objectSize)
     }
 
-    /// `ranges` (sorted) with the ones that meet merged, as ``CRCRuns`` keeps its runs.
-    private static func mergedStripes(_ ranges: [ByteRange]) -> [ByteRange] {
-        var merged: [ByteRange] = []
-        for range in ranges {
-            if let last = merged.last, last.upperBound == range.lowerBound {
-                merged[merged.count - 1].upperBound = range.upperBound
-            } else {
-                merged.append(range)
-            }
+    /// Reads `range` of the file open at `descriptor` (named `path` in errors) in pieces of 1 MiB.
+    private static func read(
+        _ range: ByteRange, of descriptor: FileDescriptor, path: String, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(DownloadError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        switch descriptor.readPieces(range, into: buffer, body) {
+        case .done, .stopped:
+            return
+        case .failed(let error):
+            throw .localIO("cannot read", path: path, errno: error.rawValue)
+        case .endsAt(let offset):
+            throw DownloadError(.localIO, "cannot read \(path): it ends at byte \(offset), before \(range.upperBound)")
         }
-        return merged
     }
 }

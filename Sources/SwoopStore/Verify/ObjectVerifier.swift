@@ -261,29 +261,17 @@ package final class ObjectVerifier: @unchecked Sendable {
         }
         let buffer = readBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
         readBuffer = buffer
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            if cancelled.load(ordering: .relaxed) {
-                failure = DownloadError(.cancelled, "the download stopped")
-                return
-            }
-            let wanted = Int(min(Int64(buffer.count), range.upperBound - offset))
-            let count: Int
-            do {
-                count = try descriptor.read(
-                    fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<wanted]))
-            } catch {
-                failure = .localIO("cannot read back", path: path, errno: (error as? Errno)?.rawValue ?? EIO)
-                return
-            }
-            guard count > 0 else {
-                failure = DownloadError(
-                    .localIO,
-                    "cannot read back \(path): it ends after \(Wording.bytes(offset)), before \(range.upperBound)")
-                return
-            }
-            body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-            offset += Int64(count)
+        switch descriptor.readPieces(range, into: buffer, while: { !self.cancelled.load(ordering: .relaxed) }, body) {
+        case .done:
+            break
+        case .stopped:
+            failure = DownloadError(.cancelled, "the download stopped")
+        case .failed(let error):
+            failure = .localIO("cannot read back", path: path, errno: error.rawValue)
+        case .endsAt(let offset):
+            failure = DownloadError(
+                .localIO, "cannot read back \(path): it ends after \(Wording.bytes(offset)), before \(range.upperBound)"
+            )
         }
     }
 
