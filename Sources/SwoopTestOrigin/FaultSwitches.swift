@@ -45,6 +45,12 @@ public struct FaultSwitches: Sendable, Hashable {
     /// address share its rate; another address has a rate of its own. Applies on top of the other
     /// rates, the lowest wins.
     public var perClientBytesPerSecond: Int? = nil
+    /// Each listed client address is sent at most this many body bytes in all (counted afresh
+    /// whenever its limit changes), over all its connections; past it, its responses go silent with the
+    /// socket open, as a node that stops making progress, until the limit is raised or removed.
+    /// A test holds one client mid-download this way and stops it at a point of its choosing,
+    /// whatever the machine's load.
+    public var clientBodyLimits: [String: Int64] = [:]
     /// Makes some connections slow (the "a few connections are 10x slower" benchmark mode);
     /// applies on top of `throttleBytesPerSecond`, the lower rate wins.
     public var straggler: Straggler? = nil

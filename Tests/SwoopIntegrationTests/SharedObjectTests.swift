@@ -164,8 +164,12 @@ struct SharedObjectTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 32 * Self.MiB, seed: 5803)
             origin.addObject(object, at: "/obj.bin")
-            // 8 MiB a share at 2 MiB/s an address: about 4 s each.
-            origin.updateFaults { $0.perClientBytesPerSecond = Int(2 * Self.MiB) }
+            // 8 MiB a share at 2 MiB/s an address: about 4 s each. Share 1's address is sent 3 MiB and
+            // then nothing: it is killed mid-way however slowly a loaded machine gets to the kill.
+            origin.updateFaults {
+                $0.perClientBytesPerSecond = Int(2 * Self.MiB)
+                $0.clientBodyLimits = ["127.0.0.3": 3 * Self.MiB]
+            }
             let runs = try (0..<4).map {
                 try Self.share(
                     $0, of: 4, url: origin.url("/obj.bin"), in: scratch, ["--interface", "127.0.0.\($0 + 2)"])
@@ -190,6 +194,7 @@ struct SharedObjectTests {
             let held = try #require(Downloader.status(of: target).shares.first { $0.share.index == 1 })
             #expect(held.bytesDone > 0 && held.bytesDone < held.bytes, "\(held)")
             let heldRanges = Self.heldRanges(target: target, share: try #require(ObjectShare(index: 1, count: 4)))
+            origin.updateFaults { $0.clientBodyLimits = [:] }
             origin.resetLog()
             let rerun = try await Self.share(
                 1, of: 4, url: origin.url("/obj.bin"), in: scratch,

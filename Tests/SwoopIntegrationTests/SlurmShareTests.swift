@@ -140,8 +140,12 @@ struct SlurmShareTests {
                 try await withTestOrigin(threads: 2) { origin in
                     let object = TestObject(size: 96 * Self.MiB, seed: 5811)
                     origin.addObject(object, at: "/model.bin")
-                    // 24 MiB a task at 4 MiB/s: about 6 s each.
-                    origin.updateFaults { $0.perClientBytesPerSecond = Int(4 * Self.MiB) }
+                    // 24 MiB a task at 4 MiB/s: about 6 s each. Task 1's address is sent 8 MiB and then
+                    // nothing: it is killed mid-way however late a loaded machine gets to the kill.
+                    origin.updateFaults {
+                        $0.perClientBytesPerSecond = Int(4 * Self.MiB)
+                        $0.clientBodyLimits = ["127.0.0.3": 8 * Self.MiB]
+                    }
                     let array = try Array(slurm: slurm, url: origin.url("/model.bin"))
                     let target = array.target(shares: 4)
                     let run = try await array.submit("0-3", shares: 4, wait: false)
@@ -163,6 +167,7 @@ struct SlurmShareTests {
                     #expect(held.bytesDone > 0 && held.bytesDone < held.bytes, "\(held)")
                     let heldRanges = SharedObjectTests.heldRanges(
                         target: target, share: try #require(ObjectShare(index: 1, count: 4)))
+                    origin.updateFaults { $0.clientBodyLimits = [:] }
                     origin.resetLog()
                     let requeued = try await array.submit("1", shares: 4, wait: true)
                     #expect(requeued.status == 0, "\(array.stderr(job: requeued.job, task: 1))")

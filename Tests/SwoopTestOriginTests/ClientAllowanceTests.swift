@@ -52,4 +52,18 @@ struct ClientAllowanceTests {
         let expected = Int64(Self.rate) + Int64(ClientAllowance.capacity(Self.rate))
         #expect(granted <= expected && granted >= expected - (256 << 10), "\(granted) of \(expected)")
     }
+
+    @Test("a client address's body limit: granted up to it, then nothing; a new limit counts afresh; others unheld")
+    func bodyLimit() {
+        let core = OriginCore()
+        core.updateFaults { $0.clientBodyLimits = ["127.0.0.3": 100_000] }
+        #expect(core.takeClientBody("127.0.0.3", wants: 65_536) == 65_536)
+        #expect(core.takeClientBody("127.0.0.3", wants: 65_536) == 34_464)
+        #expect(core.takeClientBody("127.0.0.3", wants: 65_536) == 0)
+        #expect(core.takeClientBody("127.0.0.2", wants: 65_536) == 65_536)
+        core.updateFaults { $0.clientBodyLimits["127.0.0.3"] = 200_000 }
+        #expect(core.takeClientBody("127.0.0.3", wants: 262_144) == 200_000)
+        core.updateFaults { $0.clientBodyLimits = [:] }
+        #expect(core.takeClientBody("127.0.0.3", wants: 262_144) == 262_144)
+    }
 }

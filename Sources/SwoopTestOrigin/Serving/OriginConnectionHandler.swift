@@ -181,6 +181,11 @@ final class OriginConnectionHandler: ChannelInboundHandler {
                 }
                 count = granted
             }
+            if let address = response.plan.record.clientAddress {
+                // A client held at its body limit hears nothing until the limit moves: look again soon.
+                count = core.takeClientBody(address, wants: count)
+                guard count > 0 else { return pump(response, after: .milliseconds(20), context: context) }
+            }
             writeSlice(of: response, count: Int(count), context: context)
         }
     }

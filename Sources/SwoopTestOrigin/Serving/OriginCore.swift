@@ -48,6 +48,9 @@ final class OriginCore: Sendable {
         /// Each client address's allowance under ``FaultSwitches/perClientBytesPerSecond``: bytes
         /// it may be sent now, as of when.
         var clientAllowance: [String: ClientAllowance] = [:]
+        /// Body bytes sent to each address under ``FaultSwitches/clientBodyLimits``, since its
+        /// limit was set.
+        var clientBodySent: [String: Int64] = [:]
         /// Accepted connections not yet closed, with their IDs.
         var openChannels: [ObjectIdentifier: (id: Int, channel: any Channel)] = [:]
         var isShutDown = false
@@ -161,6 +164,9 @@ final class OriginCore: Sendable {
             if state.faults.changeAfterBodyBytes != before.changeAfterBodyBytes {
                 state.armBodyByteCount()
             }
+            for (address, limit) in before.clientBodyLimits where state.faults.clientBodyLimits[address] != limit {
+                state.clientBodySent[address] = nil
+            }
             if before.metadataFromFirstRequest, !state.faults.metadataFromFirstRequest {
                 for path in state.memory.keys { state.memory[path]?.firstSeen = nil }
             }
@@ -183,6 +189,17 @@ final class OriginCore: Sendable {
             state.peakInFlight = state.inFlight
             state.changeFired = false
             state.armBodyByteCount()
+        }
+    }
+
+    /// Of `count` body bytes for `address`, those its limit (``FaultSwitches/clientBodyLimits``)
+    /// still allows, counted as sent; `count` when it has none.
+    func takeClientBody(_ address: String, wants count: Int64) -> Int64 {
+        state.withLock { state in
+            guard let limit = state.faults.clientBodyLimits[address] else { return count }
+            let granted = max(0, min(count, limit - state.clientBodySent[address, default: 0]))
+            state.clientBodySent[address, default: 0] += granted
+            return granted
         }
     }
 
