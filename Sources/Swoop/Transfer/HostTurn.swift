@@ -32,17 +32,17 @@ struct HostTurn {
 
     /// The request of the connection numbered `token` is sent: while the host is down, it is the trial.
     func willSend(by token: Int) {
-        host?.health.willSend(by: token)
+        host?.updateHealth { $0.willSend(by: token) }
     }
 
     /// A response head arrived: the host answers.
     func answered() {
-        host?.health.answered()
+        host?.updateHealth { $0.answered() }
     }
 
     /// The request ended without saying anything of the host (cancelled, or an answer of no use).
     func abandon(by token: Int) {
-        host?.health.abandonTrial(by: token)
+        host?.updateHealth { $0.abandonTrial(by: token) }
     }
 
     /// The request failed (`answered`: after its response head): what it says of its host. A
@@ -51,9 +51,11 @@ struct HostTurn {
         _ error: DownloadError, answered: Bool, retryAfter: Int?, policy: FailurePolicy, by token: Int
     ) {
         guard let host, FailurePolicy.scope(of: error, answered: answered) != .permanent else { return }
-        let verdict = host.health.failed(
-            error, answered: answered, active: 0, retryAfter: retryAfter, sharesWork: false, policy: policy,
-            at: .now, by: token)
+        let verdict = host.updateHealth {
+            $0.failed(
+                error, answered: answered, active: 0, retryAfter: retryAfter, sharesWork: false, policy: policy,
+                at: .now, by: token)
+        }
         if case .giveUp(let reason) = verdict { givenUp = reason }
     }
 
