@@ -173,15 +173,9 @@ struct SlurmShareTests {
                     #expect(requeued.status == 0, "\(array.stderr(job: requeued.job, task: 1))")
                     #expect(array.summary(job: requeued.job, task: 1)?["finishedObject"] as? Bool == true)
                     #expect(try await TestData.sha256(of: target) == object.sha256)
-                    let missing = held.bytes - held.bytesDone
-                    let (again, fetched) = SharedObjectTests.askedAgain(origin, "/model.bin", held: heldRanges)
-                    print(
-                        "slurm shares: task 1 killed with \(held.bytesDone) of \(held.bytes) bytes held; requeued, it "
-                            + "fetched \(fetched) bytes for \(missing) missing (the seams, the overlap and the "
-                            + "requests cut short at the end included); no request asked for more than \(again) "
-                            + "held bytes")
-                    #expect(again <= 2 * 4096, "a request asked for \(again) bytes the task held")
-                    #expect(fetched >= missing && fetched <= 2 * missing + 2 * Self.MiB)
+                    SharedObjectTests.expectOnlyMissingAsked(
+                        origin, "/model.bin", held: held, heldRanges: heldRanges, killed: "slurm shares: task 1",
+                        rerun: "requeued, it")
                     #expect(slurm.processes(named: "swoop") == [], "no swoop is left running")
                 }
             }
