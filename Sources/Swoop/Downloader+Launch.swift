@@ -9,10 +9,10 @@ extension Downloader {
     private enum Preparation {
         /// Finished by an earlier run, and the listing names the same object: no request.
         case complete(DownloadResult)
-        /// A session to start: its sources, its configuration (a listing's newer version
-        /// overwrites), and for a part file, the sink (holding the target's lock when it resumes)
-        /// and what the disk holds.
-        case start(url: RemoteURL, mirrors: [RemoteURL], configuration: Configuration, disk: DiskBasis?)
+        /// A session to start: its sources, its settings (made from the configuration, where a
+        /// listing's newer version overwrites), its logger (with the URL), and for a part file, the
+        /// sink (holding the target's lock when it resumes) and what the disk holds.
+        case start(url: RemoteURL, mirrors: [RemoteURL], settings: ExchangeSettings, logger: Logger, disk: DiskBasis?)
     }
 
     /// A part file's sink with what its disk holds, made off the transfer thread and then owned by
@@ -46,7 +46,7 @@ extension Downloader {
             let prepared = prepare(
                 request, named: remote.url, mirrors: mirrors, paths: paths, configuration: configuration,
                 keepsPartialState: kind.isPartFile)
-            guard case .start(let url, let mirrors, let configuration, let disk) = prepared else {
+            guard case .start(let url, let mirrors, let settings, let logger, let disk) = prepared else {
                 if case .complete(let result) = prepared {
                     _ = active.withLock { $0.removeValue(forKey: id) }
                     task.reportTransferEnd()
@@ -54,7 +54,7 @@ extension Downloader {
                 }
                 return
             }
-            let accepted = loop.execute { [loop, logger] in
+            let accepted = loop.execute { [loop] in
                 let sink: BodySink
                 if let disk {
                     sink = disk.sink
@@ -70,7 +70,7 @@ extension Downloader {
                         nil
                     }
                 let session = DownloadSession(
-                    loop: loop, configuration: configuration, request: request, url: url, service: remote.service,
+                    loop: loop, settings: settings, request: request, url: url, service: remote.service,
                     mirrors: mirrors, paths: paths, sink: sink, objectFound: objectFound,
                     logger: logger, progress: { task.reportProgress($0) },
                     transferEnded: { task.reportTransferEnd() }, completion: finished)
@@ -102,8 +102,10 @@ extension Downloader {
         {
             mirrors.append(mirror)
         }
+        let sessionLogger = DownloadSession.logger(logger, url: url)
         guard keepsPartialState else {
-            return .start(url: url, mirrors: mirrors, configuration: configuration, disk: nil)
+            return .start(
+                url: url, mirrors: mirrors, settings: ExchangeSettings(configuration), logger: sessionLogger, disk: nil)
         }
         var settings = configuration
         var firstLook = Result { () throws(DownloadError) in
@@ -129,11 +131,12 @@ extension Downloader {
         let basis = Result { () throws(DownloadError) in
             let found = try PartialState.basis(
                 for: paths, url: url, sink: sink, rules: PartialState.Rules(settings),
-                logger: DownloadSession.logger(logger, url: url), reading: firstLook)
+                logger: sessionLogger, reading: firstLook)
             return try Self.shareBasis(found, paths: paths)
         }
         return .start(
-            url: url, mirrors: mirrors, configuration: settings, disk: DiskBasis(sink: sink, basis: basis))
+            url: url, mirrors: mirrors, settings: ExchangeSettings(settings), logger: sessionLogger,
+            disk: DiskBasis(sink: sink, basis: basis))
     }
 
     /// What one share of an object starts from (``DownloadPaths/share``): its own map, which must

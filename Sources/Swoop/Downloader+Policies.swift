@@ -11,8 +11,10 @@ extension TransferPolicy {
 
 /// What every exchange of one download reads from its configuration, made once for the download
 /// (not once per probe, mirror check and transfer): the exchange options — timeouts, TLS, the
-/// proxy, with the environment's proxy variables read once — and the failure policy.
-struct ExchangeSettings {
+/// proxy, with the environment's proxy variables read once — and the failure policy. Made off the
+/// transfer thread, on the preparation queue (reading the environment is not free: a list of
+/// small files makes one for each).
+struct ExchangeSettings: Sendable {
     let configuration: Downloader.Configuration
     let options: TransferOptions
     let failures: FailurePolicy

@@ -36,8 +36,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// The session keeps itself alive until it has reported.
     private var keepAlive: DownloadSession?
 
+    /// `settings` and `logger` (with the URL in its metadata: ``logger(_:url:)``) are made by the
+    /// launcher off the transfer thread.
     init(
-        loop: TransferLoop, configuration: Downloader.Configuration, request: DownloadRequest, url: RemoteURL,
+        loop: TransferLoop, settings: ExchangeSettings, request: DownloadRequest, url: RemoteURL,
         service: (any ObjectService)? = nil, mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink,
         objectFound: ((RemoteObject, ResponseTiming?) -> Void)? = nil, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
@@ -45,12 +47,12 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
     ) {
         context = SessionContext(
-            loop: loop, settings: ExchangeSettings(configuration), request: request, service: service.map { (url, $0) },
-            paths: paths, sink: sink, objectFound: objectFound, logger: Self.logger(logger, url: url))
+            loop: loop, settings: settings, request: request, service: service.map { (url, $0) },
+            paths: paths, sink: sink, objectFound: objectFound, logger: logger)
         self.sources = SourceSet(first: url, mirrors: mirrors, hosts: loop.hosts, logger: context.logger)
         self.machine = SessionMachine(
             settings: .init(
-                failures: context.settings.failures, restartsOnChange: configuration.files.onObjectChange == .restart,
+                failures: settings.failures, restartsOnChange: settings.configuration.files.onObjectChange == .restart,
                 inOrder: sink.window != nil, expectedSize: request.expectedSize))
         self.progress = ProgressReporter(context, handler: progress)
         self.onTransferEnd = transferEnded
