@@ -41,6 +41,11 @@ extension TransferRun: TransferEnvironment {
     /// (``TransferMachine/hostReport(slot:_:)``) and the health's verdict on a failure.
     func hostHeard(_ end: RequestEnd, on slot: Int, machine: TransferMachine) -> RequestEnd {
         guard let (index, report) = machine.hostReport(slot: slot, end) else { return end }
+        return hostHeard(end, from: index, report: report, on: slot)
+    }
+
+    /// `slot`'s request to source `index` ended with `end`, which told its host `report`.
+    func hostHeard(_ end: RequestEnd, from index: Int, report: HostReport, on slot: Int) -> RequestEnd {
         let source = sources.sources[index]
         source.active -= 1
         source.bytes += end.bytes

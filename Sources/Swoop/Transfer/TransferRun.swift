@@ -21,10 +21,11 @@ protocol TransferRunDelegate: AnyObject {
 /// The run feeds it events (ends, wakes, ticks) with the time, performs the actions it returns,
 /// and answers its questions (``TransferEnvironment``, in `+Environment`: the sources' shared
 /// health, the budget's permits). It also runs what is not the machine's: the adaptive count
-/// (``TransferRun+Tuning.swift``), mirror checks and fresh URLs (``SourceChecks``) and the single
-/// stream of a server without ranges (``TransferRun+Stream.swift``). Body bytes never pass
-/// through here: connections write them to the ``DownloadStore``; only outcomes arrive. Transfer
-/// thread only.
+/// (``TransferRun+Tuning.swift``), mirror checks and fresh URLs (``SourceChecks``), the single
+/// stream of a server without ranges (``TransferRun+Stream.swift``), and the probe's response
+/// when it is the whole object, without a machine unless it needs one (``TransferRun+Single.swift``).
+/// Body bytes never pass through here: connections write them to the ``DownloadStore``; only
+/// outcomes arrive. Transfer thread only.
 final class TransferRun: ConnectionDelegate, HostWatcher {
     let loop: TransferLoop
     let settings: Settings
@@ -52,6 +53,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     private(set) var stopped = false
     /// The decisions of a single stream: its end, and the confirmation after it (``TransferRun+Stream.swift``).
     var stream: StreamMachine?
+    /// The probe's response, while it carries the whole object and no machine is needed yet
+    /// (``TransferRun+Single.swift``).
+    var single: SingleResponse?
 
     /// What the run reads from the configuration, once.
     struct Settings {
@@ -133,21 +137,22 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// `watch`: what the probe showed of the first source's validators (a pool it proved).
     func start(from connection: Connection, first: RangeRequest, watch: ValidatorWatch) throws(DownloadError) {
         guard let plan = store.plan else { return }
-        let machine = TransferMachine(
-            plan: plan, ledger: store.ledger, settings: settings.machine,
-            target: settings.configuration.connections.initial, environment: self, firstWatch: watch)
-        machine.checksEachResponse = store.checksEachResponse
-        self.machine = machine
         pool.adoptProbe(connection, delegate: self)
         var first = first
         first.response = store.beginResponse(validators: object.identity.validators)
-        guard let segment = machine.start(first: first, at: .now) else {
+        guard let segment = TransferMachine.reserveFirst(first, in: plan) else {
             throw .invalidResponse("internal: the probe's range \(first.own) is not missing")
         }
         connection.adopt(.segment(segment, request: first), store: store, object: object)
         // The probe's request, in flight on slot 0, is the first source's from here.
         willSend(to: 0, from: 0)
         let mirrors = sources.mirrors
+        if startSingle(first: first, segment: segment, plan: plan, watch: watch) {
+            if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
+            return
+        }
+        let machine = makeMachine(plan: plan, watch: watch)
+        machine.adopt(first: first, segment: segment, startedAt: .now)
         // Too little to split, steal, hedge or replace (a small file): no measuring needed.
         guard machine.isWorthSplitting else {
             if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
@@ -172,6 +177,16 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }
 
+    /// The machine of a transfer in ranges of `plan`, from the probe's `watch` of the first source.
+    func makeMachine(plan: SegmentScheduler, watch: ValidatorWatch) -> TransferMachine {
+        let machine = TransferMachine(
+            plan: plan, ledger: store.ledger, settings: settings.machine,
+            target: settings.configuration.connections.initial, environment: self, firstWatch: watch)
+        machine.checksEachResponse = store.checksEachResponse
+        self.machine = machine
+        return machine
+    }
+
     /// Takes over the probe's `connection`, whose response is the whole object.
     func startStream(from connection: Connection) {
         pool.adoptProbe(connection, delegate: self)
@@ -189,6 +204,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         guard !stopped else { return }
         stopped = true
         for case .abandonTrial(let source, let slot) in machine?.stop() ?? [] { abandonTrial(of: source, on: slot) }
+        if single != nil { abandonTrial(of: 0, on: 0) }
         sources.checks?.stop()
         loop.budget.cancelWait(self)
         housekeepingTimer?.cancel()
@@ -277,7 +293,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         counters.willSend(busy: pool.busyCount)
     }
 
-    private func log(_ note: TransferNote) {
+    func log(_ note: TransferNote) {
         switch note {
         case .retrying(let range, let error, let delay):
             logger.info(
@@ -338,6 +354,8 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
 
     func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
         guard !stopped else { return }
+        // The whole object in the probe's response: done, or the machine takes over from here.
+        if single != nil, singleEnded(connection, outcome) { return }
         // Without a machine the run is a single stream, and maybe the confirmation after it.
         guard let machine else {
             if case .probe = job { return streamCheckEnded() }

@@ -125,16 +125,32 @@ package final class TransferMachine {
     /// The probe's response on slot 0 carries `first` from source 0: its segment is reserved (up to
     /// the chunk its request ends in) and counted as in flight. `nil` when its range is not missing.
     package func start(first: RangeRequest, at now: ContinuousClock.Instant) -> Segment? {
+        guard slots.isEmpty, let segment = Self.reserveFirst(first, in: plan) else { return nil }
+        adopt(first: first, segment: segment, startedAt: now)
+        return segment
+    }
+
+    /// The probe's range `first` reserved in `plan` for slot 0 (up to the chunk its request ends
+    /// in) and noted as requested; `nil` when it is not missing. A run that may need no machine
+    /// (the whole object in that one response) reserves it so, and makes a machine that
+    /// ``adopt(first:segment:startedAt:)``s it only if the response needs one after all.
+    package static func reserveFirst(_ first: RangeRequest, in plan: SegmentScheduler) -> Segment? {
         let range = first.own
         let reserved = ByteRange(range.lowerBound, plan.layout.alignUp(range.upperBound))
-        guard slots.isEmpty, let segment = plan.reserve(reserved, ownerID: 0) else { return nil }
-        firstRange = range
-        startedAt = now
+        guard let segment = plan.reserve(reserved, ownerID: 0) else { return nil }
+        plan.noteRequested(segment, upTo: range.upperBound)
+        return segment
+    }
+
+    /// The probe's response on slot 0, started at `startedAt`, carries `first` into `segment`
+    /// (``reserveFirst(_:in:)``'s) from source 0: counted as in flight, as ``start(first:at:)`` does.
+    package func adopt(first: RangeRequest, segment: Segment, startedAt: ContinuousClock.Instant) {
+        precondition(slots.isEmpty, "the first request is adopted before any other")
+        firstRange = first.own
+        self.startedAt = startedAt
         slots = [
             Slot(work: .segment(segment, first), source: 0, request: watches[0, default: ValidatorWatch()].willSend())
         ]
-        plan.noteRequested(segment, upTo: range.upperBound)
-        return segment
     }
 
     /// Whether what is left is worth splitting, stealing, hedging or replacing (not a small file).
