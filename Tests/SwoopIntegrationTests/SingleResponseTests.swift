@@ -1,6 +1,7 @@
 import Foundation
 import Swoop
 import SwoopTestOrigin
+import Synchronization
 import Testing
 
 /// An object that arrives whole in the probe's response goes without the transfer's machine
@@ -36,12 +37,16 @@ struct SingleResponseTests {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            // 256 KiB at 1 MiB/s: a quarter of a second, however fast the machine.
             let object = TestObject(size: 256 << 10, seed: 62)
             origin.addObject(object, at: "/slow.bin")
-            origin.updateFaults { $0.throttleBytesPerSecond = 1 << 20 }
-            let result = try await withDownloader(quickConfiguration(connections: 4)) {
-                try await $0.download(DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"))
+            let hold = ResponseHold(origin: origin, bytes: 100_000)
+            let result = try await withDownloader(quickConfiguration(connections: 4, stall: .seconds(60))) {
+                downloader in
+                try await hold.during {
+                    try await downloader.download(
+                        DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"),
+                        progress: hold.progress)
+                }
             }
             #expect(try await TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
             #expect(result.objectChanges == 0 && result.retries == 0)
@@ -62,13 +67,16 @@ struct SingleResponseTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 256 << 10, seed: 63)
             origin.addObject(object, at: "/moving.bin")
-            origin.updateFaults {
-                $0.throttleBytesPerSecond = 1 << 20
-                // The response under way goes on with the bytes it began with (a file replaced by a rename).
-                $0.changeAfterBodyBytes = .init(path: "/moving.bin", bytes: 100_000)
-            }
-            let result = try await withDownloader(quickConfiguration(connections: 4)) {
-                try await $0.download(DownloadRequest(url: origin.url("/moving.bin")), to: scratch.path("moving.bin"))
+            // The response under way goes on with the bytes it began with (a file replaced by a rename).
+            origin.updateFaults { $0.changeAfterBodyBytes = .init(path: "/moving.bin", bytes: 100_000) }
+            let hold = ResponseHold(origin: origin, bytes: 100_000)
+            let result = try await withDownloader(quickConfiguration(connections: 4, stall: .seconds(60))) {
+                downloader in
+                try await hold.during {
+                    try await downloader.download(
+                        DownloadRequest(url: origin.url("/moving.bin")), to: scratch.path("moving.bin"),
+                        progress: hold.progress)
+                }
             }
             let now = try #require(origin.object(at: "/moving.bin"))
             #expect(now.seed == object.seed + 1)
@@ -76,5 +84,41 @@ struct SingleResponseTests {
             #expect(result.objectChanges == 1)
             #expect(result.etag == now.etagValue)
         }
+    }
+}
+
+/// Holds the download's response at `bytes` of its body (the origin sends the loopback client no
+/// more) until the download has shown progress, then for `quiet` more, then lets it go on: the
+/// response lasts longer than `quiet` from the moment the download began reading it, however late
+/// a loaded machine runs either side (a paced response can arrive in one burst at a client that
+/// was not scheduled while it was sent).
+private final class ResponseHold: Sendable {
+    let origin: TestOrigin
+    let quiet: Duration
+    private let seen = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(origin: TestOrigin, bytes: Int64, quiet: Duration = .milliseconds(300)) {
+        self.origin = origin
+        self.quiet = quiet
+        origin.updateFaults { $0.clientBodyLimits = ["127.0.0.1": bytes] }
+    }
+
+    /// The download's progress handler: notes when it first reports bytes.
+    var progress: @Sendable (DownloadProgress) -> Void {
+        { [self] progress in
+            guard progress.bytesDone > 0 else { return }
+            seen.withLock { $0 = $0 ?? .now }
+        }
+    }
+
+    /// Runs `download` while a thread of its own lifts the hold `quiet` after the first progress.
+    func during<T: Sendable>(_ download: () async throws -> T) async throws -> T {
+        async let released = waitThenAct(
+            within: .seconds(60), every: .milliseconds(5),
+            until: { [self] in seen.withLock { $0.map { ContinuousClock.now - $0 >= quiet } ?? false } },
+            then: { [origin] in origin.updateFaults { $0.clientBodyLimits = [:] } })
+        let value = try await download()
+        #expect(try await released, "the download showed no progress while held")
+        return value
     }
 }
