@@ -24,6 +24,8 @@ package final class TransferMachine {
         /// An object that arrived in the probe's one response is confirmed by a request after it
         /// (``confirm(at:into:)``) when that response lasted this long: shorter, a rewrite in
         /// place inside it is left unasked, as curl leaves it (a request more per small file).
+        /// Measured on this side, from the run's reading of the response's head: a client that was
+        /// not scheduled while the server sent the body reads it in one burst, and sees it as short.
         package var confirmsOneResponseAfter: Duration
 
         package init(
