@@ -39,15 +39,8 @@ struct SingleResponseTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 256 << 10, seed: 62)
             origin.addObject(object, at: "/slow.bin")
-            let hold = ResponseHold(origin: origin, bytes: 100_000)
-            let result = try await withDownloader(quickConfiguration(connections: 4, stall: .seconds(60))) {
-                downloader in
-                try await hold.during {
-                    try await downloader.download(
-                        DownloadRequest(url: origin.url("/slow.bin")), to: scratch.path("slow.bin"),
-                        progress: hold.progress)
-                }
-            }
+            let result = try await ResponseHold(origin: origin, bytes: 100_000)
+                .download("/slow.bin", to: scratch.path("slow.bin"))
             #expect(try await TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
             #expect(result.objectChanges == 0 && result.retries == 0)
             let log = origin.requests
@@ -69,15 +62,8 @@ struct SingleResponseTests {
             origin.addObject(object, at: "/moving.bin")
             // The response under way goes on with the bytes it began with (a file replaced by a rename).
             origin.updateFaults { $0.changeAfterBodyBytes = .init(path: "/moving.bin", bytes: 100_000) }
-            let hold = ResponseHold(origin: origin, bytes: 100_000)
-            let result = try await withDownloader(quickConfiguration(connections: 4, stall: .seconds(60))) {
-                downloader in
-                try await hold.during {
-                    try await downloader.download(
-                        DownloadRequest(url: origin.url("/moving.bin")), to: scratch.path("moving.bin"),
-                        progress: hold.progress)
-                }
-            }
+            let result = try await ResponseHold(origin: origin, bytes: 100_000)
+                .download("/moving.bin", to: scratch.path("moving.bin"))
             let now = try #require(origin.object(at: "/moving.bin"))
             #expect(now.seed == object.seed + 1)
             #expect(try await TestData.sha256(of: scratch.path("moving.bin")) == now.sha256, "the new version")
@@ -103,22 +89,20 @@ private final class ResponseHold: Sendable {
         origin.updateFaults { $0.clientBodyLimits = ["127.0.0.1": bytes] }
     }
 
-    /// The download's progress handler: notes when it first reports bytes.
-    var progress: @Sendable (DownloadProgress) -> Void {
-        { [self] progress in
-            guard progress.bytesDone > 0 else { return }
-            seen.withLock { $0 = $0 ?? .now }
-        }
-    }
-
-    /// Runs `download` while a thread of its own lifts the hold `quiet` after the first progress.
-    func during<T: Sendable>(_ download: () async throws -> T) async throws -> T {
+    /// Downloads `path` from the origin to `target` (4 connections; a stall only after a minute)
+    /// while a thread of its own lifts the hold `quiet` after the download's first progress.
+    func download(_ path: String, to target: String) async throws -> DownloadResult {
         async let released = waitThenAct(
             within: .seconds(60), every: .milliseconds(5),
             until: { [self] in seen.withLock { $0.map { ContinuousClock.now - $0 >= quiet } ?? false } },
             then: { [origin] in origin.updateFaults { $0.clientBodyLimits = [:] } })
-        let value = try await download()
+        let result = try await withDownloader(quickConfiguration(connections: 4, stall: .seconds(60))) { downloader in
+            try await downloader.download(DownloadRequest(url: origin.url(path)), to: target) { [self] progress in
+                guard progress.bytesDone > 0 else { return }
+                seen.withLock { $0 = $0 ?? .now }
+            }
+        }
         #expect(try await released, "the download showed no progress while held")
-        return value
+        return result
     }
 }
