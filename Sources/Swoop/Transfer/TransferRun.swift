@@ -147,14 +147,13 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         // The probe's request, in flight on slot 0, is the first source's from here.
         willSend(to: 0, from: 0)
         let mirrors = sources.mirrors
-        if startSingle(first: first, segment: segment, plan: plan, watch: watch) {
-            if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
-            return
-        }
-        let machine = makeMachine(plan: plan, watch: watch)
-        machine.adopt(first: first, segment: segment, startedAt: .now)
-        // Too little to split, steal, hedge or replace (a small file): no measuring needed.
-        guard machine.isWorthSplitting else {
+        let machine =
+            startSingle(first: first, segment: segment, plan: plan, watch: watch)
+            ? nil : makeMachine(plan: plan, watch: watch)
+        machine?.adopt(first: first, segment: segment, startedAt: .now)
+        // The whole object in this response, or too little to split, steal, hedge or replace (a
+        // small file): no measuring needed.
+        guard let machine, machine.isWorthSplitting else {
             if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
             return
         }
@@ -355,7 +354,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     func connection(_ connection: Connection, didFinish job: Connection.Job, with outcome: Connection.Outcome) {
         guard !stopped else { return }
         // The whole object in the probe's response: done, or the machine takes over from here.
-        if single != nil, singleEnded(connection, outcome) { return }
+        if singleEnded(connection, outcome) { return }
         // Without a machine the run is a single stream, and maybe the confirmation after it.
         guard let machine else {
             if case .probe = job { return streamCheckEnded() }
