@@ -71,7 +71,9 @@ struct SharedObjectTests {
 
     /// The most held bytes any one request for `path` asked for again (its overlap with the bytes
     /// around it, a seam's window: a few KiB), and the bytes all of them sent.
-    private static func askedAgain(_ origin: TestOrigin, _ path: String, held: [ByteRange]) -> (most: Int64, sent: Int64) {
+    private static func askedAgain(
+        _ origin: TestOrigin, _ path: String, held: [ByteRange]
+    ) -> (most: Int64, sent: Int64) {
         var most: Int64 = 0
         var sent: Int64 = 0
         for request in origin.requests where request.path == path {

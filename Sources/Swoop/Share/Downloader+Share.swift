@@ -167,12 +167,9 @@ extension Downloader {
         do {
             return try await lookUp(request, configuration: configuration)
         } catch  where error.kind == .httpStatus {
-            guard let provider = request.urlProvider else { throw error }
+            guard let url = try await request.freshURL(replacing: request.url, for: request.url) else { throw error }
             var fresh = request
-            do { fresh.url = try await provider(request.url) } catch {
-                throw DownloadError(
-                    .urlRefreshFailed, "cannot get a fresh URL for \(request.url): \(error)", remedy: .checkURLProvider)
-            }
+            fresh.url = url
             return try await lookUp(fresh, configuration: configuration)
         }
     }
@@ -188,6 +185,21 @@ extension Downloader {
             return true
         case .failure:
             return false
+        }
+    }
+}
+
+extension DownloadRequest {
+    /// A fresh URL in place of `current` from ``urlProvider`` (`nil` without one), for a share's
+    /// lookup or seams' check, outside a transfer's ``URLRefresher``; `purpose` names what it is for
+    /// in the error when the provider fails.
+    func freshURL(replacing current: String, for purpose: String) async throws(DownloadError) -> String? {
+        guard let urlProvider else { return nil }
+        do {
+            return try await urlProvider(current)
+        } catch {
+            throw DownloadError(
+                .urlRefreshFailed, "cannot get a fresh URL for \(purpose): \(error)", remedy: .checkURLProvider)
         }
     }
 }

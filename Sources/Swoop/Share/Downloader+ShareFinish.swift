@@ -115,16 +115,10 @@ extension Downloader {
                 }, shutDown: .failure(DownloadError(.cancelled, "the downloader was shut down")))
             // A URL that expired since the shares began (a presigned one): once more with a fresh one.
             guard case .failure(let error) = outcome, error.kind == .network, !refreshed,
-                let provider = request.urlProvider
+                let fresh = try await request.freshURL(replacing: address, for: "the seams' check")
             else { break }
             refreshed = true
-            do {
-                address = try await provider(address)
-            } catch {
-                throw DownloadError(
-                    .urlRefreshFailed, "cannot get a fresh URL for the seams' check: \(error)",
-                    remedy: .checkURLProvider)
-            }
+            address = fresh
         } while true
         let (samples, object) = try outcome.get()
         let differs = await Self.offPool { SharedObject.firstDifference(in: part.descriptor, samples: samples) }
