@@ -10,40 +10,103 @@ extension Downloader {
     /// ```
     public struct Configuration: Sendable {
         /// How many connections one download uses.
-        public var connections: Connections = .adaptive(maximum: 64)
+        public var connections: Connections {
+            get { storage.value.connections }
+            set { storage.value.connections = newValue }
+        }
         /// Caps all downloads of this downloader share: connections and the byte rate.
-        public var connectionPool = ConnectionPool()
+        public var connectionPool: ConnectionPool {
+            get { storage.value.connectionPool }
+            set { storage.value.connectionPool = newValue }
+        }
         /// Which addresses of a host a download connects to: all of them by default, each a source.
-        public var addresses = Addresses()
+        public var addresses: Addresses {
+            get { storage.value.addresses }
+            set { storage.value.addresses = newValue }
+        }
         /// How one download spreads its bytes over its connections: segment sizes, tail hedges,
         /// slow-connection replacement, receive buffers.
-        public var tuning = Tuning()
+        public var tuning: Tuning {
+            get { storage.value.tuning }
+            set { storage.value.tuning = newValue }
+        }
         /// Connection and stall limits.
-        public var timeout = Timeout()
+        public var timeout: Timeout {
+            get { storage.value.timeout }
+            set { storage.value.timeout = newValue }
+        }
         /// How failed requests are retried.
-        public var retry = RetryPolicy()
+        public var retry: RetryPolicy {
+            get { storage.value.retry }
+            set { storage.value.retry = newValue }
+        }
         /// Redirect limits.
-        public var redirect = RedirectConfiguration()
+        public var redirect: RedirectConfiguration {
+            get { storage.value.redirect }
+            set { storage.value.redirect = newValue }
+        }
         /// How servers' TLS certificates are verified.
-        public var tls = TLS()
+        public var tls: TLS {
+            get { storage.value.tls }
+            set { storage.value.tls = newValue }
+        }
         /// How requests reach servers and what they carry besides their own headers: the proxy,
         /// `.netrc` logins, cookies.
-        public var access = NetworkAccess()
+        public var access: NetworkAccess {
+            get { storage.value.access }
+            set { storage.value.access = newValue }
+        }
         /// How `s3://` URLs are signed and reach their store: credentials, profile, region, endpoint.
-        public var s3 = S3()
+        public var s3: S3 {
+            get { storage.value.s3 }
+            set { storage.value.s3 = newValue }
+        }
         /// What a download does with what is at and beside its target: resuming, checkpoints,
         /// replacing a file, creating directories, an object that changes.
-        public var files = Files()
+        public var files: Files {
+            get { storage.value.files }
+            set { storage.value.files = newValue }
+        }
         /// How often progress is reported.
-        public var progressInterval: Duration = .milliseconds(250)
+        public var progressInterval: Duration {
+            get { storage.value.progressInterval }
+            set { storage.value.progressInterval = newValue }
+        }
         /// The `User-Agent` header.
-        public var userAgent = "swoop/\(Downloader.version)"
+        public var userAgent: String {
+            get { storage.value.userAgent }
+            set { storage.value.userAgent = newValue }
+        }
         /// Check the file against the digest its server publishes (`Repr-Digest`, `x-goog-hash`,
         /// `x-amz-checksum-*`, `x-oss-hash-crc64ecma`; `Content-MD5` or `Digest` on a whole
         /// response), and each response against its own `Content-Digest`. A mismatch fails the
         /// download (``DownloadError/Kind/checksumMismatch``) and keeps nothing; a response whose
         /// `Content-Digest` does not match is fetched again. On by default.
-        public var verifiesPublishedDigests = true
+        public var verifiesPublishedDigests: Bool {
+            get { storage.value.verifiesPublishedDigests }
+            set { storage.value.verifiesPublishedDigests = newValue }
+        }
+
+        private struct Values: Sendable {
+            var connections: Connections = .adaptive(maximum: 64)
+            var connectionPool: ConnectionPool = ConnectionPool()
+            var addresses: Addresses = Addresses()
+            var tuning: Tuning = Tuning()
+            var timeout: Timeout = Timeout()
+            var retry: RetryPolicy = RetryPolicy()
+            var redirect: RedirectConfiguration = RedirectConfiguration()
+            var tls: TLS = TLS()
+            var access: NetworkAccess = NetworkAccess()
+            var s3: S3 = S3()
+            var files: Files = Files()
+            var progressInterval: Duration = .milliseconds(250)
+            var userAgent: String = "swoop/\(Downloader.version)"
+            var verifiesPublishedDigests: Bool = true
+        }
+
+        /// One retain a copy (``CopyOnWrite``): every download keeps its configuration, and its
+        /// session, probe, transfer and publication each take it.
+        private var storage = CopyOnWrite(Values())
 
         public init() {}
 

@@ -14,7 +14,7 @@ extension TransferPolicy {
 /// proxy, with the environment's proxy variables read once — and the failure policy. Made off the
 /// transfer thread, on the preparation queue (reading the environment is not free: a list of
 /// small files makes one for each).
-struct ExchangeSettings: Sendable {
+final class ExchangeSettings: Sendable {
     let configuration: Downloader.Configuration
     let options: TransferOptions
     let failures: FailurePolicy

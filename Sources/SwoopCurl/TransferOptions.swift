@@ -2,41 +2,90 @@ import SwoopCore
 
 /// Per-connection transfer settings (the downloader's configuration, in libcurl's terms).
 package struct TransferOptions: Sendable {
-    package var connectTimeout: Duration
+    package var connectTimeout: Duration {
+        get { storage.value.connectTimeout }
+        set { storage.value.connectTimeout = newValue }
+    }
     /// A connection below `lowSpeedLimit` bytes/s for this long fails with a timeout.
-    package var stallTimeout: Duration
-    package var lowSpeedLimit: Int
-    package var verifiesTLSCertificates: Bool
+    package var stallTimeout: Duration {
+        get { storage.value.stallTimeout }
+        set { storage.value.stallTimeout = newValue }
+    }
+    package var lowSpeedLimit: Int {
+        get { storage.value.lowSpeedLimit }
+        set { storage.value.lowSpeedLimit = newValue }
+    }
+    package var verifiesTLSCertificates: Bool {
+        get { storage.value.verifiesTLSCertificates }
+        set { storage.value.verifiesTLSCertificates = newValue }
+    }
     /// The CA bundle and directory to verify servers against (none: libcurl's defaults).
-    package var certificateAuthorities: TrustedCertificates
-    package var userAgent: String
-    package var receiveBufferSize: Int
-    package var proxy: ProxySetting
+    package var certificateAuthorities: TrustedCertificates {
+        get { storage.value.certificateAuthorities }
+        set { storage.value.certificateAuthorities = newValue }
+    }
+    package var userAgent: String {
+        get { storage.value.userAgent }
+        set { storage.value.userAgent = newValue }
+    }
+    package var receiveBufferSize: Int {
+        get { storage.value.receiveBufferSize }
+        set { storage.value.receiveBufferSize = newValue }
+    }
+    package var proxy: ProxySetting {
+        get { storage.value.proxy }
+        set { storage.value.proxy = newValue }
+    }
     /// curl's `NOPROXY` list, comma-separated; `nil`: `no_proxy` from the environment.
-    package var noProxy: String?
+    package var noProxy: String? {
+        get { storage.value.noProxy }
+        set { storage.value.noProxy = newValue }
+    }
     /// The proxy variables of the environment libcurl reads (see ``ProxyRoute/variables``), to
     /// tell which proxy a failed request went through.
-    package var proxyEnvironment: [String: String]
-    package var netrc: NetrcSetting
+    package var proxyEnvironment: [String: String] {
+        get { storage.value.proxyEnvironment }
+        set { storage.value.proxyEnvironment = newValue }
+    }
+    package var netrc: NetrcSetting {
+        get { storage.value.netrc }
+        set { storage.value.netrc = newValue }
+    }
     /// The local end of connections in libcurl's form (`if!eth1`, `host!192.0.2.7`), if one is set.
-    package var localInterface: String?
+    package var localInterface: String? {
+        get { storage.value.localInterface }
+        set { storage.value.localInterface = newValue }
+    }
+
+    private struct Values: Sendable {
+        var connectTimeout: Duration
+        var stallTimeout: Duration
+        var lowSpeedLimit: Int
+        var verifiesTLSCertificates: Bool
+        var certificateAuthorities: TrustedCertificates
+        var userAgent: String
+        var receiveBufferSize: Int
+        var proxy: ProxySetting
+        var noProxy: String?
+        var proxyEnvironment: [String: String]
+        var netrc: NetrcSetting
+        var localInterface: String?
+    }
+
+    /// One retain a copy (``CopyOnWrite``): every request of a download carries the options.
+    private var storage: CopyOnWrite<Values>
 
     package init(
         connectTimeout: Duration, stallTimeout: Duration, lowSpeedLimit: Int, verifiesTLSCertificates: Bool,
         certificateAuthorities: TrustedCertificates, userAgent: String, receiveBufferSize: Int, proxy: ProxySetting,
         noProxy: String? = nil, proxyEnvironment: [String: String] = [:], netrc: NetrcSetting
     ) {
-        self.connectTimeout = connectTimeout
-        self.stallTimeout = stallTimeout
-        self.lowSpeedLimit = lowSpeedLimit
-        self.verifiesTLSCertificates = verifiesTLSCertificates
-        self.certificateAuthorities = certificateAuthorities
-        self.userAgent = userAgent
-        self.receiveBufferSize = receiveBufferSize
-        self.proxy = proxy
-        self.noProxy = noProxy
-        self.proxyEnvironment = proxyEnvironment
-        self.netrc = netrc
+        storage = CopyOnWrite(
+            Values(
+                connectTimeout: connectTimeout, stallTimeout: stallTimeout, lowSpeedLimit: lowSpeedLimit,
+                verifiesTLSCertificates: verifiesTLSCertificates, certificateAuthorities: certificateAuthorities,
+                userAgent: userAgent, receiveBufferSize: receiveBufferSize, proxy: proxy, noProxy: noProxy,
+                proxyEnvironment: proxyEnvironment, netrc: netrc, localInterface: nil))
     }
 
     /// Which proxy requests go through, as libcurl chooses it.

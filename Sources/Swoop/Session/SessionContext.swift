@@ -4,7 +4,7 @@ import SwoopCurl
 
 /// What one download runs on, fixed for its whole life: the thread, the settings, the request,
 /// where its bytes go, and what it counted.
-struct SessionContext {
+final class SessionContext {
     let loop: TransferLoop
     /// The configuration, and what every exchange reads from it, made once.
     let settings: ExchangeSettings
@@ -21,6 +21,21 @@ struct SessionContext {
     /// Bytes, requests and retries, across restarts.
     let counters = DownloadCounters()
     let startedAt = ContinuousClock.now
+
+    init(
+        loop: TransferLoop, settings: ExchangeSettings, request: DownloadRequest,
+        service: (url: RemoteURL, service: any ObjectService)?, paths: DownloadPaths, sink: BodySink,
+        objectFound: ((RemoteObject, ResponseTiming?) -> Void)?, logger: Logger
+    ) {
+        self.loop = loop
+        self.settings = settings
+        self.request = request
+        self.service = service
+        self.paths = paths
+        self.sink = sink
+        self.objectFound = objectFound
+        self.logger = logger
+    }
 
     /// The request's headers for a download that starts at `url`: with the service only when
     /// `url` is the one it serves (a mirror the session resumed from is reached without it).

@@ -129,23 +129,57 @@ package struct ObjectIdentity: Sendable, Equatable {
 /// fetched in ranges.
 package struct RemoteObject: Sendable, Equatable {
     /// The URL every segment is fetched from (after the probe's redirects).
-    package var url: RemoteURL
+    package var url: RemoteURL {
+        get { storage.value.url }
+        set { storage.value.url = newValue }
+    }
     /// Size and validators.
-    package var identity: ObjectIdentity
+    package var identity: ObjectIdentity {
+        get { storage.value.identity }
+        set { storage.value.identity = newValue }
+    }
     /// The server answered a range request with 206.
-    package var acceptsRanges: Bool
+    package var acceptsRanges: Bool {
+        get { storage.value.acceptsRanges }
+        set { storage.value.acceptsRanges = newValue }
+    }
     /// The digests the probe's response published (of the object, and of that response).
-    package var digests = PublishedDigests()
+    package var digests: PublishedDigests {
+        get { storage.value.digests }
+        set { storage.value.digests = newValue }
+    }
     /// The probe's `Content-Type`, for a reader of the bytes (not part of the identity).
-    package var contentType: String?
+    package var contentType: String? {
+        get { storage.value.contentType }
+        set { storage.value.contentType = newValue }
+    }
+
+    private struct Fields: Equatable, Sendable {
+        var url: RemoteURL
+        var identity: ObjectIdentity
+        var acceptsRanges: Bool
+        var digests = PublishedDigests()
+        var contentType: String?
+    }
+
+    /// One retain a copy (``CopyOnWrite``): a download hands its object to every request,
+    /// response check, result and message.
+    private var storage: CopyOnWrite<Fields>
 
     package init(
         url: RemoteURL, size: Int64?, etag: String? = nil, lastModified: String? = nil, acceptsRanges: Bool,
         contentCoding: String? = "identity"
     ) {
-        self.url = url
-        self.identity = ObjectIdentity(size: size, etag: etag, lastModified: lastModified, contentCoding: contentCoding)
-        self.acceptsRanges = acceptsRanges
+        storage = CopyOnWrite(
+            Fields(
+                url: url,
+                identity: ObjectIdentity(
+                    size: size, etag: etag, lastModified: lastModified, contentCoding: contentCoding),
+                acceptsRanges: acceptsRanges))
+    }
+
+    package static func == (lhs: RemoteObject, rhs: RemoteObject) -> Bool {
+        lhs.storage == rhs.storage
     }
 
     /// The size in bytes, when the server said.

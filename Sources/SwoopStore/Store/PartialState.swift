@@ -103,35 +103,57 @@ package enum PartialState {
 /// `TARGET.part` and `TARGET.swoop` beside the target; those are neither read nor deleted (they
 /// may be another object's files).
 package struct DownloadPaths: Sendable, Equatable {
-    package let target: String
+    /// The names, in one object: every stage of a download and its publication keeps its paths,
+    /// and copying five names retained one by one was a measurable share of a small file's work.
+    private final class Names: Sendable {
+        let target: String
+        let directory: String
+        let part: String
+        let map: String
+        let share: ObjectShare?
+        let stem: String
+
+        init(target: String, share: ObjectShare?) {
+            self.target = target
+            self.share = share
+            let (parent, name) = DownloadPaths.split(target)
+            directory = parent.isEmpty ? "." : parent
+            let stem =
+                (directory == "/" ? "" : directory) + "/" + DownloadPaths.workingDirectoryName + "/"
+                + DownloadPaths.workingName(for: name)
+            self.stem = stem
+            part = stem + ".part"
+            if let share {
+                map = DownloadPaths.shareMap(stem, index: share.index, count: share.count)
+            } else {
+                map = stem + ".map"
+            }
+        }
+    }
+
+    private let names: Names
+
+    package var target: String { names.target }
     /// The directory the target goes into.
-    package let directory: String
-    package let part: String
+    package var directory: String { names.directory }
+    package var part: String { names.part }
     /// This download's segment map: the object's (`H.map`), or for one share of it that share's
     /// (`H.share-K-of-N.map`, beside the part file all shares write).
-    package let map: String
+    package var map: String { names.map }
     /// The share of the object this download fetches (``ObjectShare``), if it fetches one.
-    package let share: ObjectShare?
+    package var share: ObjectShare? { names.share }
     /// `DIR/.swoop/H`: every working file's name less its extension.
-    package let stem: String
+    package var stem: String { names.stem }
 
     /// The name of the working directory in each directory that receives downloads.
     package static let workingDirectoryName = WorkingDirectory.name
 
     package init(target: String, share: ObjectShare? = nil) {
-        self.target = target
-        self.share = share
-        let (parent, name) = Self.split(target)
-        directory = parent.isEmpty ? "." : parent
-        let stem =
-            (directory == "/" ? "" : directory) + "/" + Self.workingDirectoryName + "/" + Self.workingName(for: name)
-        self.stem = stem
-        part = stem + ".part"
-        if let share {
-            map = Self.shareMap(stem, index: share.index, count: share.count)
-        } else {
-            map = stem + ".map"
-        }
+        names = Names(target: target, share: share)
+    }
+
+    package static func == (lhs: DownloadPaths, rhs: DownloadPaths) -> Bool {
+        lhs.names === rhs.names || (lhs.target == rhs.target && lhs.share == rhs.share)
     }
 
     /// Share `index`'s segment map, when the object is fetched in this download's shares.
