@@ -12,70 +12,70 @@ extension Downloader {
         /// How many connections one download uses.
         public var connections: Connections {
             get { storage.value.connections }
-            set { storage.value.connections = newValue }
+            set { storage.update { $0.connections = newValue } }
         }
         /// Caps all downloads of this downloader share: connections and the byte rate.
         public var connectionPool: ConnectionPool {
             get { storage.value.connectionPool }
-            set { storage.value.connectionPool = newValue }
+            set { storage.update { $0.connectionPool = newValue } }
         }
         /// Which addresses of a host a download connects to: all of them by default, each a source.
         public var addresses: Addresses {
             get { storage.value.addresses }
-            set { storage.value.addresses = newValue }
+            set { storage.update { $0.addresses = newValue } }
         }
         /// How one download spreads its bytes over its connections: segment sizes, tail hedges,
         /// slow-connection replacement, receive buffers.
         public var tuning: Tuning {
             get { storage.value.tuning }
-            set { storage.value.tuning = newValue }
+            set { storage.update { $0.tuning = newValue } }
         }
         /// Connection and stall limits.
         public var timeout: Timeout {
             get { storage.value.timeout }
-            set { storage.value.timeout = newValue }
+            set { storage.update { $0.timeout = newValue } }
         }
         /// How failed requests are retried.
         public var retry: RetryPolicy {
             get { storage.value.retry }
-            set { storage.value.retry = newValue }
+            set { storage.update { $0.retry = newValue } }
         }
         /// Redirect limits.
         public var redirect: RedirectConfiguration {
             get { storage.value.redirect }
-            set { storage.value.redirect = newValue }
+            set { storage.update { $0.redirect = newValue } }
         }
         /// How servers' TLS certificates are verified.
         public var tls: TLS {
             get { storage.value.tls }
-            set { storage.value.tls = newValue }
+            set { storage.update { $0.tls = newValue } }
         }
         /// How requests reach servers and what they carry besides their own headers: the proxy,
         /// `.netrc` logins, cookies.
         public var access: NetworkAccess {
             get { storage.value.access }
-            set { storage.value.access = newValue }
+            set { storage.update { $0.access = newValue } }
         }
         /// How `s3://` URLs are signed and reach their store: credentials, profile, region, endpoint.
         public var s3: S3 {
             get { storage.value.s3 }
-            set { storage.value.s3 = newValue }
+            set { storage.update { $0.s3 = newValue } }
         }
         /// What a download does with what is at and beside its target: resuming, checkpoints,
         /// replacing a file, creating directories, an object that changes.
         public var files: Files {
             get { storage.value.files }
-            set { storage.value.files = newValue }
+            set { storage.update { $0.files = newValue } }
         }
         /// How often progress is reported.
         public var progressInterval: Duration {
             get { storage.value.progressInterval }
-            set { storage.value.progressInterval = newValue }
+            set { storage.update { $0.progressInterval = newValue } }
         }
         /// The `User-Agent` header.
         public var userAgent: String {
             get { storage.value.userAgent }
-            set { storage.value.userAgent = newValue }
+            set { storage.update { $0.userAgent = newValue } }
         }
         /// Check the file against the digest its server publishes (`Repr-Digest`, `x-goog-hash`,
         /// `x-amz-checksum-*`, `x-oss-hash-crc64ecma`; `Content-MD5` or `Digest` on a whole
@@ -84,7 +84,7 @@ extension Downloader {
         /// `Content-Digest` does not match is fetched again. On by default.
         public var verifiesPublishedDigests: Bool {
             get { storage.value.verifiesPublishedDigests }
-            set { storage.value.verifiesPublishedDigests = newValue }
+            set { storage.update { $0.verifiesPublishedDigests = newValue } }
         }
 
         private struct Values: Sendable {

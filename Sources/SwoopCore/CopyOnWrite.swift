@@ -25,15 +25,19 @@ package struct CopyOnWrite<Value: Sendable>: Sendable {
         box = Box(value)
     }
 
-    /// Read in place (no copy of the whole value to read one field of it); changed in place when
-    /// unshared, else in a copy of its own first.
+    /// Read in place: no copy of the whole value to read one field of it.
     @inlinable
     package var value: Value {
         _read { yield box.value }
-        _modify {
-            if !isKnownUniquelyReferenced(&box) { box = Box(box.value) }
-            yield &box.value
-        }
+    }
+
+    /// Changes the value in place when unshared, else in a copy of its own first. A function
+    /// rather than a `_modify` accessor: a coroutine the optimizer does not inline allocates its
+    /// frame, which made every change of a result a `malloc`.
+    @inlinable
+    package mutating func update<Result>(_ change: (inout Value) throws -> Result) rethrows -> Result {
+        if !isKnownUniquelyReferenced(&box) { box = Box(box.value) }
+        return try change(&box.value)
     }
 }
 

@@ -4,57 +4,57 @@ import SwoopCore
 package struct TransferOptions: Sendable {
     package var connectTimeout: Duration {
         get { storage.value.connectTimeout }
-        set { storage.value.connectTimeout = newValue }
+        set { storage.update { $0.connectTimeout = newValue } }
     }
     /// A connection below `lowSpeedLimit` bytes/s for this long fails with a timeout.
     package var stallTimeout: Duration {
         get { storage.value.stallTimeout }
-        set { storage.value.stallTimeout = newValue }
+        set { storage.update { $0.stallTimeout = newValue } }
     }
     package var lowSpeedLimit: Int {
         get { storage.value.lowSpeedLimit }
-        set { storage.value.lowSpeedLimit = newValue }
+        set { storage.update { $0.lowSpeedLimit = newValue } }
     }
     package var verifiesTLSCertificates: Bool {
         get { storage.value.verifiesTLSCertificates }
-        set { storage.value.verifiesTLSCertificates = newValue }
+        set { storage.update { $0.verifiesTLSCertificates = newValue } }
     }
     /// The CA bundle and directory to verify servers against (none: libcurl's defaults).
     package var certificateAuthorities: TrustedCertificates {
         get { storage.value.certificateAuthorities }
-        set { storage.value.certificateAuthorities = newValue }
+        set { storage.update { $0.certificateAuthorities = newValue } }
     }
     package var userAgent: String {
         get { storage.value.userAgent }
-        set { storage.value.userAgent = newValue }
+        set { storage.update { $0.userAgent = newValue } }
     }
     package var receiveBufferSize: Int {
         get { storage.value.receiveBufferSize }
-        set { storage.value.receiveBufferSize = newValue }
+        set { storage.update { $0.receiveBufferSize = newValue } }
     }
     package var proxy: ProxySetting {
         get { storage.value.proxy }
-        set { storage.value.proxy = newValue }
+        set { storage.update { $0.proxy = newValue } }
     }
     /// curl's `NOPROXY` list, comma-separated; `nil`: `no_proxy` from the environment.
     package var noProxy: String? {
         get { storage.value.noProxy }
-        set { storage.value.noProxy = newValue }
+        set { storage.update { $0.noProxy = newValue } }
     }
     /// The proxy variables of the environment libcurl reads (see ``ProxyRoute/variables``), to
     /// tell which proxy a failed request went through.
     package var proxyEnvironment: [String: String] {
         get { storage.value.proxyEnvironment }
-        set { storage.value.proxyEnvironment = newValue }
+        set { storage.update { $0.proxyEnvironment = newValue } }
     }
     package var netrc: NetrcSetting {
         get { storage.value.netrc }
-        set { storage.value.netrc = newValue }
+        set { storage.update { $0.netrc = newValue } }
     }
     /// The local end of connections in libcurl's form (`if!eth1`, `host!192.0.2.7`), if one is set.
     package var localInterface: String? {
         get { storage.value.localInterface }
-        set { storage.value.localInterface = newValue }
+        set { storage.update { $0.localInterface = newValue } }
     }
 
     private struct Values: Sendable {

@@ -131,27 +131,27 @@ package struct RemoteObject: Sendable, Equatable {
     /// The URL every segment is fetched from (after the probe's redirects).
     package var url: RemoteURL {
         get { storage.value.url }
-        set { storage.value.url = newValue }
+        set { storage.update { $0.url = newValue } }
     }
     /// Size and validators.
     package var identity: ObjectIdentity {
         get { storage.value.identity }
-        set { storage.value.identity = newValue }
+        set { storage.update { $0.identity = newValue } }
     }
     /// The server answered a range request with 206.
     package var acceptsRanges: Bool {
         get { storage.value.acceptsRanges }
-        set { storage.value.acceptsRanges = newValue }
+        set { storage.update { $0.acceptsRanges = newValue } }
     }
     /// The digests the probe's response published (of the object, and of that response).
     package var digests: PublishedDigests {
         get { storage.value.digests }
-        set { storage.value.digests = newValue }
+        set { storage.update { $0.digests = newValue } }
     }
     /// The probe's `Content-Type`, for a reader of the bytes (not part of the identity).
     package var contentType: String? {
         get { storage.value.contentType }
-        set { storage.value.contentType = newValue }
+        set { storage.update { $0.contentType = newValue } }
     }
 
     private struct Fields: Equatable, Sendable {
