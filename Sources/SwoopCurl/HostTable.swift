@@ -30,14 +30,7 @@ package final class HostEntry {
     private weak var table: HostTable?
     /// Whether it answers, what it may be sent, and its failures (see ``SourceHealth``). Changed
     /// with ``updateHealth(_:)`` where a request's send or end touches it.
-    package var health: SourceHealth {
-        get { storedHealth }
-        set {
-            let before = Marks(storedHealth)
-            storedHealth = newValue
-            noticeChange(from: before)
-        }
-    }
+    package var health: SourceHealth { storedHealth }
 
     /// Changes ``health`` in place: every request's send and end updates its host's health, and a
     /// copy of the whole value (a setter's) was a measurable part of a small file's cost. A closure,

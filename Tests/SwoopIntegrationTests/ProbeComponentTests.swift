@@ -146,11 +146,13 @@ struct ProbeComponentTests {
                         // Another download found the host down a moment ago, and holds its trial.
                         let host = loop.hosts.entry(for: url)
                         for owner in 1...3 {
-                            _ = host.health.failed(
-                                .server, reason: "connection refused", active: 0, refused: false, retryAfter: nil,
-                                sharesWork: false, policy: policy, at: .now, by: owner)
+                            _ = host.updateHealth {
+                                $0.failed(
+                                    .server, reason: "connection refused", active: 0, refused: false, retryAfter: nil,
+                                    sharesWork: false, policy: policy, at: .now, by: owner)
+                            }
                         }
-                        host.health.willSend(by: 99)
+                        host.updateHealth { $0.willSend(by: 99) }
                         let prober = Prober(
                             url: url, basis: .fresh, headers: RequestHeaders([], originalURL: url),
                             settings: ExchangeSettings(configuration), loop: loop, counters: DownloadCounters(),
@@ -162,7 +164,7 @@ struct ProbeComponentTests {
                         // That trial is answered: the host takes requests again, this probe's too.
                         _ = loop.schedule(after: .milliseconds(300)) {
                             #expect(origin.requests.isEmpty, "nothing sent while the host was down")
-                            host.health.answered()
+                            host.updateHealth { $0.answered() }
                         }
                     }
                 }

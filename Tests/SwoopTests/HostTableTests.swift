@@ -44,20 +44,24 @@ struct HostTableTests {
         let policy = FailurePolicy(
             baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
         for owner in 1...2 {
-            _ = entry.health.failed(
-                .server, reason: "refused", active: 0, refused: false, retryAfter: nil, sharesWork: false,
-                policy: policy, at: .now, by: owner)
+            _ = entry.updateHealth {
+                $0.failed(
+                    .server, reason: "refused", active: 0, refused: false, retryAfter: nil, sharesWork: false,
+                    policy: policy, at: .now, by: owner)
+            }
         }
         #expect(deferred.work.isEmpty, "two failures: still up, nothing to hear")
-        _ = entry.health.failed(
-            .server, reason: "refused", active: 0, refused: false, retryAfter: nil, sharesWork: false,
-            policy: policy, at: .now, by: 3)
+        _ = entry.updateHealth {
+            $0.failed(
+                .server, reason: "refused", active: 0, refused: false, retryAfter: nil, sharesWork: false,
+                policy: policy, at: .now, by: 3)
+        }
         #expect(entry.health.isDown)
         #expect(first.wakes == 0, "not inside the callback that changed it")
         deferred.run()
         #expect(first.wakes == 1 && second.wakes == 1, "each watcher once")
         entry.unwatch(second)
-        entry.health.answered()
+        entry.updateHealth { $0.answered() }
         deferred.run()
         #expect(first.wakes == 2 && second.wakes == 1)
     }

@@ -58,7 +58,7 @@ struct SourceSetTests {
         #expect(chosen(b, at: due - .milliseconds(1)) == nil)
         // Once due, one download may send the trial; while it is out, nobody else sends.
         let trial = try #require(chosen(b, at: due))
-        trial.health.willSend(by: 9, at: due)
+        trial.updateHealth { $0.willSend(by: 9, at: due) }
         #expect(chosen(a, at: due) == nil && chosen(b, at: due + .seconds(60)) == nil)
         #expect(a.nextWake == nil, "no wake-up while the trial is out: its end decides")
 

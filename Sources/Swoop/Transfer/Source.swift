@@ -37,9 +37,13 @@ final class Source {
     }
     /// Whether it answers, what it may be sent, and its failures: its host's, which every
     /// download of the downloader shares.
-    var health: SourceHealth {
-        get { host.health }
-        set { host.health = newValue }
+    var health: SourceHealth { host.health }
+
+    /// Changes its host's health in place (``HostEntry/updateHealth(_:)``: every send and end of
+    /// a request does, and a copy of the whole value, a setter's, is not free).
+    @discardableResult
+    func updateHealth<Result>(_ change: (inout SourceHealth) -> Result) -> Result {
+        host.updateHealth(change)
     }
     /// Held back whatever its health, by this download alone (its fresh URL is being checked).
     var isHeld = false

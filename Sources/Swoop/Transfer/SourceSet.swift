@@ -128,9 +128,12 @@ final class SourceSet {
         source.lastError = error
         let wasDown = source.health.isDown
         let sharesWork = usable.contains { $0 !== source }
-        let verdict = source.health.failed(
-            error, answered: answered, active: source.host.active, retryAfter: retryAfter, sharesWork: sharesWork,
-            policy: policy, at: now, by: owner)
+        let active = source.host.active
+        let verdict = source.updateHealth {
+            $0.failed(
+                error, answered: answered, active: active, retryAfter: retryAfter, sharesWork: sharesWork,
+                policy: policy, at: now, by: owner)
+        }
         switch verdict {
         case .limited:
             logger.debug(
@@ -153,7 +156,7 @@ final class SourceSet {
     /// widens). Returns whether it may now take more requests than before.
     func answered(_ source: Source, at now: ContinuousClock.Instant) -> Bool {
         let before = source.health.state
-        source.health.answered()
+        source.updateHealth { $0.answered() }
         guard before != source.health.state else { return false }
         if case .down(let outage) = before {
             let seconds = Int((now - outage.since).seconds.rounded())

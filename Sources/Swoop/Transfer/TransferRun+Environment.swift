@@ -34,7 +34,7 @@ extension TransferRun: TransferEnvironment {
     func willSend(to index: Int, from slot: Int) {
         let source = sources.sources[index]
         source.active += 1
-        source.health.willSend(by: token(slot), at: .now)
+        source.updateHealth { $0.willSend(by: token(slot), at: .now) }
     }
 
     /// `slot`'s request ended with `end`: the machine's end, with what it told its source's host
@@ -50,7 +50,7 @@ extension TransferRun: TransferEnvironment {
         source.active -= 1
         source.bytes += end.bytes
         if end.bytes > 0 {
-            source.health.delivered()
+            source.updateHealth { $0.delivered() }
             if index == 0 { refresher?.noteProgress() }
         }
         var end = end
@@ -60,14 +60,14 @@ extension TransferRun: TransferEnvironment {
                 source, error, answered: answered, retryAfter: retryAfter, policy: settings.failures, by: token(slot),
                 at: .now)
         case .nothing:
-            source.health.abandonTrial(by: token(slot))
+            source.updateHealth { $0.abandonTrial(by: token(slot)) }
         }
         return end
     }
 
     /// The request on `slot` to source `index` will not be heard of again (the run stops).
     func abandonTrial(of index: Int, on slot: Int) {
-        sources.sources[index].health.abandonTrial(by: token(slot))
+        sources.sources[index].updateHealth { $0.abandonTrial(by: token(slot)) }
     }
 
     /// The slot's connection among every download's (whose request a down host's trial is).
