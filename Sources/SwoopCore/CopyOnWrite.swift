@@ -7,7 +7,7 @@
 /// Written here rather than taken from a package: it is the standard library's own idiom
 /// (`isKnownUniquelyReferenced`), a dozen lines.
 package struct CopyOnWrite<Value: Sendable>: Sendable {
-    /// Changed only while uniquely referenced (``value``'s `_modify`), hence `@unchecked`.
+    /// Changed only while uniquely referenced (``update(_:)``), hence `@unchecked`.
     @usableFromInline
     final class Box: @unchecked Sendable {
         @usableFromInline var value: Value

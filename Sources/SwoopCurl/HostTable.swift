@@ -29,7 +29,7 @@ package final class HostEntry {
     package let key: HostKey
     private weak var table: HostTable?
     /// Whether it answers, what it may be sent, and its failures (see ``SourceHealth``). Changed
-    /// with ``updateHealth(_:)`` where a request's send or end touches it.
+    /// only through ``updateHealth(_:)``, which tells the watchers.
     package var health: SourceHealth { storedHealth }
 
     /// Changes ``health`` in place: every request's send and end updates its host's health, and a
