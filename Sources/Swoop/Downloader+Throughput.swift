@@ -28,8 +28,10 @@ public struct ThroughputMeasurement: Sendable {
     public var completed: Bool
     /// How many times the object was fetched (1 when the window ended first).
     public var passes: Int
-    /// The most requests in flight at once in a pass that ended within the window
-    /// (``DownloadResult/connectionsUsed``); `nil` when none did.
+    /// The most requests in flight at once: in a pass that ended within the window, every request
+    /// counted (``DownloadResult/connectionsUsed``); in one the window cut off, as its progress
+    /// reports saw them (``DownloadProgress/activeConnections``, every 100 ms); `nil` when no report
+    /// saw one.
     public var peakConnections: Int?
     /// Measured with the adaptive default (``measureAdaptiveThroughput(_:maximum:duration:)``):
     /// ``connections`` is then the count it settled on, at the end of its last pass.
@@ -118,7 +120,8 @@ extension Downloader {
     }
 
     /// One download of `request` for at most `limit`: its progress points, whether it ended, the
-    /// adaptive count's target, and the most requests it had in flight at once (when it ended).
+    /// adaptive count's target, and the most requests it had in flight at once (counted when it
+    /// ended, else the most its progress reports saw).
     private func measurePass(
         _ request: DownloadRequest, configuration: Configuration, for limit: Duration
     ) async throws(DownloadError) -> (
@@ -126,11 +129,13 @@ extension Downloader {
     ) {
         let samples = Mutex<[(time: Duration, bytes: Int64)]>([])
         let target = Mutex<Int?>(nil)
+        let seen = Mutex(0)
         // A path that is never created: the discard sink does not touch the file system.
         let path = "/nonexistent/swoop-measurement-\(UInt64.random(in: 0...UInt64.max))"
         let task = try start(request, to: path, configuration: configuration, sink: .discard) { progress in
             samples.withLock { $0.append((progress.elapsed, progress.bytesDone)) }
             if let count = progress.connectionTarget { target.withLock { $0 = count } }
+            seen.withLock { $0 = max($0, progress.activeConnections) }
         }
         let outcome = await withTaskGroup(of: Result<DownloadResult, DownloadError>?.self) { group in
             group.addTask {
@@ -153,7 +158,8 @@ extension Downloader {
             points.append((result.duration, result.bytes))
             return (points, true, result.connectionsSettled ?? target.withLock { $0 }, result.connectionsUsed)
         }
-        return (points, false, target.withLock { $0 }, nil)
+        let peak = seen.withLock { $0 }
+        return (points, false, target.withLock { $0 }, peak > 0 ? peak : nil)
     }
 
     /// The measurement of a run's progress `points` (time since the start, bytes so far).

@@ -67,14 +67,20 @@ struct BenchCommandTests {
                 let rows = try #require(summary["results"] as? [[String: Any]])
                 let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
                 #expect(rates.count == 3 && rates.allSatisfy { $0 > 0 }, "\(rates)")
-                // The permits of the counts before came back: a pass of 64 that ended had 64 requests
-                // in flight at once (Swoop's own count when it sent them, whatever the machine's load).
-                // Had the cancelled passes kept theirs (64 per host), it would have had 16 at most. At
-                // 64 MiB/s the object takes a second: the window holds three.
+                // The permits of the counts before came back: the pass of 64 had 64 requests in flight
+                // at once (Swoop's own count when it sent them if the pass ended, else what its progress
+                // reports saw: each request takes a second at 1 MiB/s). Had the cancelled passes kept
+                // theirs (64 per host), it would have had 16 at most.
                 let peaks = rows.map { $0["peakConnections"] as? Int }
                 print("bench after cancelled passes: -c 16,32,64 at \(rates) B/s, peaks \(peaks)")
-                #expect(rows.last?["completed"] as? Bool == true, "\(rows.last ?? [:])")
                 #expect(peaks.last == 64, "\(peaks)")
+                // At 64 MiB/s the object takes a second: the window holds three. Whether the first
+                // ended in time follows from the rate measured: beside the rest of the suite the test
+                // origin (in this process) may serve 64 connections at a fifth of that (a CI run
+                // measured 12.9 MB/s, and its pass of 64 did not end in the 3 s).
+                if (rates.last ?? 0) * 3 >= 1.2 * Double(64 << 20) {
+                    #expect(rows.last?["completed"] as? Bool == true, "\(rows.last ?? [:])")
+                }
                 // 64 connections need more processor than 32; beside the rest of the suite the
                 // processors may be the limit (the bench says so), and then 64 are no faster.
                 let busy = summary["machineBusy"] as? Double ?? 0
@@ -111,21 +117,29 @@ struct BenchCommandTests {
                 let rows = try #require(summary["results"] as? [[String: Any]])
                 let rates = rows.compactMap { $0["bytesPerSecond"] as? Double }
                 #expect(rates.count == 3 && rates.allSatisfy { $0 > 0 }, "\(rates)")
-                // 16 connections wait for 17 requests' work a pass, 1 for 2 or 3: far slower.
-                #expect(rates.count == 3 && rates[2] < 0.5 * rates[0], "\(rates)")
-                #expect(summary["recommendedConnections"] as? Int == 1, "\(result.stdout)")
+                // 16 connections wait for 17 requests' work a pass, whatever the client's machine does:
+                // the slowest count, under 0.8 of the best (the bench's mark of a server that slows).
+                #expect(rates.count == 3 && rates[2] < 0.8 * (rates.max() ?? 0), "\(rates)")
                 let knee = summary["recommendationReason"] as? String ?? ""
-                #expect(knee.contains("more connections than 1 are slower") && knee.contains("at 16"), "\(knee)")
+                #expect(knee.contains("are slower") && knee.contains("at 16"), "\(knee)")
                 // The path's limit: the server, unless the machine's processors were busy at the knee
-                // (the rest of the suite beside it): the processors are then named first, truly.
+                // (the rest of the suite beside it): the processors are then named first, truly. A
+                // client short of processors also receives a single connection's 16 MiB slowly, so 4
+                // connections may beat 1 (a CI run: 9.4, 13.7 and 7.0 MB/s, the processors 100% busy
+                // at 4): the figures of 1 against 16 are judged only when the processors were free.
                 let busy = summary["machineBusy"] as? Double ?? 0
                 let limit = summary["limit"] as? String
                 let reason = summary["limitReason"] as? String ?? ""
                 if busy < 0.85 || limit == "server" {
+                    // 1 connection waits for 2 or 3 requests' work a pass: far faster than 16.
+                    #expect(rates.count == 3 && rates[2] < 0.5 * rates[0], "\(rates)")
+                    #expect(summary["recommendedConnections"] as? Int == 1, "\(result.stdout)")
+                    #expect(knee.contains("more connections than 1 are slower"), "\(knee)")
                     #expect(limit == "server", "\(result.stdout)")
                     #expect(reason.contains("make it slower") && reason.contains("at 16"), "\(reason)")
                 } else {
                     #expect(limit == "cpu", "\(result.stdout)")
+                    #expect((summary["recommendedConnections"] as? Int ?? 16) < 16, "\(result.stdout)")
                 }
                 // The default reads the server's time on its first response, also on a connection
                 // an earlier count left open, and keeps to few connections and large requests.
