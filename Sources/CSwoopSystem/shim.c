@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <sys/xattr.h>
 #include <sys/vfs.h>
@@ -75,4 +78,12 @@ int64_t swoop_file_system_type(const char *path) {
         return -1;
     }
     return (int64_t)info.f_type;
+}
+
+int swoop_release_free_memory(void) {
+#ifdef __GLIBC__
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
 }

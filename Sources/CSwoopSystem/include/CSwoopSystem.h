@@ -51,6 +51,11 @@ ssize_t swoop_getxattr(const char *path, const char *name, void *value, size_t s
 /// without waiting, so a later fsync has less left to do. Not a durability guarantee.
 int swoop_start_writeback(int fd, int64_t offset, int64_t length);
 
+/// malloc_trim(0) where the C library is glibc: gives the free pages inside its heaps back to the
+/// system (glibc keeps freed memory mapped, in one heap per thread that allocates). 1 if memory
+/// was released, 0 if none was or the C library has no such call.
+int swoop_release_free_memory(void);
+
 /// pthread_setname_np(thread, name): names a thread for debuggers and `top -H` (15 chars max).
 int swoop_set_thread_name(pthread_t thread, const char *name);
 
