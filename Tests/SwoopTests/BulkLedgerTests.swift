@@ -70,6 +70,22 @@ struct BulkLedgerTests {
         #expect(keys.allSatisfy { set.contains($0) })
     }
 
+    @Test("the key set keeps 96 bits a key: keys that differ there are told apart, the mark among them")
+    func keySetKeepsNinetySixBits() {
+        var set = BulkLedger.KeySet(minimumCapacity: 16)
+        let key = BulkLedger.Key(first: 42, second: 0x1234_5678_9ABC_DEF0)
+        set.insert(key)
+        #expect(set.contains(key))
+        #expect(!set.contains(key.markedAlreadyComplete))
+        #expect(!set.contains(BulkLedger.Key(first: 42, second: 0x1234_5678_9ABC_DEF2)))
+        #expect(!set.contains(BulkLedger.Key(first: 43, second: 0x1234_5678_9ABC_DEF0)))
+        // The high half of the second word is not kept: a key that differs only there is the same.
+        #expect(set.contains(BulkLedger.Key(first: 42, second: 0x7777_7777_9ABC_DEF0)))
+        // A grown table keeps them as they were.
+        for index in 0..<100 { set.insert(BulkLedger.Key("http://example.com/\(index)\n/tmp/x")) }
+        #expect(set.contains(key) && !set.contains(key.markedAlreadyComplete))
+    }
+
     @Test("keys whose slots wrap around the end of the table are found")
     func keySetWrapsAround() {
         var set = BulkLedger.KeySet(minimumCapacity: 8)
