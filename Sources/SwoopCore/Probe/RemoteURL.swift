@@ -1,84 +1,58 @@
 /// A validated absolute `http`/`https` URL.
 package struct RemoteURL: Sendable, Equatable, CustomStringConvertible {
-    /// The parts, in one object: a download copies its URL into every request, source, result
-    /// and message, and a copy of six strings retained one by one was a measurable share of a
-    /// small file's work (a list of 20,000 made about a hundred copies of URL strings per file).
-    private final class Parts: Sendable {
-        let absoluteString: String
-        let scheme: String
-        let host: String
-        let port: Int
-        let path: String
-        let redacted: String
-        let address: String?
-
-        init(
-            absoluteString: String, scheme: String, host: String, port: Int, path: String, redacted: String,
-            address: String?
-        ) {
-            self.absoluteString = absoluteString
-            self.scheme = scheme
-            self.host = host
-            self.port = port
-            self.path = path
-            self.redacted = redacted
-            self.address = address
-        }
+    /// The parts, in one heap box (``CopyOnWrite``): a download copies its URL into every request,
+    /// source, result and message, and a copy of six strings retained one by one was a measurable
+    /// share of a small file's work (a list of 1,000 made about a hundred copies of URL strings per
+    /// file).
+    private struct Parts: Sendable, Equatable {
+        var absoluteString: String
+        var scheme: String
+        var host: String
+        var port: Int
+        var path: String
+        var redacted: String
+        var address: String?
     }
 
-    private let parts: Parts
+    private var parts: CopyOnWrite<Parts>
 
     /// The URL as sent to the server (fragment removed).
-    package var absoluteString: String { parts.absoluteString }
-    package var scheme: String { parts.scheme }
+    package var absoluteString: String { parts.value.absoluteString }
+    package var scheme: String { parts.value.scheme }
     /// Lowercase (the parser makes it so).
-    package var host: String { parts.host }
-    package var port: Int { parts.port }
+    package var host: String { parts.value.host }
+    package var port: Int { parts.value.port }
     /// The path, percent-decoded.
-    package var path: String { parts.path }
+    package var path: String { parts.value.path }
 
     /// The URL without credentials, query or fragment: safe for logs and the segment map.
-    package var redacted: String { parts.redacted }
+    package var redacted: String { parts.value.redacted }
     /// The address its connections go to, when pinned to one of its host's addresses (the
     /// `Host` header and the TLS name stay the host's); `nil`: wherever the host name resolves.
-    package var address: String? { parts.address }
+    package var address: String? { parts.value.address }
 
     /// A URL already parsed and checked (``init(_:)``, in the layer that parses URLs).
     package init(absoluteString: String, scheme: String, host: String, port: Int, path: String, redacted: String) {
-        self.init(
+        parts = CopyOnWrite(
             Parts(
                 absoluteString: absoluteString, scheme: scheme, host: host, port: port, path: path, redacted: redacted,
                 address: nil))
-    }
-
-    private init(_ parts: Parts) {
-        self.parts = parts
-    }
-
-    package static func == (lhs: RemoteURL, rhs: RemoteURL) -> Bool {
-        let (one, two) = (lhs.parts, rhs.parts)
-        return one === two
-            || (one.absoluteString == two.absoluteString && one.scheme == two.scheme && one.host == two.host
-                && one.port == two.port && one.path == two.path && one.redacted == two.redacted
-                && one.address == two.address)
     }
 
     package var description: String { redacted }
 
     /// The same URL shown and recorded as `name` (an `s3://BUCKET/KEY` reached over https).
     package func named(_ name: String) -> RemoteURL {
-        RemoteURL(
-            Parts(
-                absoluteString: absoluteString, scheme: scheme, host: host, port: port, path: path, redacted: name,
-                address: address))
+        var named = self
+        named.parts.update { $0.redacted = name }
+        return named
     }
 
     /// The same URL with its connections pinned to `address` (an IPv4 or IPv6 address of its host).
     package func pinned(to address: String) -> RemoteURL {
-        RemoteURL(
-            Parts(
-                absoluteString: absoluteString, scheme: scheme, host: host, port: port, path: path, redacted: redacted,
-                address: address))
+        var pinned = self
+        pinned.parts.update { $0.address = address }
+        return pinned
     }
 
     /// The same URL, whatever its address: two sources that are addresses of one host.

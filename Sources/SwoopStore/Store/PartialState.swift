@@ -103,9 +103,10 @@ package enum PartialState {
 /// `TARGET.part` and `TARGET.swoop` beside the target; those are neither read nor deleted (they
 /// may be another object's files).
 package struct DownloadPaths: Sendable, Equatable {
-    /// The names, in one object: every stage of a download and its publication keeps its paths,
-    /// and copying five names retained one by one was a measurable share of a small file's work.
-    private final class Names: Sendable {
+    /// The names, in one heap box (``CopyOnWrite``): every stage of a download and its publication
+    /// keeps its paths, and copying five names retained one by one was a measurable share of a
+    /// small file's work.
+    private struct Names: Sendable, Equatable {
         let target: String
         let directory: String
         let part: String
@@ -131,29 +132,25 @@ package struct DownloadPaths: Sendable, Equatable {
         }
     }
 
-    private let names: Names
+    private let names: CopyOnWrite<Names>
 
-    package var target: String { names.target }
+    package var target: String { names.value.target }
     /// The directory the target goes into.
-    package var directory: String { names.directory }
-    package var part: String { names.part }
+    package var directory: String { names.value.directory }
+    package var part: String { names.value.part }
     /// This download's segment map: the object's (`H.map`), or for one share of it that share's
     /// (`H.share-K-of-N.map`, beside the part file all shares write).
-    package var map: String { names.map }
+    package var map: String { names.value.map }
     /// The share of the object this download fetches (``ObjectShare``), if it fetches one.
-    package var share: ObjectShare? { names.share }
+    package var share: ObjectShare? { names.value.share }
     /// `DIR/.swoop/H`: every working file's name less its extension.
-    package var stem: String { names.stem }
+    package var stem: String { names.value.stem }
 
     /// The name of the working directory in each directory that receives downloads.
     package static let workingDirectoryName = WorkingDirectory.name
 
     package init(target: String, share: ObjectShare? = nil) {
-        names = Names(target: target, share: share)
-    }
-
-    package static func == (lhs: DownloadPaths, rhs: DownloadPaths) -> Bool {
-        lhs.names === rhs.names || (lhs.target == rhs.target && lhs.share == rhs.share)
+        names = CopyOnWrite(Names(target: target, share: share))
     }
 
     /// Share `index`'s segment map, when the object is fetched in this download's shares.
