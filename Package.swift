@@ -109,6 +109,7 @@ let package = Package(
             dependencies: [
                 "Swoop",
                 "CSwoopBuildInfo",
+                "CSwoopSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

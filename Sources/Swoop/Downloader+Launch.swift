@@ -41,7 +41,6 @@ extension Downloader {
             control.sessionEnded()  // on the transfer thread, like every use of the session
             _ = active.withLock { $0.removeValue(forKey: id) }
             task.runEnded(outcome, run: run)
-            releaseFreeMemoryEveryFewRuns()
         }
         preparation.async { [self] in
             let prepared = prepare(
@@ -84,19 +83,6 @@ extension Downloader {
             }
         }
         return control
-    }
-
-    /// How many runs end between two releases of free memory: a list of small files ends
-    /// thousands a second, and a release costs about 50 `madvise` calls (a quarter of a millisecond).
-    static let runsBetweenMemoryReleases = 1_000
-
-    /// Every ``runsBetweenMemoryReleases``th run that ends gives the C library's free memory back to
-    /// the system, on the preparation queue (never the transfer thread or the caller's). A long
-    /// list's short-lived objects leave freed memory spread over the heaps of the threads that made
-    /// them, which glibc keeps: 100,000 files of 1 KiB, 64 at a time, peaked 0.7-0.9 MB lower so.
-    private func releaseFreeMemoryEveryFewRuns() {
-        let ended = endedRuns.add(1, ordering: .relaxed).newValue
-        if ended % Self.runsBetweenMemoryReleases == 0 { preparation.async { FreeMemory.release() } }
     }
 
     /// Everything a run does before the transfer thread sees it, on the `preparation` queue: the

@@ -43,9 +43,6 @@ public final class Downloader: Sendable {
     /// runs in the order they were started.
     let preparation = DispatchQueue(label: "swoop.prepare")
     let active = Mutex<[ObjectIdentifier: DownloadControl]>([:])
-    /// Runs ended so far: every ``runsBetweenMemoryReleases``th gives the C library's free memory
-    /// back to the system.
-    let endedRuns = Atomic(0)
     /// Downloads in progress by URL and target: a second request for the same pair joins the first.
     private let coalesced = Mutex<[ByteName: DownloadTask]>([:])
     /// File name lookups under way (``suggestedFileName(for:)-(DownloadRequest)``), stopped by ``shutdown()``.
