@@ -63,19 +63,17 @@ extension Get {
     /// interrupted before one.
     func follow(_ events: AsyncStream<BulkEvent>, on board: BulkBoard) async -> BulkSummary? {
         var summary: BulkSummary?
-        var ended = 0
+        var freeMemory = FreeMemory()
         for await event in events {
             switch event {
             case .started: break
             case .progress(let index, let progress): board.progress(index, progress)
             case .finished(let index, let result):
                 board.finished(index, bytes: result.bytes)
-                ended += 1
-                FreeMemory.fileEnded(ended)
+                freeMemory.fileEnded()
             case .failed(let index, _):
                 board.failed(index)
-                ended += 1
-                FreeMemory.fileEnded(ended)
+                freeMemory.fileEnded()
             case .completed(let final): summary = final
             }
         }
