@@ -62,8 +62,11 @@ struct SourceSetTests {
         #expect(chosen(a, at: due) == nil && chosen(b, at: due + .seconds(60)) == nil)
         #expect(a.nextWake == nil, "no wake-up while the trial is out: its end decides")
 
+        // A head read now for a request sent before the failures says nothing of the host since.
+        #expect(!a.answered(a.primary, sentAt: start, at: due + .milliseconds(10)))
+        #expect(b.waitingFor === b.primary && b.primary.health.outage?.trialInFlight == true)
         // The trial is answered: the host recovers for both, and the outage is logged as over.
-        #expect(b.answered(trial, at: due + .milliseconds(20)))
+        #expect(b.answered(trial, sentAt: due, at: due + .milliseconds(20)))
         #expect(a.waitingFor == nil && b.waitingFor == nil)
         #expect(chosen(a, at: due + .milliseconds(20)) === a.primary)
     }

@@ -144,7 +144,7 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         if case .fail(let error) = step, FailurePolicy.scope(of: error, answered: true) == .server {
             // "Not now" (a 5xx, 429): counted as the request's failure when it ends.
         } else {
-            turn.answered()
+            turn.answered(sentAt: connection.sentAt)
         }
         if case .redirect = step { return body }
         return delegate?.probeExchange(self, decided: step, head: head, body: body) ?? .abort

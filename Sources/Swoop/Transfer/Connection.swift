@@ -128,6 +128,9 @@ final class Connection: ExchangeDelegate {
 
     /// Whether this slot has sent a request yet.
     private var hasSentRequest = false
+    /// When the current (or last) request was sent: its answer says nothing of failures heard
+    /// after (``SourceHealth/answered(sentAt:)``).
+    private(set) var sentAt = ContinuousClock.now
     /// The next request opens a new connection (this one was too slow).
     var wantsFreshConnection = false
     /// How often this slot's connection was replaced for being slow.
@@ -188,6 +191,7 @@ final class Connection: ExchangeDelegate {
         meter.beginRequest(freshConnection: wantsFreshConnection)
         wantsFreshConnection = false
         hasSentRequest = true
+        sentAt = .now
         self.url = url
         self.service = request.service
         current = ExchangeState()

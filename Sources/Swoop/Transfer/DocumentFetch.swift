@@ -69,13 +69,15 @@ final class DocumentFetch: ConnectionDelegate, HostWatcher {
         guard completion != nil else { return }
         switch outcome {
         case .completed:
-            turn.answered()
+            turn.answered(sentAt: connection.sentAt)
             finish(.success(connection.takeDocument()))
         case .stopped, .cancelled:
             turn.abandon(by: connection.token)
         case .failed(let error, let retryAfter):
             let answered = connection.wasAnswered
-            if answered, FailurePolicy.scope(of: error, answered: true) != .server { turn.answered() }
+            if answered, FailurePolicy.scope(of: error, answered: true) != .server {
+                turn.answered(sentAt: connection.sentAt)
+            }
             turn.failed(error, answered: answered, retryAfter: retryAfter, policy: policy, by: connection.token)
             if let final = turn.final(error) { return finish(.failure(final)) }
             let send = { [weak self] in self?.start() ?? () }

@@ -35,9 +35,9 @@ struct HostTurn {
         host?.updateHealth { $0.willSend(by: token) }
     }
 
-    /// A response head arrived: the host answers.
-    func answered() {
-        host?.updateHealth { $0.answered() }
+    /// A response head arrived for the request sent at `sentAt`: the host answers.
+    func answered(sentAt: ContinuousClock.Instant) {
+        host?.updateHealth { $0.answered(sentAt: sentAt) }
     }
 
     /// The request ended without saying anything of the host (cancelled, or an answer of no use).

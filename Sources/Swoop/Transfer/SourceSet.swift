@@ -152,11 +152,11 @@ final class SourceSet {
         return verdict
     }
 
-    /// A response head from `source` was usable at `now`: it answers (an outage ends, a recovery
-    /// widens). Returns whether it may now take more requests than before.
-    func answered(_ source: Source, at now: ContinuousClock.Instant) -> Bool {
+    /// A response head from `source` to a request sent at `sentAt` was usable at `now`: it answers
+    /// (an outage ends, a recovery widens). Returns whether it may now take more requests than before.
+    func answered(_ source: Source, sentAt: ContinuousClock.Instant, at now: ContinuousClock.Instant) -> Bool {
         let before = source.health.state
-        source.updateHealth { $0.answered() }
+        source.updateHealth { $0.answered(sentAt: sentAt) }
         guard before != source.health.state else { return false }
         if case .down(let outage) = before {
             let seconds = Int((now - outage.since).seconds.rounded())

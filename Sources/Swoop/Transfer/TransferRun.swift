@@ -346,7 +346,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     func connectionWasAnswered(_ connection: Connection) {
         guard !stopped, let machine, let index = machine.source(of: connection.id) else { return }
         if connection.servedPinned { perform(machine.pinnedHead(slot: connection.id)) }
-        guard sources.answered(sources.sources[index], at: .now) else { return }
+        guard sources.answered(sources.sources[index], sentAt: connection.sentAt, at: .now) else { return }
         // A recovering source may take more requests now.
         loop.afterCallbacks { [weak self] in self?.dispatchWork() }
     }

@@ -74,6 +74,9 @@ package struct SourceHealth: Equatable {
     package private(set) var hasAnswered = false
     /// A connection to it broke off or was refused since it last answered (while it is not down).
     package private(set) var doubt: Doubt?
+    /// When the latest failure that says it may be gone was heard (a server failure, a response
+    /// broken off), until it answers a request sent after that and is up.
+    package private(set) var lastFailureAt: ContinuousClock.Instant?
 
     /// A source that may have gone away: one request at a time finds out.
     package struct Doubt: Equatable {
@@ -165,11 +168,17 @@ package struct SourceHealth: Equatable {
         }
     }
 
-    /// A usable response head arrived: the source answers. Ends an outage (recovering) and
-    /// widens a recovery.
-    package mutating func answered() {
-        failuresInARow = 0
+    /// A usable response head arrived for a request sent at `sentAt` (`nil`: not known): the source
+    /// answers. Ends an outage (recovering) and widens a recovery.
+    ///
+    /// An answer to a request sent before the latest failure says nothing of the source since: its
+    /// head may have left the server before the failure, and be read after it (the heads and resets
+    /// of a server that died are read in any order, and a busy client reads them late). It does not
+    /// end an outage, clear a doubt or reset the failures; a request sent later finds out.
+    package mutating func answered(sentAt: ContinuousClock.Instant? = nil) {
         hasAnswered = true
+        if let sentAt, let lastFailureAt, sentAt < lastFailureAt { return }
+        failuresInARow = 0
         doubt = nil
         switch state {
         case .up:
@@ -180,6 +189,7 @@ package struct SourceHealth: Equatable {
         case .recovering(let allowance):
             state = allowance * 2 >= Self.fullAllowance ? .up : .recovering(allowance: allowance * 2)
         }
+        if state == .up { lastFailureAt = nil }
     }
 
     /// Body bytes arrived: its answers are usable again.
@@ -201,6 +211,7 @@ package struct SourceHealth: Equatable {
             // Only the trial's failure moves the next trial; older requests only confirm the outage.
             if scope == .permanent { return .giveUp(reason) }
             guard outage.trialInFlight, owner == nil || owner == outage.trialOwner else { return .down }
+            lastFailureAt = max(lastFailureAt ?? now, now)
             outage.trialInFlight = false
             outage.trialOwner = nil
             outage.failedTrials += 1
@@ -228,6 +239,7 @@ package struct SourceHealth: Equatable {
                 return .limited
             }
             failuresInARow += 1
+            lastFailureAt = max(lastFailureAt ?? now, now)
             guard failuresInARow >= policy.downAfter else {
                 if doubt == nil { doubt = Doubt() }
                 return sharesWork ? rest(policy, retryAfter, now, &random) : .retryRange
@@ -237,7 +249,10 @@ package struct SourceHealth: Equatable {
             doubt = nil
             return .down
         case .response:
-            if brokeOff && doubt == nil { doubt = Doubt() }
+            if brokeOff {
+                if doubt == nil { doubt = Doubt() }
+                lastFailureAt = max(lastFailureAt ?? now, now)
+            }
             guard sharesWork else { return .retryRange }
             failedAnswers += 1
             guard failedAnswers < policy.maxTries else {
