@@ -177,6 +177,18 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
     private func run() {
         thread = pthread_self()
         while true {
+            applyPendingChanges()
+            var stillRunning: Int32 = 0
+            isInsideCallbacks = true
+            curl_multi_perform(multi, &stillRunning)
+            isInsideCallbacks = false
+            readCompletions()
+            runAfterCallbackWork()
+            fireDueTimers()
+            // Work from other threads (a download of a list starting) runs once the sockets are
+            // read, as an event loop runs its tasks after its I/O: it acts on what the network
+            // said meanwhile. Before, a list's new downloads could send their requests to a host
+            // whose resets waited unread in the same wake-up (23 refused at once under load).
             let (commands, stopping) = inbox.withLock { inbox -> ([@Sendable () -> Void], Bool) in
                 defer { inbox.commands.removeAll(keepingCapacity: true) }
                 return (inbox.commands, inbox.stopRequested)
@@ -186,15 +198,6 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
                 stopAll()
                 break
             }
-            applyPendingChanges()
-            var stillRunning: Int32 = 0
-            isInsideCallbacks = true
-            curl_multi_perform(multi, &stillRunning)
-            isInsideCallbacks = false
-            readCompletions()
-            runAfterCallbackWork()
-            fireDueTimers()
-            applyPendingChanges()
             runAfterCallbackWork()
 
             var timeout = 1000
