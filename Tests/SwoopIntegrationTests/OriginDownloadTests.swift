@@ -251,9 +251,13 @@ struct OriginDownloadTests {
                     let log = origin.requests
                     let ranges = log.map { $0.header("range") ?? "-" }
                     #expect(result.bytes == 48 << 20)
+                    // The client's own count; the origin's may be one more: it counts a response until
+                    // its last write completes on its event loop, and under a full suite's load that
+                    // came after the client, holding every byte, had sent its confirmation (5 once).
+                    let seen = "\(result.connectionsUsed) connections, \(origin.maximumConcurrentRequests) at once"
                     #expect(
-                        origin.maximumConcurrentRequests <= 4 && log.count <= 8,
-                        "\(name): \(origin.maximumConcurrentRequests) at once, \(ranges)")
+                        result.connectionsUsed <= 4 && origin.maximumConcurrentRequests <= 5 && log.count <= 8,
+                        "\(name): \(seen), \(ranges)")
                 }
             }
         }
