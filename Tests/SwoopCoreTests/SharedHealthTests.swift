@@ -138,8 +138,8 @@ struct SharedHealthTests {
 
     /// A host killed while a list's new probes were out: some were reset before their heads, and
     /// the heads of others, sent just before, are read after those resets (a busy client reads
-    /// sockets late, in any order). Before, one such head ended the outage, and every waiting
-    /// download's probe went at once (34 connection attempts in a 20 s outage, where 10 is usual).
+    /// sockets late, in any order). Before, one such head ended the outage, and a recovering host
+    /// let every waiting download's probe go at once.
     @Test func aHeadReadAfterTheFailuresOfARequestSentBeforeThemEndsNothing() throws {
         var random = SplitMix64(seed: 3)
         var health = SourceHealth()

@@ -211,7 +211,7 @@ package struct SourceHealth: Equatable {
             // Only the trial's failure moves the next trial; older requests only confirm the outage.
             if scope == .permanent { return .giveUp(reason) }
             guard outage.trialInFlight, owner == nil || owner == outage.trialOwner else { return .down }
-            lastFailureAt = max(lastFailureAt ?? now, now)
+            heardFailure(at: now)
             outage.trialInFlight = false
             outage.trialOwner = nil
             outage.failedTrials += 1
@@ -239,7 +239,7 @@ package struct SourceHealth: Equatable {
                 return .limited
             }
             failuresInARow += 1
-            lastFailureAt = max(lastFailureAt ?? now, now)
+            heardFailure(at: now)
             guard failuresInARow >= policy.downAfter else {
                 if doubt == nil { doubt = Doubt() }
                 return sharesWork ? rest(policy, retryAfter, now, &random) : .retryRange
@@ -251,7 +251,7 @@ package struct SourceHealth: Equatable {
         case .response:
             if brokeOff {
                 if doubt == nil { doubt = Doubt() }
-                lastFailureAt = max(lastFailureAt ?? now, now)
+                heardFailure(at: now)
             }
             guard sharesWork else { return .retryRange }
             failedAnswers += 1
@@ -270,6 +270,12 @@ package struct SourceHealth: Equatable {
         return failed(
             scope, reason: reason, active: active, refused: refused, retryAfter: retryAfter, sharesWork: sharesWork,
             policy: policy, at: now, by: owner, brokeOff: brokeOff, using: &random)
+    }
+
+    /// A failure that says the source may be gone was heard at `now`: answers to requests sent
+    /// before it no longer count (``answered(sentAt:)``).
+    private mutating func heardFailure(at now: ContinuousClock.Instant) {
+        lastFailureAt = max(lastFailureAt ?? now, now)
     }
 
     /// `owner`'s request ended: if it was finding out whether the source went away, another may.
