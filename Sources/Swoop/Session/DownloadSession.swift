@@ -303,7 +303,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// The download's partial state, as a stop sees it.
     var partialState: SessionMachine.Store {
-        guard let store = stage.store else { return .none(resumedMap: resumedMap != nil) }
+        guard let store = stage.store else {
+            if case .finalizing(let finishing) = stage, let released = finishing.released { return released }
+            return .none(resumedMap: resumedMap != nil)
+        }
         if store.keepsPartialState { return .mapped }
         return store.plan == nil ? .stream : .oneResponse
     }
