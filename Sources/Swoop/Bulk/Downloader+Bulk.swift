@@ -1,4 +1,5 @@
 import Synchronization
+import SwoopStore
 
 /// One file of a bulk download: what to fetch and where to put it.
 public struct BulkItem: Sendable {
@@ -151,10 +152,13 @@ extension Downloader {
         // A file holds one of the `limit` slots while it fetches; publishing it (a group commit of
         // small files) does not hold a slot, so the connections stay busy with the next files.
         // But no more than `backlog` files may wait to be published: where creating files is slow,
-        // fetching would otherwise run ahead and hold them all in memory.
+        // fetching would otherwise run ahead and hold them all in memory. As many as one batch
+        // takes: with fewer, batches stay smaller than they may be and each costs a sync of the
+        // file system (128 made batches of 77 files on a fresh ext4, and 100,000 files of 1 KiB
+        // took 17% longer).
         var fetching = Set<Int>()
         var unfinished = 0
-        let backlog = max(limit, 128)
+        let backlog = max(limit, PublishQueue.batchLimit)
         func mayStart() -> Bool { fetching.count < limit && unfinished - fetching.count < backlog }
         func progressHandler(_ index: Int) -> @Sendable (DownloadProgress) -> Void {
             { continuation.yield(.progress(index: index, $0)) }
