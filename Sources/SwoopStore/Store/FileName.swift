@@ -52,8 +52,16 @@ package enum FileName {
         return length > 0 && !(dots && length <= 2)
     }
 
+    /// The working directory; `""` when it cannot be read. Asked first with a buffer the
+    /// standard library places on the stack (up to 1 KiB): with a PATH_MAX one it was a
+    /// `posix_memalign` for each target of a list (1% of the processor time of 20,000 small files).
     private static var workingDirectory: String {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 4096) { buffer in
+        let onStack = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { buffer -> String? in
+            guard let start = buffer.baseAddress, getcwd(start, buffer.count) != nil else { return nil }
+            return String(cString: start)
+        }
+        if let onStack { return onStack }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
             guard let start = buffer.baseAddress, getcwd(start, buffer.count) != nil else { return "" }
             return String(cString: start)
         }
