@@ -56,15 +56,13 @@ package enum FileName {
     /// standard library places on the stack (up to 1 KiB): with a PATH_MAX one it was a
     /// `posix_memalign` for each target of a list (1% of the processor time of 20,000 small files).
     private static var workingDirectory: String {
-        let onStack = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { buffer -> String? in
-            guard let start = buffer.baseAddress, getcwd(start, buffer.count) != nil else { return nil }
-            return String(cString: start)
+        func read(into capacity: Int) -> String? {
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: capacity) { buffer in
+                guard let start = buffer.baseAddress, getcwd(start, buffer.count) != nil else { return nil }
+                return String(cString: start)
+            }
         }
-        if let onStack { return onStack }
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
-            guard let start = buffer.baseAddress, getcwd(start, buffer.count) != nil else { return "" }
-            return String(cString: start)
-        }
+        return read(into: 1024) ?? read(into: Int(PATH_MAX) + 1) ?? ""
     }
 
     /// `name` as a single safe path component: separators and control characters replaced by
