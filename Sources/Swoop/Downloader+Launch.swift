@@ -29,10 +29,12 @@ extension Downloader {
 
     /// Starts one run of a download: returns its control at once, prepares the run on the
     /// `preparation` queue, then starts its session on the transfer thread. A pause or a cancel
-    /// that comes first waits in the control for the session.
+    /// that comes first waits in the control for the session. `configuration.exchange`: its
+    /// exchange settings when made once for many downloads, else `nil`.
     func launch(
         _ request: DownloadRequest, remote: (url: RemoteURL, service: (any ObjectService)?), mirrors: [RemoteURL],
-        paths: DownloadPaths, configuration: Configuration, sink kind: SinkKind, task: DownloadTask, run: Int
+        paths: DownloadPaths, configuration: (values: Configuration, exchange: ExchangeSettings?), sink kind: SinkKind,
+        task: DownloadTask, run: Int
     ) -> DownloadControl {
         let control = DownloadControl(loop: loop, disk: disk, paths: paths)
         let id = ObjectIdentifier(control)
@@ -44,8 +46,8 @@ extension Downloader {
         }
         preparation.async { [self] in
             let prepared = prepare(
-                request, named: remote.url, mirrors: mirrors, paths: paths, configuration: configuration,
-                keepsPartialState: kind.isPartFile)
+                request, named: remote.url, mirrors: mirrors, paths: paths, configuration: configuration.values,
+                exchange: configuration.exchange, keepsPartialState: kind.isPartFile)
             guard case .start(let url, let mirrors, let settings, let logger, let disk) = prepared else {
                 if case .complete(let result) = prepared {
                     _ = active.withLock { $0.removeValue(forKey: id) }
@@ -88,10 +90,11 @@ extension Downloader {
     /// Everything a run does before the transfer thread sees it, on the `preparation` queue: the
     /// host's addresses (every address a source of its own: the first pinned for the probe, the
     /// others checked and used as mirrors are), and for a part file the disk: what it holds, and
-    /// for a partial download the target's lock and a second look under it.
+    /// for a partial download the target's lock and a second look under it. `exchange`: the
+    /// configuration's exchange settings, when made once for many downloads.
     private func prepare(
         _ request: DownloadRequest, named: RemoteURL, mirrors requested: [RemoteURL], paths: DownloadPaths,
-        configuration: Configuration, keepsPartialState: Bool
+        configuration: Configuration, exchange: ExchangeSettings?, keepsPartialState: Bool
     ) -> Preparation {
         let addresses = hostAddresses.lookup(named, configuration.addresses)
         let url = addresses.first.map { named.pinned(to: $0) } ?? named
@@ -105,9 +108,12 @@ extension Downloader {
         let sessionLogger = DownloadSession.logger(logger, url: url)
         guard keepsPartialState else {
             return .start(
-                url: url, mirrors: mirrors, settings: ExchangeSettings(configuration), logger: sessionLogger, disk: nil)
+                url: url, mirrors: mirrors, settings: exchange ?? ExchangeSettings(configuration),
+                logger: sessionLogger,
+                disk: nil)
         }
         var settings = configuration
+        var exchange = exchange
         var firstLook = Result { () throws(DownloadError) in
             try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
         }
@@ -115,6 +121,7 @@ extension Downloader {
             // A file Swoop completed from an earlier version of a listed object: replaced, as
             // `aws s3 sync` does (a file that is not Swoop's is never replaced without --force).
             settings.files.overwritesExistingFile = true
+            exchange = nil
             firstLook = Result { () throws(DownloadError) in
                 try PartialState.read(paths, url: url, rules: PartialState.Rules(settings))
             }
@@ -135,7 +142,7 @@ extension Downloader {
             return try Self.shareBasis(found, paths: paths)
         }
         return .start(
-            url: url, mirrors: mirrors, settings: ExchangeSettings(settings), logger: sessionLogger,
+            url: url, mirrors: mirrors, settings: exchange ?? ExchangeSettings(settings), logger: sessionLogger,
             disk: DiskBasis(sink: sink, basis: basis))
     }
 

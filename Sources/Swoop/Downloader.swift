@@ -128,14 +128,16 @@ public final class Downloader: Sendable {
         }
     }
 
-    /// ``start(_:to:progress:)`` with another configuration for this one download.
+    /// ``start(_:to:progress:)`` with another configuration for this one download. `exchange`:
+    /// the ``ExchangeSettings`` of `configuration` when the caller made them once for many
+    /// downloads (a list); otherwise each run makes its own.
     ///
     /// The same URL to the same path while a download of it is running (or paused) is not
     /// fetched twice: the caller gets the running download's task (resumed if it was paused),
     /// and its `progress` handler receives that download's progress too.
     func start(
         _ request: DownloadRequest, to path: String, configuration: Configuration, sink: SinkKind,
-        share: ObjectShare? = nil, observer: DownloadTask.RunObserver? = nil,
+        share: ObjectShare? = nil, exchange: ExchangeSettings? = nil, observer: DownloadTask.RunObserver? = nil,
         progress: (@Sendable (DownloadProgress) -> Void)?
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
@@ -165,8 +167,8 @@ public final class Downloader: Sendable {
             let task = DownloadTask(
                 launch: { [self] task, run in
                     launch(
-                        request, remote: (url, service), mirrors: mirrors, paths: paths, configuration: configuration,
-                        sink: sink, task: task, run: run)
+                        request, remote: (url, service), mirrors: mirrors, paths: paths,
+                        configuration: (configuration, exchange), sink: sink, task: task, run: run)
                 },
                 onFinish: { [self] in
                     coalesced.withLock { running in

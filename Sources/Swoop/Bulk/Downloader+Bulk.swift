@@ -127,6 +127,8 @@ extension Downloader {
         // Downloads report to the mailbox from the transfer thread; this loop reads it until every
         // download it started has ended, even after its task is cancelled (they are paused then).
         let mailbox = BulkMailbox()
+        // Made once for the list: every download reads the same options, proxy variables and policy.
+        let exchange = ExchangeSettings(configuration)
         let active = Mutex<[Int: DownloadTask]>([:])
 
         func report(
@@ -187,7 +189,8 @@ extension Downloader {
                 do throws(DownloadError) {
                     let task = try start(
                         item.request, to: item.destination, configuration: configuration, sink: .partFile,
-                        observer: observer, progress: reportsProgress ? progressHandler(index) : nil)
+                        exchange: exchange, observer: observer, progress: reportsProgress ? progressHandler(index) : nil
+                    )
                     active.withLock { $0[index] = task }
                 } catch {
                     mailbox.post(.ended(index, item, keys, .failure(error)))
