@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// Parsing and resolving URLs, with Foundation's parser.
+/// Parsing and resolving URLs: plain ones as bytes (`+Plain`), any other with Foundation's parser.
 extension RemoteURL {
     /// Parses and checks `string`; the error says what is wrong with it and what would work.
     init(_ string: String) throws(DownloadError) {
@@ -32,6 +32,16 @@ extension RemoteURL {
                     + Wording.list(["http", "https"] + ObjectStores.schemes, "and") + " URLs"
             )
         }
+        if let plain = Self.plain(trimmed) {
+            self = plain
+        } else {
+            self = try Self.parsedByFoundation(trimmed, scheme: scheme)
+        }
+    }
+
+    /// `trimmed`, of the http or https `scheme`, read by Foundation's parser: any URL that is not
+    /// plain (``plain(_:)``), and in the tests every plain one, to compare.
+    static func parsedByFoundation(_ trimmed: String, scheme: String) throws(DownloadError) -> RemoteURL {
         guard let url = URL(string: trimmed) else {
             throw .invalidRequest(
                 "invalid URL '\(RemoteURL.printable(trimmed))': it cannot be parsed; check the host name and the port "
@@ -48,7 +58,7 @@ extension RemoteURL {
         if let hash = absolute.utf8.firstIndex(of: UInt8(ascii: "#")) { absolute = String(absolute[..<hash]) }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
         let lowercased = host.lowercased()
-        self.init(
+        return RemoteURL(
             absoluteString: absolute, scheme: scheme, host: lowercased, port: port,
             path: url.path(percentEncoded: false),
             redacted: Self.redact(url, scheme: scheme, host: lowercased, port: port))
