@@ -49,6 +49,19 @@ struct PartialStateTests {
         guard case .absent = PartialState.inspect(paths, url: url) else { Issue.record("expected absent"); return }
     }
 
+    /// Without `.swoop` the part file and map are not looked for; with it, they are (a map there
+    /// still resumes, a part alone is still an orphan).
+    @Test func noWorkingDirectoryIsAbsent() throws {
+        defer { cleanUp() }
+        rmdir(paths.workingDirectory)
+        guard case .absent = PartialState.inspect(paths, url: url) else { Issue.record("expected absent"); return }
+        mkdir(paths.workingDirectory, 0o755)
+        try writeFile(paths.part, size: 10)
+        guard case .orphanedPart = PartialState.inspect(paths, url: url) else {
+            Issue.record("a part without a map, in .swoop"); return
+        }
+    }
+
     @Test func aMapWithItsPartResumes() throws {
         defer { cleanUp() }
         try writeMap()

@@ -1,6 +1,7 @@
 import Crypto
 import Logging
 import SwoopCore
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -56,6 +57,14 @@ package enum PartialState {
                 return .complete(size: size, record: record)
             }
         }
+        // No working directory, so neither a part file nor a map: one lookup instead of two for
+        // every file of a list into a directory where nothing is in progress (`.swoop` goes with
+        // its last working file).
+        do throws(Errno) {
+            _ = try fileInfo(paths.workingDirectory)
+        } catch  where error == .noSuchFileOrDirectory {
+            return .absent
+        } catch {}
         let partLength = (try? fileInfo(paths.part)).map { Int64($0.st_size) }
         switch SegmentMapFile.read(at: paths.map) {
         case .failure(.missing):
