@@ -42,9 +42,16 @@ package struct ResponseHead: Sendable {
 
     /// Whether `name` appears more than once with different values.
     package func isConflicting(_ name: String) -> Bool {
-        let all = values(name)
-        guard let first = all.first else { return false }
-        return all.contains { $0 != first }
+        // One pass, no array (as `value`): every probe's head is checked for four such fields.
+        var first: String?
+        for field in fields where field.name == name {
+            guard let seen = first else {
+                first = field.value
+                continue
+            }
+            if seen != field.value { return true }
+        }
+        return false
     }
 
     package var contentRange: String? { value("content-range") }

@@ -204,6 +204,7 @@ package enum ResponseValidator {
     /// `.tar.gz` under Apache's `AddEncoding`, an S3 object put with `ContentEncoding`): its
     /// ranges are ranges of those stored bytes, which are saved as they are.
     package static func contentCoding(_ head: ResponseHead) -> String {
+        guard head.fields.contains(where: { $0.name == "content-encoding" }) else { return "identity" }
         let codings = head.values("content-encoding")
             .flatMap { $0.split(separator: ",") }
             .map { $0.trimmingWhitespace.lowercased() }
@@ -213,7 +214,12 @@ package enum ResponseValidator {
 
     /// We ask for one range; a multipart body would be written as if it were file bytes.
     private static func checkNotMultipart(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
-        if head.values("content-type").contains(where: { $0.lowercased().hasPrefix("multipart/") }) {
+        let multipart = "multipart/".utf8
+        let isMultipart = head.fields.contains { field in
+            field.name == "content-type" && field.value.utf8.count >= multipart.count
+                && zip(field.value.utf8, multipart).allSatisfy { ASCIIBytes.lowercased($0) == $1 }
+        }
+        if isMultipart {
             throw .invalidResponse(
                 "the server sent a multipart body (\(head.values("content-type").joined(separator: ", "))) for a "
                     + "single range (\(url))"
@@ -222,11 +228,14 @@ package enum ResponseValidator {
     }
 
     private static func checkSingleValued(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
-        for name in ["content-range", "content-length", "etag", "content-type"] where head.isConflicting(name) {
+        for name in singleValued where head.isConflicting(name) {
             throw .invalidResponse(
                 "the server sent conflicting \(name) headers (\(head.values(name).joined(separator: ", "))) at \(url)")
         }
     }
+
+    /// The fields a response may repeat only with one value.
+    private static let singleValued = ["content-range", "content-length", "etag", "content-type"]
 
     private static func checkLength(_ head: ResponseHead, expected: Int64, url: RemoteURL) throws(DownloadError) {
         if let raw = head.value("content-length") {
