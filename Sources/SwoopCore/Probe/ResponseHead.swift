@@ -141,6 +141,9 @@ package struct ResponseHeadParser {
                 return nameEnd
             }
             let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[valueStart...]), as: UTF8.self)
+            // Room for a usual head's fields at once: grown one at a time, the array was copied
+            // four or five times for every response of a list of small files.
+            if fields.isEmpty { fields.reserveCapacity(16) }
             fields.append((name, value))
         }
         return nil
