@@ -97,7 +97,7 @@ final class HostAddresses: Sendable {
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         var v4 = in_addr()
         var v6 = in6_addr()
-        return inet_pton(AF_INET, bare, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
+        return bare.withCString { inet_pton(AF_INET, $0, &v4) == 1 || inet_pton(AF_INET6, $0, &v6) == 1 }
     }
 
     /// `host`'s addresses for TCP, numeric, each once, in the resolver's order.

@@ -106,7 +106,7 @@ package final class CurlHeaderList {
 
     package init(_ lines: [String]) {
         for line in lines {
-            list = curl_slist_append(list, line)
+            list = line.withCString { curl_slist_append(list, $0) }  // no copy of the line first
         }
     }
 

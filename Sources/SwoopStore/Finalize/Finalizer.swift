@@ -48,7 +48,7 @@ package enum Finalizer {
                 return Opened(descriptor: descriptor, unnamed: false)
             case .held(let bytes):
                 var opened: Opened
-                let raw = overwrite || !Finalizer.canLinkUnnamed ? -1 : swoop_open_unnamed(paths.directory)
+                let raw = overwrite || !Finalizer.canLinkUnnamed ? -1 : paths.directory.withCString(swoop_open_unnamed)
                 if raw >= 0 {
                     opened = Opened(descriptor: FileDescriptor(rawValue: raw), unnamed: true)
                 } else {
@@ -98,7 +98,10 @@ package enum Finalizer {
                 item.paths.removeWorkingDirectoryIfEmpty()
                 return
             }
-            do { try systemCall { swoop_link_unnamed(descriptor.rawValue, item.paths.target) } } catch {
+            let linked = item.paths.target.withCString { target in
+                Result { () throws(Errno) in try systemCall { swoop_link_unnamed(descriptor.rawValue, target) } }
+            }
+            do { try linked.get() } catch {
                 if error == .fileExists {
                     throw DownloadError(
                         .targetExists, "\(item.paths.target) appeared while downloading; it was left as it is")

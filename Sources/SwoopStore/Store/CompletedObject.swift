@@ -65,15 +65,21 @@ package struct CompletedObject: Equatable, Sendable {
 
     /// Best effort: file systems without user xattrs simply do not remember.
     package func write(to path: String) {
-        let value = Array(encoded.utf8)
-        _ = value.withUnsafeBytes { swoop_setxattr(path, Self.attributeName, $0.baseAddress, $0.count) }
+        var value = encoded
+        _ = value.withUTF8 { value in
+            path.withCString { path in
+                Self.attributeName.withCString { swoop_setxattr(path, $0, value.baseAddress, value.count) }
+            }
+        }
     }
 
     /// Records on the open file, before it is made durable and renamed into place, so the target
     /// never exists without its record. Best effort, like ``write(to:)``.
     package func write(to descriptor: FileDescriptor) {
-        let value = Array(encoded.utf8)
-        _ = value.withUnsafeBytes { swoop_fsetxattr(descriptor.rawValue, Self.attributeName, $0.baseAddress, $0.count) }
+        var value = encoded
+        _ = value.withUTF8 { value in
+            Self.attributeName.withCString { swoop_fsetxattr(descriptor.rawValue, $0, value.baseAddress, value.count) }
+        }
     }
 }
 

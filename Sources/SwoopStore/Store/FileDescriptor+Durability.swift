@@ -167,10 +167,12 @@ package func systemCall(_ call: () -> Int32) throws(Errno) {
     try retryingOnInterrupt(call)
 }
 
-/// `stat(path)`, retried on `EINTR`.
+/// `stat(path)`, retried on `EINTR`. The path goes to the call as its own bytes (`withCString`):
+/// a `String` passed as a C string is copied into a new array for each call.
 package func fileInfo(_ path: String) throws(Errno) -> CStat {
     var info = CStat()
-    try systemCall { stat(path, &info) }
+    let result = path.withCString { path in Result { () throws(Errno) in try systemCall { stat(path, &info) } } }
+    try result.get()
     return info
 }
 
