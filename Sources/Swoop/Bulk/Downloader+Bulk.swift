@@ -273,28 +273,34 @@ private final class BulkMailbox: Sendable {
         waiter?.resume(returning: signal)
     }
 
+    /// The next signal: at once when one waits (no continuation, no suspension: while a list's
+    /// downloads end faster than its task reads, most do), else when one is posted.
     func next() async -> BulkSignal {
-        await withCheckedContinuation { continuation in
+        if let ready = state.withLock({ Self.take(from: &$0) }) { return ready }
+        return await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> BulkSignal? in
-                guard state.head < state.queue.count else {
-                    state.waiter = continuation
-                    return nil
-                }
-                let signal = state.queue[state.head]
-                state.head += 1
-                if state.head == state.queue.count {
-                    state.queue.removeAll(keepingCapacity: true)
-                    state.head = 0
-                } else if state.head >= 256 && state.head * 2 >= state.queue.count {
-                    // Under steady load the queue may never run empty: drop what was read, or
-                    // a list of 100,000 files kept every signal of the run (a MiB at the end).
-                    state.queue.removeFirst(state.head)
-                    state.head = 0
-                }
-                return signal
+                if let signal = Self.take(from: &state) { return signal }
+                state.waiter = continuation
+                return nil
             }
             if let ready { continuation.resume(returning: ready) }
         }
+    }
+
+    private static func take(from state: inout State) -> BulkSignal? {
+        guard state.head < state.queue.count else { return nil }
+        let signal = state.queue[state.head]
+        state.head += 1
+        if state.head == state.queue.count {
+            state.queue.removeAll(keepingCapacity: true)
+            state.head = 0
+        } else if state.head >= 256 && state.head * 2 >= state.queue.count {
+            // Under steady load the queue may never run empty: drop what was read, or
+            // a list of 100,000 files kept every signal of the run (a MiB at the end).
+            state.queue.removeFirst(state.head)
+            state.head = 0
+        }
+        return signal
     }
 }
 
