@@ -64,12 +64,6 @@ final class Prober: ProbeExchangeDelegate {
         self.counters = counters
         self.logger = logger
         self.loop = loop
-        var options = settings.options
-        // The first response is at most about a MiB, and for a list of small files it is the whole
-        // file: libcurl's own default buffer (16 KiB) costs it nothing, and each buffer is memory
-        // held per file in flight. 200 files of 256 KiB, 64 at a time: peak RSS 38 MB with 64 KiB
-        // buffers, 31.5 MB with 16 KiB, the same processor time (4 KiB: 30.3 MB, a third more CPU).
-        options.receiveBufferSize = min(options.receiveBufferSize, 16 << 10)
         let probeSize =
             switch purpose {
             case .download: ProbeDecision.probeSize(minimumSegmentSize: configuration.tuning.minimumSegmentSize)
@@ -81,7 +75,7 @@ final class Prober: ProbeExchangeDelegate {
             resolve: RemoteURL.resolve)
         self.probeSize = probeSize
         exchange = ProbeExchange(
-            decision: decision, headers: headers, options: options, policy: settings.failures,
+            decision: decision, headers: headers, options: settings.probeOptions, policy: settings.failures,
             connectionID: 0, loop: loop)
         exchange.delegate = self
     }
