@@ -181,7 +181,15 @@ struct SharedObjectTests {
             // 40 MiB in 4 shares: stripes of 4 MiB, 11 of them, 10 seams.
             #expect(summary.seamsChecked == 10)
             #expect(try await TestData.sha256(of: scratch.path("obj.bin")) == object.sha256)
-            #expect(Self.served(origin, "/obj.bin") <= (summary.shareBytes ?? 0) + Self.MiB)
+            // Its own 8 MiB and the seams' windows (alone: 8 MiB + 93 KB), not another share's
+            // 4 MiB stripe. Beside the rest of the suite, requests cut short and stolen at the end
+            // add the bytes they had in flight (+1.1 and +1.6 MB in two clean-clone runs), as
+            // expectOnlyMissingAsked allows; 3 MiB of room still fails on one foreign stripe.
+            let served = Self.served(origin, "/obj.bin")
+            print(
+                "shares one after another: the last share was served \(served) bytes for its \(summary.shareBytes ?? 0)"
+            )
+            #expect(served <= (summary.shareBytes ?? 0) + 3 * Self.MiB)
 
             // A finished share run again: the file is confirmed, nothing fetched again.
             origin.resetLog()
