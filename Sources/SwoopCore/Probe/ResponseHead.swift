@@ -28,30 +28,33 @@ package struct ResponseHead: Sendable {
     /// The field's value when it appears exactly once; `nil` when absent.
     /// A field repeated with different values is reported as ``conflicting``.
     package func value(_ name: String) -> String? {
-        // One pass, no array: every response's head is asked for a few fields.
+        if case .single(let value) = reading(name) { value } else { nil }
+    }
+
+    /// Whether `name` appears more than once with different values.
+    package func isConflicting(_ name: String) -> Bool {
+        if case .conflicting = reading(name) { true } else { false }
+    }
+
+    private enum Reading {
+        case absent
+        /// Once, or repeated with the same value.
+        case single(String)
+        case conflicting
+    }
+
+    /// The field `name` read in one pass, without an array: every response's head is asked for a
+    /// few fields, and every probe's head is checked for four that may not conflict.
+    private func reading(_ name: String) -> Reading {
         var found: String?
         for field in fields where field.name == name {
             guard let first = found else {
                 found = field.value
                 continue
             }
-            if first != field.value { return nil }
+            if first != field.value { return .conflicting }
         }
-        return found
-    }
-
-    /// Whether `name` appears more than once with different values.
-    package func isConflicting(_ name: String) -> Bool {
-        // One pass, no array (as `value`): every probe's head is checked for four such fields.
-        var first: String?
-        for field in fields where field.name == name {
-            guard let seen = first else {
-                first = field.value
-                continue
-            }
-            if seen != field.value { return true }
-        }
-        return false
+        return found.map(Reading.single) ?? .absent
     }
 
     package var contentRange: String? { value("content-range") }
