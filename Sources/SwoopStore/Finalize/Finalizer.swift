@@ -98,10 +98,7 @@ package enum Finalizer {
                 item.paths.removeWorkingDirectoryIfEmpty()
                 return
             }
-            let linked = item.paths.target.withCString { target in
-                Result { () throws(Errno) in try systemCall { swoop_link_unnamed(descriptor.rawValue, target) } }
-            }
-            do { try linked.get() } catch {
+            do { try systemCall(item.paths.target) { swoop_link_unnamed(descriptor.rawValue, $0) } } catch {
                 if error == .fileExists {
                     throw DownloadError(
                         .targetExists, "\(item.paths.target) appeared while downloading; it was left as it is")

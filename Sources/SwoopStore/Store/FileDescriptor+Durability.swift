@@ -167,12 +167,17 @@ package func systemCall(_ call: () -> Int32) throws(Errno) {
     try retryingOnInterrupt(call)
 }
 
-/// `stat(path)`, retried on `EINTR`. The path goes to the call as its own bytes (`withCString`):
-/// a `String` passed as a C string is copied into a new array for each call.
+/// `call` given `path` as its own bytes (`withCString`), retried on `EINTR`: a `String` passed as a
+/// C string is copied into a new array for each call, and a list of small files makes these calls
+/// for every file.
+package func systemCall(_ path: String, _ call: (UnsafePointer<CChar>) -> Int32) throws(Errno) {
+    try path.withCString { path in Result { () throws(Errno) in try systemCall { call(path) } } }.get()
+}
+
+/// `stat(path)`, retried on `EINTR`.
 package func fileInfo(_ path: String) throws(Errno) -> CStat {
     var info = CStat()
-    let result = path.withCString { path in Result { () throws(Errno) in try systemCall { stat(path, &info) } } }
-    try result.get()
+    try systemCall(path) { stat($0, &info) }
     return info
 }
 
