@@ -25,6 +25,31 @@ struct ProbeMachineTests {
         #expect(lookup.phase == .asking)
     }
 
+    @Test("a ranged head the session keeps whole goes on in memory, and its end is the session's, failed or not")
+    func keptWhole() {
+        for failure in [nil, (error: DownloadError.invalidResponse("cut"), retryAfter: Int?.none)] {
+            var machine = ProbeMachine(purpose: .download)
+            #expect(machine.head(decided: ranged, takesWhole: true) == .takeWhole)
+            #expect(machine.phase == .takingWhole)
+            guard case .tookWhole = machine.ended(step: ranged, failure: failure, url: "u") else {
+                Issue.record("the end of a response kept whole was not the session's (failure: \(failure != nil))")
+                return
+            }
+            #expect(machine.phase == .handedOver)
+            // Nothing after it is the probe's: the session finished, or its transfer has the connection.
+            guard case .nothing = machine.ended(step: ranged, failure: nil, url: "u") else {
+                Issue.record("an end after the response kept whole was acted on")
+                return
+            }
+        }
+        // Only a download's ranged head is kept whole: a stream is handed over, a lookup reads its byte.
+        var stream = ProbeMachine(purpose: .download)
+        #expect(stream.head(decided: .stream(object, discardsPartial: false), takesWhole: true) == .handOver)
+        var lookup = ProbeMachine(purpose: .headOnly)
+        #expect(lookup.head(decided: ranged, takesWhole: true) == .discard)
+        #expect(lookup.phase == .asking)
+    }
+
     @Test("while the connection is handed over, an ended exchange is the session's to find out at the sink")
     func handover() {
         var machine = ProbeMachine(purpose: .download)

@@ -152,6 +152,10 @@ extension VersionSimulation {
             collected = bytes(version, ByteRange(first, min(size, first + range.count)))
         case .asDecided, .discard, .abort:
             break
+        case .takeWhole:
+            // Never asked for here (`takesWhole` is false): a response kept whole ends as the
+            // single response the transfer models (`DownloadSession+Whole`, by the integration tests).
+            return perform(.fail(.invalidResponse("internal: a response kept whole in the simulation")))
         }
         // As the probe's exchange ends it: a head's own failure is the exchange's, with its Retry-After.
         var failure: (error: DownloadError, retryAfter: Int?)?
@@ -169,6 +173,8 @@ extension VersionSimulation {
             ask()
         case .failed(let error, let retryAfter):
             probeFailed(error, retryAfter: retryAfter)
+        case .tookWhole:
+            perform(.fail(.invalidResponse("internal: a response kept whole in the simulation")))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Swoop
 import SwoopTestOrigin
 import Synchronization
@@ -7,23 +8,68 @@ import Testing
 /// An object that arrives whole in the probe's response goes without the transfer's machine
 /// (`TransferRun+Single`) unless that response needs one: these are the cases where it does, each
 /// with what the machine would have done had it been there from the start. Objects of 300 KiB and
-/// less come whole in the probe's response (it asks for the first MiB).
+/// less come whole in the probe's response (it asks for the first MiB). Each case runs with a
+/// larger object, which the transfer reads as its first response, and a small one (at most 64 KiB),
+/// which the probe keeps whole in memory (`DownloadSession+Whole`) and hands to a transfer only
+/// when its response is troubled: the same requests either way.
 @Suite("One response with the whole object")
 struct SingleResponseTests {
-    @Test("a whole-object response cut partway goes on from where it broke: nothing fetched twice")
-    func cutResponseResumes() async throws {
+    /// A size the transfer reads, and one kept whole.
+    static let sizes: [Int64] = [300_000, 60_000]
+
+    @Test("a small object that arrives whole and soon is one request, finished without a transfer")
+    func keptWhole() async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            let object = TestObject(size: 300_000, seed: 61)
+            let object = TestObject(size: 60_000, seed: 60)
+            origin.addObject(object, at: "/small.bin")
+            let last = Mutex<DownloadProgress?>(nil)
+            let log = LogRecord()
+            let downloader = Downloader(
+                configuration: quickConfiguration(connections: 4),
+                logger: Logger(label: "test") { _ in RecordingLogHandler(log) })
+            let result: DownloadResult
+            do {
+                result = try await downloader.download(
+                    DownloadRequest(url: origin.url("/small.bin")), to: scratch.path("small.bin")
+                ) { progress in last.withLock { $0 = progress } }
+                await downloader.shutdown()
+            } catch {
+                await downloader.shutdown()
+                throw error
+            }
+            let said = log.messages
+            #expect(said.contains { $0.hasPrefix("the object arrived whole in the probe's response") }, "\(said)")
+            #expect(!said.contains("request ended"), "a transfer heard the response: \(said)")
+            #expect(try await TestData.sha256(of: scratch.path("small.bin")) == object.sha256)
+            #expect(origin.requests.count == 1, "\(origin.requests)")
+            #expect(result.requests == 1 && result.retries == 0 && result.objectChanges == 0)
+            #expect(result.bytes == object.size && result.bytesReceived == object.size)
+            #expect(result.etag == object.etagValue)
+            let final = try #require(last.withLock { $0 })
+            #expect(final.bytesDone == object.size && final.totalBytes == object.size)
+            #expect(!FileManager.default.fileExists(atPath: scratch.path(".swoop")), "nothing left to resume")
+        }
+    }
+
+    @Test(
+        "a whole-object response cut partway goes on from where it broke: nothing fetched twice",
+        arguments: SingleResponseTests.sizes)
+    func cutResponseResumes(size: Int64) async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: size, seed: 61)
             origin.addObject(object, at: "/cut.bin")
-            origin.updateFaults { $0.drops = .init(afterBytes: 100_000, firstRequests: 1) }
+            let cut = size / 3
+            origin.updateFaults { $0.drops = .init(afterBytes: cut, firstRequests: 1) }
             let result = try await withDownloader(quickConfiguration(connections: 4)) {
                 try await $0.download(DownloadRequest(url: origin.url("/cut.bin")), to: scratch.path("cut.bin"))
             }
             #expect(try await TestData.sha256(of: scratch.path("cut.bin")) == object.sha256)
             let log = origin.requests
-            #expect(log.first?.faultApplied == "drop" && log.first?.bodyBytesSent == 100_000, "\(log)")
+            #expect(log.first?.faultApplied == "drop" && log.first?.bodyBytesSent == cut, "\(log)")
             #expect(result.retries >= 1)
             // The rest, and at most a few KiB before it to compare with the bytes held.
             let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
@@ -32,14 +78,16 @@ struct SingleResponseTests {
         }
     }
 
-    @Test("a whole-object response that lasts 100 ms or more is confirmed by one request after it")
-    func slowResponseConfirmed() async throws {
+    @Test(
+        "a whole-object response that lasts 100 ms or more is confirmed by one request after it",
+        arguments: [256 << 10, 60_000] as [Int64])
+    func slowResponseConfirmed(size: Int64) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            let object = TestObject(size: 256 << 10, seed: 62)
+            let object = TestObject(size: size, seed: 62)
             origin.addObject(object, at: "/slow.bin")
-            let result = try await ResponseHold(origin: origin, bytes: 100_000)
+            let result = try await ResponseHold(origin: origin, bytes: size * 3 / 8)
                 .download("/slow.bin", to: scratch.path("slow.bin"))
             #expect(try await TestData.sha256(of: scratch.path("slow.bin")) == object.sha256)
             #expect(result.objectChanges == 0 && result.retries == 0)
@@ -53,16 +101,19 @@ struct SingleResponseTests {
         }
     }
 
-    @Test("the object replaced while its one response is read: the confirmation sees it, the new version is fetched")
-    func replacedDuringResponse() async throws {
+    @Test(
+        "the object replaced while its one response is read: the confirmation sees it, the new version is fetched",
+        arguments: [256 << 10, 60_000] as [Int64])
+    func replacedDuringResponse(size: Int64) async throws {
         let scratch = try Scratch()
         defer { scratch.cleanup() }
         try await withTestOrigin { origin in
-            let object = TestObject(size: 256 << 10, seed: 63)
+            let object = TestObject(size: size, seed: 63)
             origin.addObject(object, at: "/moving.bin")
             // The response under way goes on with the bytes it began with (a file replaced by a rename).
-            origin.updateFaults { $0.changeAfterBodyBytes = .init(path: "/moving.bin", bytes: 100_000) }
-            let result = try await ResponseHold(origin: origin, bytes: 100_000)
+            let held = size * 3 / 8
+            origin.updateFaults { $0.changeAfterBodyBytes = .init(path: "/moving.bin", bytes: held) }
+            let result = try await ResponseHold(origin: origin, bytes: held)
                 .download("/moving.bin", to: scratch.path("moving.bin"))
             let now = try #require(origin.object(at: "/moving.bin"))
             #expect(now.seed == object.seed + 1)
@@ -70,6 +121,32 @@ struct SingleResponseTests {
             #expect(result.objectChanges == 1)
             #expect(result.etag == now.etagValue)
         }
+    }
+}
+
+/// The messages a downloader logged, at every level.
+private final class LogRecord: Sendable {
+    private let recorded = Mutex<[String]>([])
+    var messages: [String] { recorded.withLock { $0 } }
+    func append(_ message: String) { recorded.withLock { $0.append(message) } }
+}
+
+private struct RecordingLogHandler: LogHandler {
+    let record: LogRecord
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    init(_ record: LogRecord) {
+        self.record = record
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        record.append("\(event.message)")
     }
 }
 

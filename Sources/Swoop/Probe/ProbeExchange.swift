@@ -99,6 +99,12 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         }
     }
 
+    /// The response kept whole delivered its body: its host serves, and the request is no longer
+    /// its trial (what a transfer tells the host of a response that completed).
+    func delivered() {
+        turn.delivered(by: connection.token)
+    }
+
     /// Whether a request is in flight.
     var isBusy: Bool { connection.isBusy }
 
@@ -157,6 +163,10 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
         if case .cancelled = outcome {
             turn.abandon(by: connection.token)
             return  // only a stop cancels a probe
+        }
+        if case .whole = job {
+            // The transfer hears a troubled end as its first response's, and tells the host then.
+            return delegate?.probeExchange(self, ended: decided?.step, outcome: outcome) ?? ()
         }
         if case .redirect(let next)? = decided?.step {
             // A redirect whose body broke off is a failed try; a whole one is followed.

@@ -17,6 +17,24 @@ protocol ProberDelegate: AnyObject {
     /// object, a restart, or a failure (after the retries it allows). A ``Prober/Purpose/headOnly``
     /// probe always ends here, `ranged` and `stream` included.
     func prober(_ prober: Prober, didEndWith step: ProbeDecision.Step)
+    /// Whether the response whose head decided `step` (``ProbeDecision/Step/ranged(_:first:)``)
+    /// is kept whole in memory instead of handed over: a small object that arrives whole in it.
+    /// Asked inside the head's callback.
+    func prober(_ prober: Prober, takesWhole step: ProbeDecision.Step) -> Bool
+    /// The response kept whole (``prober(_:takesWhole:)``) ended with `outcome`, its head having
+    /// arrived at `since`: its bytes are ``Connection/takeWhole()``'s. The delegate finishes the
+    /// object, or starts the transfer on `connection` with them as its first response's.
+    func prober(
+        _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
+        since: ContinuousClock.Instant)
+}
+
+extension ProberDelegate {
+    func prober(_ prober: Prober, takesWhole step: ProbeDecision.Step) -> Bool { false }
+    func prober(
+        _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
+        since: ContinuousClock.Instant
+    ) {}
 }
 
 /// The probe stage: the download's first request (a ``ProbeExchange``: redirects, retries), and
@@ -41,6 +59,8 @@ final class Prober: ProbeExchangeDelegate {
     private(set) var lastHead: ResponseHead?
     /// How long that head took to arrive (connecting, the request's round trip).
     private(set) var lastTiming: ResponseTiming?
+    /// When the head of the response kept whole arrived.
+    private var keptWholeSince: ContinuousClock.Instant?
 
     /// When the transfer takes the probe's connection over.
     enum Handover {
@@ -143,7 +163,8 @@ final class Prober: ProbeExchangeDelegate {
     ) -> BodyDisposition {
         lastHead = head
         lastTiming = exchange.connection.exchange?.timing()
-        switch machine.head(decided: step) {
+        let takesWhole = purpose == .download && delegate?.prober(self, takesWhole: step) == true
+        switch machine.head(decided: step, takesWhole: takesWhole) {
         case .discard:
             // One byte: read it, and the connection stays open for the download that follows.
             return .discard
@@ -159,9 +180,24 @@ final class Prober: ProbeExchangeDelegate {
             exchange.connection.holdBody()
             loop.afterCallbacks { [weak self] in self?.handOver(step) }
             return body
+        case .takeWhole:
+            // The whole object follows: kept in memory, and judged as it ends.
+            guard case .ranged(_, let first) = step else { return .abort }
+            exchange.connection.keepWhole(first.sent)
+            keptWholeSince = .now
+            return .deliver
         case .asDecided:
             return body
         }
+    }
+
+    /// The bytes of the response kept whole so far (for progress).
+    var bytesKept: Int64 { machine.phase == .takingWhole ? exchange.connection.bytesKept : 0 }
+
+    /// The response kept whole delivered its body: its host serves (the probe's exchange is
+    /// otherwise the transfer's to report).
+    func deliveredWhole() {
+        exchange.delivered()
     }
 
     /// The probe's head decided `step`, a transfer: its delegate takes the connection over, and
@@ -209,6 +245,10 @@ final class Prober: ProbeExchangeDelegate {
             exchange.start()
         case .failed(let error, let retryAfter):
             failed(error, retryAfter: retryAfter)
+        case .tookWhole:
+            guard let step else { return }
+            delegate?.prober(
+                self, tookWhole: step, outcome: outcome, on: exchange.connection, since: keptWholeSince ?? .now)
         }
     }
 

@@ -27,6 +27,7 @@ extension DownloadSession {
     var bytesDone: Int64 {
         if let store = stage.store { return store.bytesDone }
         if case .finalizing(let finishing) = stage { return totalBytes ?? finishing.size }
+        if case .probing(let prober) = stage { return prober.bytesKept }
         return 0
     }
 

@@ -23,7 +23,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// What the disk held at the start (or `.fresh` after starting over).
     var basis = LocalState.fresh
     /// Fresh URLs when the URL in use is refused; one for the whole download (restarts too).
-    private lazy var refresher = context.request.urlProvider.map {
+    lazy var refresher = context.request.urlProvider.map {
         URLRefresher(
             provider: $0, sources: sources, configuration: context.configuration, loop: context.loop, logger: logger)
     }
@@ -188,8 +188,10 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     }
 
     /// The sink is open for `found`: plans the transfer, and its run takes `connection` over.
-    private func startTransfer(
-        _ step: ProbeDecision.Step, of found: RemoteObject, from prober: Prober, on connection: Connection
+    /// `since`: when the response's head arrived (now, unless it was kept whole meanwhile).
+    func startTransfer(
+        _ step: ProbeDecision.Step, of found: RemoteObject, from prober: Prober, on connection: Connection,
+        since: ContinuousClock.Instant = .now
     ) throws(DownloadError) {
         let store: DownloadStore
         switch step {
@@ -208,7 +210,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             requestHeaders: context.request.headers, refresher: refresher)
         run.delegate = self
         if case .ranged(_, let first) = step {
-            try run.start(from: connection, first: first, watch: prober.validatorWatch)
+            try run.start(from: connection, first: first, watch: prober.validatorWatch, since: since)
             // A map from the start, so a crash at any moment leaves something to resume from.
             if resumedMap == nil && store.keepsPartialState { store.checkpoint() }
         } else {

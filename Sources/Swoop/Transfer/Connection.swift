@@ -45,6 +45,9 @@ final class Connection: ExchangeDelegate {
         /// The first bytes of the response, kept in memory (at most `range`'s count) to compare
         /// with bytes held locally (``ProbeDecision/Step/compareHeld(_:range:)``).
         case confirmation(ByteRange)
+        /// The whole of a small object in the probe's response, kept in memory (at most `range`'s
+        /// count) until it ends: finished without a transfer, or handed to one (``replay(_:)``).
+        case whole(ByteRange)
         /// The whole object in one response (the server ignores ranges).
         case stream
         /// Bytes of another source, kept in memory to compare with what the first source served
@@ -217,6 +220,28 @@ final class Connection: ExchangeDelegate {
     /// are kept for ``takeSample()``.
     func collect(_ range: ByteRange) {
         response = SampleResponse(confirmation: range)
+    }
+
+    /// The response under way is the whole of a small object: its bytes, up to `range`'s count,
+    /// are kept for ``takeWhole()``.
+    func keepWhole(_ range: ByteRange) {
+        response = WholeResponse(range)
+    }
+
+    /// The bytes a response kept whole has brought so far.
+    var bytesKept: Int64 { (response as? WholeResponse)?.count ?? 0 }
+
+    /// Hands over the bytes a response kept whole brought.
+    func takeWhole() -> [UInt8] {
+        (response as? WholeResponse)?.take() ?? []
+    }
+
+    /// Gives the job handed over after its exchange ended (``adopt(_:store:object:)``) the bytes
+    /// that exchange brought, kept whole meanwhile, as if they arrived now; then
+    /// ``reportEndedExchange()`` tells how it ended.
+    func replay(_ bytes: [UInt8]) {
+        guard exchange == nil, let response, !bytes.isEmpty else { return }
+        _ = bytes.withUnsafeBytes { response.body($0) }
     }
 
     /// Points the slot at the store and object its segment requests serve.

@@ -40,6 +40,14 @@ struct HostTurn {
         host?.updateHealth { $0.answered(sentAt: sentAt) }
     }
 
+    /// The request of the connection numbered `token` delivered its response's body whole.
+    func delivered(by token: Int) {
+        host?.updateHealth {
+            $0.delivered()
+            $0.abandonTrial(by: token)
+        }
+    }
+
     /// The request ended without saying anything of the host (cancelled, or an answer of no use).
     func abandon(by token: Int) {
         host?.updateHealth { $0.abandonTrial(by: token) }

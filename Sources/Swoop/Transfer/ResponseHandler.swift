@@ -46,6 +46,8 @@ extension Connection.Job {
             return SampleResponse(sample: requested, location: url?.redacted ?? "")
         case .confirmation(let range):
             return SampleResponse(confirmation: range)
+        case .whole(let range):
+            return WholeResponse(range)
         case .segment(let segment, let request):
             guard let store, let object else { preconditionFailure("a segment's connection has no store") }
             return RangeResponse(segment: segment, request: request, store: store, object: object, expecting: digest)
@@ -144,6 +146,48 @@ final class SampleResponse: ResponseHandler {
         guard exact, let limit, Int64(sampled.count) != limit else { return nil }
         return .invalidResponse(
             "the server sent \(sampled.count) of the \(Wording.bytes(limit)) asked for (\(location))")
+    }
+}
+
+/// The probe's response when it carries the whole of a small object (``Connection/keepWhole(_:)``):
+/// its bytes kept in memory, so the download can finish without a transfer. A response that ends
+/// short or fails is the transfer's to judge, with these bytes (``Connection/replay(_:)``); bytes
+/// past the range stop it, as a segment's store stops a response at the segment's end.
+final class WholeResponse: ResponseHandler {
+    private let range: ByteRange
+    private var kept: [UInt8] = []
+
+    init(_ range: ByteRange) {
+        self.range = range
+        kept.reserveCapacity(Int(range.count))
+    }
+
+    var job: Connection.Job { .whole(range) }
+    var failure: DownloadError? { nil }
+    var asksAboutObject: Bool { true }
+
+    /// Bytes kept so far.
+    var count: Int64 { Int64(kept.count) }
+
+    /// Hands over the bytes kept.
+    func take() -> [UInt8] {
+        defer { kept = [] }
+        return kept
+    }
+
+    /// Its head was the probe's: never asked for itself.
+    func head(_ head: ResponseHead, on connection: Connection) -> BodyDisposition { .abort }
+
+    func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict {
+        let room = Int(range.count) - kept.count
+        kept.append(contentsOf: body.prefix(room))
+        return body.count <= room ? .take : .stop
+    }
+
+    func shortfall(location: String) -> DownloadError? {
+        guard kept.count < Int(range.count) else { return nil }
+        return .invalidResponse(
+            "the server closed the response after \(kept.count) of \(Wording.bytes(range.count)) (\(location))")
     }
 }
 

@@ -20,10 +20,13 @@ struct SingleResponse {
 extension TransferRun {
     /// Goes on without a machine when `first`, reserved as `segment`, is the whole object and no
     /// reader takes it in order (a pipe's window, which the machine follows); `false`: the run
-    /// needs its machine from the start.
-    func startSingle(first: RangeRequest, segment: Segment, plan: SegmentScheduler, watch: ValidatorWatch) -> Bool {
+    /// needs its machine from the start. `since`: when the response's head arrived.
+    func startSingle(
+        first: RangeRequest, segment: Segment, plan: SegmentScheduler, watch: ValidatorWatch,
+        since: ContinuousClock.Instant
+    ) -> Bool {
         guard let size = object.size, first.own == ByteRange(0, size), store.sink.window == nil else { return false }
-        single = SingleResponse(first: first, segment: segment, plan: plan, watch: watch, startedAt: .now)
+        single = SingleResponse(first: first, segment: segment, plan: plan, watch: watch, startedAt: since)
         return true
     }
 

@@ -135,7 +135,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// Takes over the probe's `connection`, whose response carries `first`, plans the other
     /// connections and starts them (after the current callbacks).
     /// `watch`: what the probe showed of the first source's validators (a pool it proved).
-    func start(from connection: Connection, first: RangeRequest, watch: ValidatorWatch) throws(DownloadError) {
+    func start(
+        from connection: Connection, first: RangeRequest, watch: ValidatorWatch, since: ContinuousClock.Instant = .now
+    ) throws(DownloadError) {
         guard let plan = store.plan else { return }
         pool.adoptProbe(connection, delegate: self)
         var first = first
@@ -148,9 +150,9 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         willSend(to: 0, from: 0)
         let mirrors = sources.mirrors
         let machine =
-            startSingle(first: first, segment: segment, plan: plan, watch: watch)
+            startSingle(first: first, segment: segment, plan: plan, watch: watch, since: since)
             ? nil : makeMachine(plan: plan, watch: watch)
-        machine?.adopt(first: first, segment: segment, startedAt: .now)
+        machine?.adopt(first: first, segment: segment, startedAt: since)
         // The whole object in this response, or too little to split, steal, hedge or replace (a
         // small file): no measuring needed.
         guard let machine, machine.isWorthSplitting else {

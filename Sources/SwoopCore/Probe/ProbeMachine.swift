@@ -21,6 +21,10 @@ package struct ProbeMachine {
         case handingOver
         /// The transfer takes the connection over once its sink has opened; the body waits.
         case awaitingSink
+        /// The head decided a transfer of the whole object in this one response, small enough to
+        /// keep in memory: its body is kept, and its end is the session's to judge
+        /// (``Next/tookWhole``). No transfer is made unless that end is troubled.
+        case takingWhole
         /// The transfer has the connection: the probe is done.
         case handedOver
     }
@@ -37,6 +41,8 @@ package struct ProbeMachine {
         case collect(ByteRange)
         /// Hold the body: the transfer takes the connection over after this callback.
         case handOver
+        /// Keep the whole body in memory (the object is small and arrives whole in this response).
+        case takeWhole
     }
 
     /// What the transfer's start made of the handover.
@@ -81,6 +87,9 @@ package struct ProbeMachine {
         case askAgain(String)
         /// The request failed (``failed(_:urlExpired:)`` says what follows).
         case failed(DownloadError, retryAfter: Int?)
+        /// The response kept whole ended, however it went: the session finishes the object, or
+        /// starts the transfer with the bytes kept as its first response's.
+        case tookWhole
     }
 
     /// What a failed probe leads to.
@@ -104,12 +113,16 @@ package struct ProbeMachine {
         self.purpose = purpose
     }
 
-    /// A head decided `step`.
-    package mutating func head(decided step: ProbeDecision.Step) -> HeadAction {
+    /// A head decided `step`; `takesWhole`: the session keeps a ranged response of the whole object
+    /// in memory rather than starting a transfer (``Phase/takingWhole``).
+    package mutating func head(decided step: ProbeDecision.Step, takesWhole: Bool = false) -> HeadAction {
         switch (step, purpose) {
         case (.ranged, .headOnly): return .discard
         case (.stream, .headOnly): return .abort
         case (.compareHeld(_, let range), _): return .collect(range)
+        case (.ranged, .download) where takesWhole:
+            phase = .takingWhole
+            return .takeWhole
         case (.ranged, .download), (.stream, .download):
             phase = .handingOver
             return .handOver
@@ -150,6 +163,12 @@ package struct ProbeMachine {
     package mutating func ended(
         step: ProbeDecision.Step?, failure: (error: DownloadError, retryAfter: Int?)?, url: String
     ) -> Next {
+        // The session judges the end of a response it keeps whole (a failure too: its transfer
+        // hears it as its first response's).
+        if phase == .takingWhole {
+            phase = .handedOver
+            return .tookWhole
+        }
         // While the sink opens, the session finds out when it has (``sinkOpened``).
         guard phase == .asking else { return .nothing }
         if let error = refused {

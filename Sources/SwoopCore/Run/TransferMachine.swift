@@ -27,10 +27,12 @@ package final class TransferMachine {
         /// Measured on this side, from the run's reading of the response's head: a client that was
         /// not scheduled while the server sent the body reads it in one burst, and sees it as short.
         package var confirmsOneResponseAfter: Duration
+        /// ``confirmsOneResponseAfter`` unless a test says otherwise.
+        package static let confirmingOneResponseAfter = Duration.milliseconds(100)
 
         package init(
             policy: TransferPolicy, failures: FailurePolicy, hedgesSlowTail: Bool, replacesSlowConnections: Bool = true,
-            sendsNothing: Bool = false, confirmsOneResponseAfter: Duration = .milliseconds(100)
+            sendsNothing: Bool = false, confirmsOneResponseAfter: Duration = Settings.confirmingOneResponseAfter
         ) {
             self.policy = policy
             self.failures = failures

@@ -1,0 +1,74 @@
+import SwoopStore
+
+/// A small object that arrives whole in the probe's response: its bytes are kept in memory as they
+/// come, and a response that ends whole and soon is the download, finished without a transfer (no
+/// store, plan, run or handler of its own: a list of small files makes one download per file, and
+/// those were a tenth of its processor time). Any other end makes the transfer the probe would
+/// have handed the response to, and gives it the bytes kept and the end as its first response's:
+/// a retry, a confirmation, a change are the transfer's, and nothing is fetched twice.
+extension DownloadSession {
+    /// Whether the response whose head decided `step` is kept whole: the whole object, of at most
+    /// what the part file holds in memory (``PartFileSink/holdLimit``), for a fresh file download
+    /// from one source without a check of each response's digest.
+    func prober(_ prober: Prober, takesWhole step: ProbeDecision.Step) -> Bool {
+        guard case .ranged(let found, let first) = step, let size = found.size, first.own == ByteRange(0, size),
+            first.sent == first.own, case .fresh = basis, context.paths.share == nil, sources.entries.count == 1
+        else { return false }
+        let sink = context.sink
+        guard sink.keepsPartialState, sink.window == nil, sink.opensAtOnce(size: size, resuming: false) else {
+            return false
+        }
+        // A response's own digest is checked by the transfer's handler, before its bytes count.
+        return !(context.configuration.verifiesPublishedDigests && found.digests.preferredForResponse != nil)
+    }
+
+    /// The response kept whole ended with `outcome`: whole, of the object's size, and sooner than
+    /// a single response needs a confirmation after it (``TransferMachine/Settings/confirmsOneResponseAfter``),
+    /// it is the download, finalized as one the transfer completed; otherwise the transfer starts
+    /// with it as its first response.
+    func prober(
+        _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
+        since: ContinuousClock.Instant
+    ) {
+        guard isCurrent(prober), case .ranged(let found, _) = step, let size = found.size else { return }
+        let bytes = connection.takeWhole()
+        context.objectFound?(found, prober.lastTiming)
+        do throws(DownloadError) {
+            try context.sink.open(size: size, resuming: false)
+        } catch {
+            return stop(with: .failure(error))
+        }
+        let whole = if case .completed = outcome { Int64(bytes.count) == size } else { false }
+        let soon = ContinuousClock.now - since < TransferMachine.Settings.confirmingOneResponseAfter
+        guard whole, soon else {
+            return handOverKept(bytes, of: step, found: found, from: prober, on: connection, since: since)
+        }
+        let written = bytes.withUnsafeBytes { body in
+            Result { () throws(DownloadError) in try context.sink.write(body, at: 0) }
+        }
+        if case .failure(let error) = written { return stop(with: .failure(error)) }
+        context.counters.bytesReceived += size
+        prober.deliveredWhole()
+        refresher?.noteProgress()
+        let next = machine.transferCompleted(size: size, url: url.redacted)
+        guard case .finalize = next else { return perform(next) }
+        logger.trace("the object arrived whole in the probe's response: finished without a transfer")
+        let verifier = TransferSetup.verifier(for: found, store: nil, resuming: nil, context)
+        finalize(SessionStage.Finishing(run: nil, store: nil, object: found, verifier: verifier, size: size))
+    }
+
+    /// The transfer the probe would have handed the response to, started now: the bytes kept go
+    /// to its first response, which then hears how the exchange ended.
+    private func handOverKept(
+        _ bytes: [UInt8], of step: ProbeDecision.Step, found: RemoteObject, from prober: Prober,
+        on connection: Connection, since: ContinuousClock.Instant
+    ) {
+        do throws(DownloadError) {
+            try startTransfer(step, of: found, from: prober, on: connection, since: since)
+        } catch {
+            return stop(with: .failure(error))
+        }
+        connection.replay(bytes)
+        connection.reportEndedExchange()
+    }
+}
