@@ -2,6 +2,7 @@ import Testing
 @testable import Swoop
 @testable import SwoopStore
 @testable import SwoopCurl
+import SwoopTestSupport
 
 @Suite("CompletedObject")
 struct CompletedObjectTests {
@@ -62,6 +63,36 @@ struct TimerHeapTests {
             next.fire()
         }
         #expect(fired == [1, 2, 3, 5, 8, 9])
+        #expect(heap.isEmpty)
+    }
+
+    @Test("timers cancelled long before they are due are swept out, and the rest still fire in order")
+    func sweepsCancelled() {
+        var heap = TimerHeap()
+        var random = SplitMix64(seed: 57)
+        let start = ContinuousClock.now
+        var live: [(deadline: Int, timer: LoopTimer)] = []
+        var fired: [Int] = []
+        var largest = 0
+        // A list's files: each schedules a timer due later, and most are cancelled soon after.
+        for step in 0..<20_000 {
+            let due = step + Int(random.next() % 5_000)
+            let timer = LoopTimer(deadline: start + .microseconds(due)) { fired.append(due) }
+            heap.insert(timer)
+            live.append((due, timer))
+            if live.count > 64 {
+                let index = Int(random.next() % UInt64(live.count - 1))
+                live[index].timer.cancel()
+                live.remove(at: index)
+            }
+            largest = max(largest, heap.count)
+        }
+        #expect(largest <= 4 * 64 + 1, "the heap held \(largest) timers for at most 65 live ones")
+        while let next = heap.earliest {
+            heap.removeEarliest()
+            next.fire()
+        }
+        #expect(fired == live.map(\.deadline).sorted())
         #expect(heap.isEmpty)
     }
 }
