@@ -33,20 +33,21 @@ extension DownloadSession {
         guard isCurrent(prober), case .ranged(let found, _) = step, let size = found.size else { return }
         let bytes = connection.takeWhole()
         context.objectFound?(found, prober.lastTiming)
-        do throws(DownloadError) {
-            try context.sink.open(size: size, resuming: false)
-        } catch {
-            return stop(with: .failure(error))
-        }
         let whole = if case .completed = outcome { Int64(bytes.count) == size } else { false }
         let soon = ContinuousClock.now - since < TransferMachine.Settings.confirmingOneResponseAfter
         guard whole, soon else {
+            do throws(DownloadError) {
+                try context.sink.open(size: size, resuming: false)
+            } catch {
+                return stop(with: .failure(error))
+            }
             return handOverKept(bytes, of: step, found: found, from: prober, on: connection, since: since)
         }
-        let written = bytes.withUnsafeBytes { body in
-            Result { () throws(DownloadError) in try context.sink.write(body, at: 0) }
+        do throws(DownloadError) {
+            try context.sink.open(holding: bytes)
+        } catch {
+            return stop(with: .failure(error))
         }
-        if case .failure(let error) = written { return stop(with: .failure(error)) }
         context.counters.bytesReceived += size
         prober.deliveredWhole()
         refresher?.noteProgress()

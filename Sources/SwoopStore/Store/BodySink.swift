@@ -36,6 +36,11 @@ package protocol BodySink: AnyObject {
     /// `resuming` keeps the bytes an earlier run wrote; otherwise whatever was there is discarded.
     func open(size: Int64?, resuming: Bool) throws(DownloadError)
 
+    /// Gets ready for a new object whose bytes are all here, as ``open(size:resuming:)`` does for
+    /// their count and then ``write(_:at:)`` does for them: a small object that arrived whole in
+    /// one response. A sink that holds such an object in memory keeps `bytes` themselves.
+    func open(holding bytes: [UInt8]) throws(DownloadError)
+
     /// Gets ready as ``open(size:resuming:)`` does, with the disk work on the ``DiskQueue``, then
     /// calls `then` on the transfer thread with the failure, if any. Nothing may be written
     /// before. A ``close(discarding:then:)`` meanwhile waits for the disk work and closes what it
@@ -106,6 +111,12 @@ extension BodySink {
     package func opensAtOnce(size: Int64?, resuming: Bool) -> Bool { true }
     package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {
         openAtOnce(size: size, resuming: resuming, then: then)
+    }
+
+    package func open(holding bytes: [UInt8]) throws(DownloadError) {
+        try open(size: Int64(bytes.count), resuming: false)
+        let written = bytes.withUnsafeBytes { body in Result { () throws(DownloadError) in try write(body, at: 0) } }
+        try written.get()
     }
 
     /// ``open(size:resuming:)`` with its outcome handed to `then` at once.

@@ -125,6 +125,17 @@ package final class PartFileSink: BodySink {
         bytesSinceWriteback = 0
     }
 
+    package func open(holding bytes: [UInt8]) throws(DownloadError) {
+        guard holdsInMemory(size: Int64(bytes.count), resuming: false) else {
+            try open(size: Int64(bytes.count), resuming: false)
+            let written = bytes.withUnsafeBytes { body in Result { () throws(DownloadError) in try write(body, at: 0) }
+            }
+            return try written.get()
+        }
+        held = bytes
+        mapMayExist = false
+    }
+
     package func open(size: Int64?, resuming: Bool, then: @escaping (DownloadError?) -> Void) {
         if opensAtOnce(size: size, resuming: resuming) {
             return openAtOnce(size: size, resuming: resuming, then: then)
@@ -295,7 +306,8 @@ package final class PartFileSink: BodySink {
     package func finish(size: Int64, record: CompletedObject, then: @escaping (DownloadError?) -> Void) {
         let body: Finalizer.Item.Body
         if let held {
-            body = .held(Array(held.prefix(Int(size))))
+            // The bytes themselves when they are the object's (not a copy of them).
+            body = .held(held.count == Int(size) ? held : Array(held.prefix(Int(size))))
             self.held = nil
         } else if let writes = pendingWrites, let descriptor = part?.takeDescriptorForClosing() {
             body = .written(descriptor, after: writes)
