@@ -246,7 +246,10 @@ final class Prober: ProbeExchangeDelegate {
         case .failed(let error, let retryAfter):
             failed(error, retryAfter: retryAfter)
         case .tookWhole:
-            guard let step else { return }
+            guard let step else {
+                return delegate?.prober(self, didEndWith: .fail(.invalidResponse("internal: a response kept whole")))
+                    ?? ()
+            }
             delegate?.prober(
                 self, tookWhole: step, outcome: outcome, on: exchange.connection, since: keptWholeSince ?? .now)
         }

@@ -30,7 +30,10 @@ extension DownloadSession {
         _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
         since: ContinuousClock.Instant
     ) {
-        guard isCurrent(prober), case .ranged(let found, _) = step, let size = found.size else { return }
+        guard isCurrent(prober) else { return }
+        guard case .ranged(let found, _) = step, let size = found.size else {
+            return stop(with: .failure(.invalidResponse("internal: a response kept whole that is not a range's")))
+        }
         let bytes = connection.takeWhole()
         context.objectFound?(found, prober.lastTiming)
         let whole = if case .completed = outcome { Int64(bytes.count) == size } else { false }
