@@ -190,6 +190,18 @@ struct AddressTests {
         }
     }
 
+    @Test("a small file from a name with four addresses arrives whole from the first: one request, one source")
+    func smallFileFromFirst() async throws {
+        let size = 40_000
+        try await Self.withEdges(rates: ["2m", "2m", "2m", "2m"], size: size, seed: 30) { edges, scratch, sha in
+            let sources = try await Self.get(edges, scratch, sha: sha)
+            #expect(sources.count == 1, "\(sources)")
+            #expect(sources.first?.address == Self.hosts[0] && sources.first?.bytes == Int64(size), "\(sources)")
+            let served = try edges.servers.map { try $0.log().count }
+            #expect(served == [1, 0, 0, 0], "requests per address: \(served)")
+        }
+    }
+
     @Test("a list from one name spreads its large files over the name's addresses")
     func listSpreads() async throws {
         let edges = try await Self.start(rates: ["2m", "2m", "2m", "2m"])

@@ -35,6 +35,8 @@ extension DownloadSession {
     var sourceReports: [DownloadResult.Source] {
         guard sources.entries.count > 1 else { return [] }
         guard stage.run == nil else { return sources.reports }
+        // As a transfer of one response reports it: the first source, with its bytes.
+        if let keptWholeFrom { return [keptWholeFrom] }
         return sources.entries.map(\.current).map {
             DownloadResult.Source(url: $0.redacted, address: $0.address, bytes: 0, isChecking: true)
         }

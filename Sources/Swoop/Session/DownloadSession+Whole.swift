@@ -9,10 +9,11 @@ import SwoopStore
 extension DownloadSession {
     /// Whether the response whose head decided `step` is kept whole: the whole object, of at most
     /// what the part file holds in memory (``PartFileSink/holdLimit``), for a fresh file download
-    /// from one source without a check of each response's digest.
+    /// without a check of each response's digest. Its other sources (mirrors, a name's other
+    /// addresses) are not needed, as for a transfer of one response.
     func prober(_ prober: Prober, takesWhole step: ProbeDecision.Step) -> Bool {
         guard case .ranged(let found, let first) = step, let size = found.size, first.own == ByteRange(0, size),
-            first.sent == first.own, case .fresh = basis, context.paths.share == nil, sources.entries.count == 1
+            first.sent == first.own, case .fresh = basis, context.paths.share == nil
         else { return false }
         let sink = context.sink
         guard sink.keepsPartialState, sink.window == nil, sink.opensAtOnce(size: size, resuming: false) else {
@@ -53,6 +54,10 @@ extension DownloadSession {
         }
         context.counters.bytesReceived += size
         prober.deliveredWhole()
+        if sources.entries.count > 1 {
+            logger.info("the object arrives in one response; the mirrors are not needed")
+            keptWholeFrom = DownloadResult.Source(url: found.url.redacted, address: found.url.address, bytes: size)
+        }
         refresher?.noteProgress()
         let next = machine.transferCompleted(size: size, url: url.redacted)
         guard case .finalize = next else { return perform(next) }

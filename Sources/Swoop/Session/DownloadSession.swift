@@ -22,6 +22,8 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     var stage = SessionStage.starting
     /// What the disk held at the start (or `.fresh` after starting over).
     var basis = LocalState.fresh
+    /// The source whose one response, kept whole, was the object (``DownloadSession+Whole``).
+    var keptWholeFrom: DownloadResult.Source?
     /// Fresh URLs when the URL in use is refused; one for the whole download (restarts too).
     lazy var refresher = context.request.urlProvider.map {
         URLRefresher(
