@@ -114,6 +114,11 @@ extension BodySink {
     }
 
     package func open(holding bytes: [UInt8]) throws(DownloadError) {
+        try openWriting(bytes)
+    }
+
+    /// ``open(size:resuming:)`` for a new object of `bytes`' count, then ``write(_:at:)`` of them.
+    package func openWriting(_ bytes: [UInt8]) throws(DownloadError) {
         try open(size: Int64(bytes.count), resuming: false)
         let written = bytes.withUnsafeBytes { body in Result { () throws(DownloadError) in try write(body, at: 0) } }
         try written.get()

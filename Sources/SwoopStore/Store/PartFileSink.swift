@@ -126,12 +126,7 @@ package final class PartFileSink: BodySink {
     }
 
     package func open(holding bytes: [UInt8]) throws(DownloadError) {
-        guard holdsInMemory(size: Int64(bytes.count), resuming: false) else {
-            try open(size: Int64(bytes.count), resuming: false)
-            let written = bytes.withUnsafeBytes { body in Result { () throws(DownloadError) in try write(body, at: 0) }
-            }
-            return try written.get()
-        }
+        guard holdsInMemory(size: Int64(bytes.count), resuming: false) else { return try openWriting(bytes) }
         held = bytes
         mapMayExist = false
     }
