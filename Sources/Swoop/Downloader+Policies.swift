@@ -25,6 +25,10 @@ final class ExchangeSettings: Sendable {
     /// each probe, the options were copied for each file.
     let probeOptions: TransferOptions
     let failures: FailurePolicy
+    /// What a transfer's machine reads, among it the single response's confirmation rule
+    /// (``TransferMachine/Settings/confirmsOneResponseAfter``), which a small object kept whole
+    /// in the probe's response follows too (``DownloadSession+Whole``).
+    let machine: TransferMachine.Settings
 
     init(_ configuration: Downloader.Configuration) {
         self.configuration = configuration
@@ -33,6 +37,11 @@ final class ExchangeSettings: Sendable {
         probeOptions.receiveBufferSize = min(options.receiveBufferSize, 16 << 10)
         self.probeOptions = probeOptions
         failures = FailurePolicy(configuration)
+        machine = TransferMachine.Settings(
+            policy: TransferPolicy(configuration), failures: failures,
+            hedgesSlowTail: configuration.tuning.hedgesSlowTail,
+            replacesSlowConnections: configuration.tuning.replacesSlowConnections,
+            sendsNothing: configuration.tuning.faults.transferSendsNothing)
     }
 }
 

@@ -24,9 +24,10 @@ extension DownloadSession {
     }
 
     /// The response kept whole ended with `outcome`: whole, of the object's size, and sooner than
-    /// a single response needs a confirmation after it (``TransferMachine/Settings/confirmsOneResponseAfter``),
-    /// it is the download, finalized as one the transfer completed; otherwise the transfer starts
-    /// with it as its first response.
+    /// a single response needs a confirmation after it (the run's rule, read from the same
+    /// settings: ``TransferMachine/Settings/confirmsOneResponseAfter``), it is the download,
+    /// finalized as one the transfer completed; otherwise the transfer starts with it as its first
+    /// response.
     func prober(
         _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
         since: ContinuousClock.Instant
@@ -38,13 +39,8 @@ extension DownloadSession {
         let bytes = connection.takeWhole()
         context.objectFound?(found, prober.lastTiming)
         let whole = if case .completed = outcome { Int64(bytes.count) == size } else { false }
-        let soon = ContinuousClock.now - since < TransferMachine.Settings.confirmingOneResponseAfter
+        let soon = ContinuousClock.now - since < context.settings.machine.confirmsOneResponseAfter
         guard whole, soon else {
-            do throws(DownloadError) {
-                try context.sink.open(size: size, resuming: false)
-            } catch {
-                return stop(with: .failure(error))
-            }
             return handOverKept(bytes, of: step, found: found, from: prober, on: connection, since: since)
         }
         do throws(DownloadError) {
@@ -54,8 +50,7 @@ extension DownloadSession {
         }
         context.counters.bytesReceived += size
         prober.deliveredWhole()
-        if sources.entries.count > 1 {
-            logger.info("the object arrives in one response; the mirrors are not needed")
+        if sources.oneResponseSuffices() {
             keptWholeFrom = DownloadResult.Source(url: found.url.redacted, address: found.url.address, bytes: size)
         }
         refresher?.noteProgress()
@@ -73,7 +68,8 @@ extension DownloadSession {
         on connection: Connection, since: ContinuousClock.Instant
     ) {
         do throws(DownloadError) {
-            try startTransfer(step, of: found, from: prober, on: connection, since: since)
+            try openAndStartTransfer(
+                step, of: found, size: found.size, resuming: false, from: prober, on: connection, since: since)
         } catch {
             return stop(with: .failure(error))
         }

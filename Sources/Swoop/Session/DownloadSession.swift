@@ -154,8 +154,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
         context.objectFound?(found, prober.lastTiming)
         if context.sink.opensAtOnce(size: size, resuming: resuming) {
-            try context.sink.open(size: size, resuming: resuming)
-            try startTransfer(step, of: found, from: prober, on: connection)
+            try openAndStartTransfer(step, of: found, size: size, resuming: resuming, from: prober, on: connection)
             return .now
         }
         // Creating, emptying or reserving the part file waits for the disk: never on this
@@ -187,6 +186,16 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         }
         // A response without a body ended while the sink opened: the transfer hears how.
         if handover == .endedWhole { connection.reportEndedExchange() } else { connection.releaseBody() }
+    }
+
+    /// Opens the sink where it opens at once (``BodySink/opensAtOnce(size:resuming:)``), then
+    /// starts the transfer `step` begins (``startTransfer(_:of:from:on:since:)``).
+    func openAndStartTransfer(
+        _ step: ProbeDecision.Step, of found: RemoteObject, size: Int64?, resuming: Bool, from prober: Prober,
+        on connection: Connection, since: ContinuousClock.Instant = .now
+    ) throws(DownloadError) {
+        try context.sink.open(size: size, resuming: resuming)
+        try startTransfer(step, of: found, from: prober, on: connection, since: since)
     }
 
     /// The sink is open for `found`: plans the transfer, and its run takes `connection` over.

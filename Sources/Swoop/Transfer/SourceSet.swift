@@ -54,6 +54,15 @@ final class SourceSet {
     /// The other sources' URLs, as in use now.
     var mirrors: [RemoteURL] { entries.dropFirst().map(\.current) }
 
+    /// The object arrives in one response from the first source: the others (mirrors, a name's
+    /// other addresses) are not asked; the log says so once when there are any. `true`: there are.
+    @discardableResult
+    func oneResponseSuffices() -> Bool {
+        guard entries.count > 1 else { return false }
+        logger.info("the object arrives in one response; the mirrors are not needed")
+        return true
+    }
+
     /// A resumed map was written for the source asked as `redacted`: that one goes first (its
     /// validators are that source's).
     func putFirst(named redacted: String) {

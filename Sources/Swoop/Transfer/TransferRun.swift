@@ -66,11 +66,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         init(_ settings: ExchangeSettings) {
             configuration = settings.configuration
             options = settings.options
-            machine = TransferMachine.Settings(
-                policy: TransferPolicy(configuration), failures: settings.failures,
-                hedgesSlowTail: configuration.tuning.hedgesSlowTail,
-                replacesSlowConnections: configuration.tuning.replacesSlowConnections,
-                sendsNothing: configuration.tuning.faults.transferSendsNothing)
+            machine = settings.machine
         }
 
         var policy: TransferPolicy { machine.policy }
@@ -148,7 +144,6 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         connection.adopt(.segment(segment, request: first), store: store, object: object)
         // The probe's request, in flight on slot 0, is the first source's from here.
         willSend(to: 0, from: 0)
-        let mirrors = sources.mirrors
         let machine =
             startSingle(first: first, segment: segment, plan: plan, watch: watch, since: since)
             ? nil : makeMachine(plan: plan, watch: watch)
@@ -156,9 +151,10 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
         // The whole object in this response, or too little to split, steal, hedge or replace (a
         // small file): no measuring needed.
         guard let machine, machine.isWorthSplitting else {
-            if !mirrors.isEmpty { logger.info("the object arrives in one response; the mirrors are not needed") }
+            sources.oneResponseSuffices()
             return
         }
+        let mirrors = sources.mirrors
         if !mirrors.isEmpty, let size = object.size, let range = sources.sampleRange(near: machine.firstRange) {
             sources.checks?.check(mirrors: mirrors, size: size, range: range)
         }
