@@ -38,7 +38,7 @@ package enum Finalizer {
         /// The file holding the bytes: the part file written, or for bytes held in memory a new
         /// file, unnamed (`O_TMPFILE`, linked into place once durable) where the file system
         /// allows and nothing is to be replaced, else a new part file.
-        fileprivate func open() throws(DownloadError) -> Opened {
+        func open() throws(DownloadError) -> Opened {
             switch body {
             case .written(let descriptor, let writes):
                 if let failure = writes?.waitForWrites() {
@@ -74,7 +74,7 @@ package enum Finalizer {
     }
 
     /// A finished file, open for publishing.
-    fileprivate struct Opened {
+    struct Opened {
         package let descriptor: FileDescriptor
         /// It has no name yet (O_TMPFILE): publishing links it; closing it first frees it.
         package let unnamed: Bool
@@ -135,66 +135,6 @@ package enum Finalizer {
         }
     }
 
-    /// Publishes many files with a few syncs for all of them (a group commit): checks each, makes
-    /// them durable together (`syncfs` per directory's file system, or `fsync` each where that
-    /// fails, so a failure is pinned on its file), puts each into place, then `fsync`s every
-    /// directory touched, once. Returns each item's failure, in order; one fails only its file.
-    package static func finalize(batch items: [Item]) -> [DownloadError?] {
-        if items.count == 1 {
-            do throws(DownloadError) { try finalize(items[0]) } catch { return [error] }
-            return [nil]
-        }
-        var failures = [DownloadError?](repeating: nil, count: items.count)
-        var files = [Opened?](repeating: nil, count: items.count)
-        for (index, item) in items.enumerated() {
-            do throws(DownloadError) {
-                let file = try item.open()
-                files[index] = file
-                try prepare(item, file.descriptor)
-            } catch {
-                failures[index] = error
-            }
-        }
-        // Durable: one syncfs per directory (one file system each, usually one in all); if it
-        // reports an error, find whose it is.
-        var byDirectory: [ByteName: [Int]] = [:]
-        for index in items.indices where failures[index] == nil {
-            byDirectory[ByteName(items[index].paths.directory), default: []].append(index)
-        }
-        for indices in byDirectory.values {
-            if (try? files[indices[0]]!.descriptor.syncFileSystem()) != nil { continue }
-            for index in indices {
-                do { try files[index]!.descriptor.sync() } catch {
-                    failures[index] = .localIO("cannot flush", path: items[index].paths.part, errno: error.rawValue)
-                }
-            }
-        }
-        var directories: [ByteName: [Int]] = [:]
-        for (index, item) in items.enumerated() {
-            guard let file = files[index] else { continue }
-            guard failures[index] == nil else {
-                // A file made here from bytes held in memory is of no use to anyone.
-                if case .held = item.body { file.discard(item.paths) } else { try? file.descriptor.close() }
-                continue
-            }
-            do throws(DownloadError) {
-                try file.publish(item)
-                directories[ByteName(item.paths.directory), default: []].append(index)
-            } catch {
-                failures[index] = error
-            }
-        }
-        for (directory, indices) in directories {
-            do { try syncDirectory(containing: directory.description + "/.") } catch {
-                for index in indices {
-                    failures[index] = .localIO(
-                        "cannot flush the directory of", path: items[index].paths.target, errno: error.rawValue)
-                }
-            }
-        }
-        return failures
-    }
-
     /// The first half of ``finalize(_:alreadyDurable:)`` for a part file, done while its digests
     /// are still being checked: cut to size, record, `fsync`. The descriptor stays open.
     package static func makeDurable(
@@ -211,7 +151,7 @@ package enum Finalizer {
 
     /// Cuts the file to its size and records its source on it (its digests were checked as it
     /// arrived, by the ``ObjectVerifier``). The caller closes the descriptor.
-    private static func prepare(_ item: Item, _ descriptor: FileDescriptor) throws(DownloadError) {
+    static func prepare(_ item: Item, _ descriptor: FileDescriptor) throws(DownloadError) {
         let paths = item.paths
         do {
             // Held bytes were written out at their size; a written part may differ (a stream of
