@@ -1,10 +1,10 @@
 import SwoopCore
 
-/// A group commit in two stages (``PublishQueue``): each file is written out as soon as it is
-/// handed over (``write(_:)``: bytes held in memory go into a new, unnamed file), so a file that
-/// waits for its group holds a descriptor, not its bytes; then a group of written files is made
-/// durable together, named, and each directory synced once (``commit(_:)``). Nothing appears at a
-/// target before its own group's sync.
+/// A group commit in two steps: each file written out (``write(_:)``: bytes held in memory go
+/// into a new, unnamed file), then the group made durable together, named, and each directory
+/// synced once (``commit(_:)``). The ``PublishQueue`` takes both in one go for most groups, and
+/// writes files out ahead, while the group before them commits, once those waiting hold too many
+/// bytes: they then wait as descriptors. Nothing appears at a target before its own group's sync.
 extension Finalizer {
     /// A file written out and open, not yet durable or named (or its failure). It no longer holds
     /// the bytes it was given.
