@@ -35,6 +35,11 @@ package enum Finalizer {
         /// Whether a segment map may exist for it (a checkpointed or resumed download).
         package var removesMap: Bool
 
+        /// The bytes it holds in memory (none once written out, or for a part file).
+        var bytesHeld: Int {
+            if case .held(let bytes) = body { bytes.count } else { 0 }
+        }
+
         /// The file holding the bytes: the part file written, or for bytes held in memory a new
         /// file, unnamed (`O_TMPFILE`, linked into place once durable) where the file system
         /// allows and nothing is to be replaced, else a new part file.

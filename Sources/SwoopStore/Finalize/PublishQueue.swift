@@ -52,7 +52,7 @@ package final class PublishQueue: @unchecked Sendable {
     /// failure, if any.
     package func publish(_ item: Finalizer.Item, then: @escaping (DownloadError?) -> Void) {
         waiting.append((item, then))
-        if case .held(let bytes) = item.body { waitingBytes += bytes.count }
+        waitingBytes += item.bytesHeld
         if !isCommitting {
             commitNext()
         } else if waitingBytes >= Self.writeOutAt && !isWriting {
@@ -73,9 +73,7 @@ package final class PublishQueue: @unchecked Sendable {
         written.removeFirst(ready.count)
         let fresh = waiting.prefix(Self.batchLimit - ready.count)
         waiting.removeFirst(fresh.count)
-        waitingBytes = waiting.reduce(0) { sum, entry in
-            if case .held(let bytes) = entry.item.body { sum + bytes.count } else { sum }
-        }
+        waitingBytes -= fresh.reduce(0) { $0 + $1.item.bytesHeld }
         let files = ready.map(\.file)
         let items = fresh.map(\.item)
         let then = ready.map(\.then) + fresh.map(\.then)
