@@ -75,8 +75,10 @@ extension Downloader {
                     loop: loop, settings: settings, request: request, url: url, service: remote.service,
                     mirrors: mirrors, paths: paths, sink: sink, objectFound: objectFound,
                     logger: logger, progress: { task.reportProgress($0) },
-                    transferEnded: { task.reportTransferEnd() }, completion: finished)
+                    transferEnded: { task.reportTransferEnd() }, handedOver: { control.sessionHandedOver() },
+                    completion: finished)
                 control.attach(session)
+                settings.configuration.tuning.faults.sessionStarted?(session)
                 session.start(basis: disk?.basis)
             }
             if !accepted {

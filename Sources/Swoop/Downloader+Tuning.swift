@@ -26,5 +26,11 @@ extension Downloader.Configuration {
         /// Runs on the opening queue where a part file is about to be created, emptied or reserved:
         /// a test holds it there to stand for a disk that does not answer.
         var beforePartFileOpens: (@Sendable (_ part: String) -> Void)?
+        /// Runs on the publish queue before each group of files is committed: a test holds a
+        /// group there to look at what its files hold while they wait.
+        var beforeEachPublishGroup: (@Sendable () -> Void)?
+        /// Told each session as it starts, on the transfer thread: a test keeps a weak reference
+        /// to see when it is let go.
+        var sessionStarted: (@Sendable (AnyObject) -> Void)?
     }
 }

@@ -72,7 +72,7 @@ public final class Downloader: Sendable {
         self.loop = loop
         self.disk = DiskQueue(queue: DispatchQueue(label: "swoop.disk"), loop: loop)
         self.opening = DiskQueue(queue: DispatchQueue(label: "swoop.open", attributes: .concurrent), loop: loop)
-        self.publisher = PublishQueue(loop: loop)
+        self.publisher = PublishQueue(loop: loop, beforeEachGroup: configuration.tuning.faults.beforeEachPublishGroup)
         self.logger =
             logger.map(EscapingLogHandler.wrapping)
             ?? Logger(label: "swoop", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -15,6 +15,8 @@ final class DownloadControl: @unchecked Sendable {
     private var session: DownloadSession?
     /// A session was attached (it may have ended since).
     private var attached = false
+    /// The session handed its file over to be published and has not reported yet.
+    private var handedOver = false
     private var pauseRequested = false
     private var cancelRequested = false
 
@@ -38,6 +40,14 @@ final class DownloadControl: @unchecked Sendable {
     /// task holds this control: kept, every finished download would stay in memory.)
     func sessionEnded() {
         session = nil
+        handedOver = false
+    }
+
+    /// The session handed its file over to be published and let go of itself: the run ends as the
+    /// publication does, which a pause or a cancel no longer changes (as for a session finalizing).
+    func sessionHandedOver() {
+        session = nil
+        handedOver = true
     }
 
     func pause() {
@@ -56,6 +66,8 @@ final class DownloadControl: @unchecked Sendable {
                 cancelRequested = true
                 return
             }
+            // Being published: the run's end reports it (``sessionHandedOver()``).
+            if handedOver { return }
             if let session, !session.isStopped {
                 // Still running: it deletes its state as it stops.
                 session.cancel()

@@ -67,20 +67,18 @@ extension DownloadSession {
                 stop(with: .success(done))
             }
         }
-        // What the result says of the transfer is known now: the run and the store are let go while
-        // the file waits to be published (a list's small files wait in groups of hundreds).
-        var outcome = result(
+        // What the result says of the transfer is known now: the session hands the file over and
+        // lets go of itself while it waits to be published (a list's small files wait in groups of
+        // hundreds); the sink reports through what the handover returns.
+        let outcome = result(
             size: finishing.size, object: finishing.object, store: finishing.store, alreadyComplete: false,
             verified: verified)
         stage = .finalizing(
             SessionStage.Finishing(
                 run: nil, store: nil, object: finishing.object, verifier: nil, size: finishing.size,
                 released: partialState))
-        context.sink.finish(size: finishing.size, record: record) { [self] failure in
-            if let failure { return stop(with: .failure(failure)) }
-            outcome.duration = .now - context.startedAt
-            stop(with: .success(outcome))
-        }
+        let report = handOver(outcome)
+        context.sink.finish(size: finishing.size, record: record, then: report)
     }
 
     func result(

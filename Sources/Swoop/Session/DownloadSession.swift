@@ -34,6 +34,9 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     let progress: ProgressReporter
     /// Called once when no more bytes will be fetched (the download finalizes or stops).
     private var onTransferEnd: (() -> Void)?
+    /// Called once if the session hands its file over to be published and lets go of itself
+    /// (``handOver(_:)``).
+    private var onHandOver: (() -> Void)?
     private var completion: ((Result<DownloadResult, DownloadError>) -> Void)?
     /// The session keeps itself alive until it has reported.
     private var keepAlive: DownloadSession?
@@ -45,7 +48,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         service: (any ObjectService)? = nil, mirrors: [RemoteURL] = [], paths: DownloadPaths, sink: BodySink,
         objectFound: ((RemoteObject, ResponseTiming?) -> Void)? = nil, logger: Logger,
         progress: (@Sendable (DownloadProgress) -> Void)?,
-        transferEnded: (() -> Void)? = nil,
+        transferEnded: (() -> Void)? = nil, handedOver: (() -> Void)? = nil,
         completion: @escaping (Result<DownloadResult, DownloadError>) -> Void
     ) {
         context = SessionContext(
@@ -58,6 +61,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
                 inOrder: sink.window != nil, expectedSize: request.expectedSize))
         self.progress = ProgressReporter(context, handler: progress)
         self.onTransferEnd = transferEnded
+        self.onHandOver = handedOver
         self.completion = completion
     }
 
@@ -340,11 +344,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             (last.bytesDone, last.totalBytes) = (total, total)
             progress.report(last)
         }
-        stage = .stopped
-        progress.stop()
-        stopWork(of: ending)
-        refresher?.stop()
-        transferEnded()
+        endWork(of: ending)
         let report = { [self] in
             context.sink.close(discarding: how.discards) { [self] in
                 let completion = self.completion
@@ -359,6 +359,53 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
         } else {
             report()
         }
+    }
+
+    /// The file is handed over to be published (``publish(_:record:verified:)``) with what the
+    /// download reports if that succeeds: nothing is left for the session to do but report how it
+    /// ends, which no pause or cancel changes (as for any download finalizing). So it ends its work
+    /// here and lets go of itself: what reports (the returned closure) holds only the machine's
+    /// decisions, the progress handler, the sink and the completion. A list's small files wait for
+    /// their group commit by the hundred, and each held its whole session until then.
+    func handOver(_ outcome: DownloadResult) -> (DownloadError?) -> Void {
+        let ending = stage
+        var machine = self.machine
+        let store = partialState
+        var last = progressSnapshot()
+        (last.bytesDone, last.totalBytes) = (outcome.bytes, outcome.bytes)
+        let (progress, sink, startedAt, completion) = (progress, context.sink, context.startedAt, completion)
+        self.completion = nil
+        // The session's own machine says it stopped: a stop that still reached it would do nothing.
+        _ = self.machine.stopping(.success(()), store: store)
+        endWork(of: ending)
+        onHandOver?()
+        onHandOver = nil
+        keepAlive = nil
+        return { failure in
+            // As ``stop(with:)`` reports, decided by the machine as it stood at the handover.
+            let ended: Result<Void, DownloadError> = failure.map { .failure($0) } ?? .success(())
+            guard let how = machine.stopping(ended, store: store) else { return }
+            let result: Result<DownloadResult, DownloadError>
+            if let failure = how.failure {
+                result = .failure(failure)
+            } else {
+                var done = outcome
+                done.duration = .now - startedAt
+                result = .success(done)
+                progress.report(last)
+            }
+            sink.close(discarding: how.discards) { completion?(result) }
+        }
+    }
+
+    /// Ends what the session runs, as it stops or hands its file over: the stage's work, the
+    /// heartbeat, the URL refresher.
+    private func endWork(of ending: SessionStage) {
+        stage = .stopped
+        progress.stop()
+        stopWork(of: ending)
+        refresher?.stop()
+        transferEnded()
     }
 
     /// Stops what `stage` has running: the probe, the transfer, the verifier.

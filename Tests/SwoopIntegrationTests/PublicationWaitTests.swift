@@ -1,0 +1,99 @@
+import Dispatch
+import Foundation
+@testable import Swoop
+import SwoopTestOrigin
+import Synchronization
+import Testing
+
+/// A small file waits for its group commit with only its report: the session lets go of itself
+/// when it hands the file over (a list's files wait by the hundred), and what it would have done at
+/// its end is still done (the last progress, the result), while a pause or a cancel meanwhile
+/// changes nothing, as for any download finalizing.
+@Suite("A file waiting to be published")
+struct PublicationWaitTests {
+    /// Holds the first group on the publish queue until ``release()``.
+    private final class GroupGate: Sendable {
+        private let state = Mutex<(released: Bool, entered: Int)>((false, 0))
+        private let gate = DispatchSemaphore(value: 0)
+
+        func hold() {
+            let released = state.withLock { state in
+                state.entered += 1
+                return state.released || state.entered > 1
+            }
+            if !released { gate.wait() }
+        }
+
+        var entered: Bool { state.withLock { $0.entered > 0 } }
+
+        func release() {
+            let waiting = state.withLock { state in
+                defer { state.released = true }
+                return state.released ? 0 : min(state.entered, 1)
+            }
+            for _ in 0..<waiting { gate.signal() }
+        }
+    }
+
+    /// Weak references to the sessions a downloader started.
+    private final class SessionWatch: @unchecked Sendable {
+        private let lock = NSLock()
+        private var sessions: [Weak] = []
+
+        private struct Weak {
+            weak var session: AnyObject?
+        }
+
+        func started(_ session: AnyObject) {
+            lock.withLock { sessions.append(Weak(session: session)) }
+        }
+
+        var started: Int { lock.withLock { sessions.count } }
+        var alive: Int { lock.withLock { sessions.count { $0.session != nil } } }
+    }
+
+    @Test(
+        "its session is let go while it waits; a pause or a cancel then changes nothing; it ends as the session would")
+    func waitsWithoutItsSession() async throws {
+        let scratch = try Scratch()
+        defer { scratch.cleanup() }
+        try await withTestOrigin { origin in
+            let object = TestObject(size: 20_000, seed: 61)
+            origin.addObject(object, at: "/small.bin")
+            let gate = GroupGate()
+            defer { gate.release() }
+            let sessions = SessionWatch()
+            var configuration = quickConfiguration()
+            configuration.tuning.faults.beforeEachPublishGroup = { gate.hold() }
+            configuration.tuning.faults.sessionStarted = { sessions.started($0) }
+            try await withDownloader(configuration) { downloader in
+                let last = Mutex<DownloadProgress?>(nil)
+                let target = scratch.path("small.bin")
+                let task = try downloader.start(DownloadRequest(url: origin.url("/small.bin")), to: target) {
+                    progress in last.withLock { $0 = progress }
+                }
+                let held = try await waitThenAct(within: .seconds(10), until: { gate.entered })
+                try #require(held, "the file never reached the publish queue")
+                // The transfer thread lets go of the session once the call that handed the file
+                // over returns.
+                let letGo = try await waitThenAct(within: .seconds(10), until: { sessions.alive == 0 })
+                #expect(letGo, "the session is held while its file waits to be published")
+                #expect(sessions.started == 1)
+                #expect(!FileManager.default.fileExists(atPath: target), "published before its group's sync")
+                #expect(task.state == .running)
+
+                task.pause()
+                task.cancel()
+                gate.release()
+                let result = try await task.result()
+                #expect(result.bytes == object.size && result.bytesReceived == object.size && result.requests == 1)
+                #expect(result.path == target && result.etag == object.etagValue)
+                #expect(task.state == .finished)
+                #expect(try await TestData.sha256(of: target) == object.sha256)
+                let final = try #require(last.withLock { $0 })
+                #expect(final.bytesDone == object.size && final.totalBytes == object.size)
+                #expect(!FileManager.default.fileExists(atPath: scratch.part("small.bin")))
+            }
+        }
+    }
+}
