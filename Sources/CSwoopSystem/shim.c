@@ -87,3 +87,12 @@ int swoop_release_free_memory(void) {
     return 0;
 #endif
 }
+
+int swoop_limit_heaps(int count) {
+#ifdef __GLIBC__
+    return mallopt(M_ARENA_MAX, count);
+#else
+    (void)count;
+    return 0;
+#endif
+}

@@ -1,6 +1,12 @@
 import CSwoopSystem
 import Dispatch
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The C library's freed memory, given back to the system while a list runs: glibc keeps memory
 /// freed by a long list's many short-lived objects mapped, spread over one heap per thread that
 /// allocates, and the process's resident size grows with the list. The command's choice for its
@@ -10,6 +16,21 @@ struct FreeMemory {
     /// release costs about 50 `madvise` calls (a quarter of a millisecond). 100,000 files of 1 KiB,
     /// 64 at a time, peaked 0.7-0.9 MB lower so.
     static let filesBetweenReleases = 1_000
+
+    /// The heaps the C library keeps, unless the environment says (`MALLOC_ARENA_MAX`, or glibc's
+    /// tunables).
+    static let heaps: Int32 = 2
+
+    /// Lets the C library keep at most ``heaps`` heaps, shared by the threads that allocate (glibc
+    /// makes one for each, up to eight per core, and each keeps its own freed memory: a list's
+    /// transfer thread, its task, and the preparation, disk and publication queues each had one).
+    /// First thing in the process, before those threads allocate; where the environment chooses,
+    /// its choice stands.
+    static func limitHeaps() {
+        if getenv("MALLOC_ARENA_MAX") != nil { return }
+        if let tunables = getenv("GLIBC_TUNABLES"), String(cString: tunables).contains("arena_max") { return }
+        _ = swoop_limit_heaps(heaps)
+    }
 
     /// Files the list has ended so far.
     private var ended = 0

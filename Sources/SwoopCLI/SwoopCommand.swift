@@ -26,6 +26,7 @@ struct SwoopCommand: AsyncParsableCommand {
 
     /// Parses, runs, and exits with Swoop's exit codes rather than argument-parser's defaults.
     static func main() async {
+        FreeMemory.limitHeaps()
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()

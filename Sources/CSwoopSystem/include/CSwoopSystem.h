@@ -56,6 +56,11 @@ int swoop_start_writeback(int fd, int64_t offset, int64_t length);
 /// was released, 0 if none was or the C library has no such call.
 int swoop_release_free_memory(void);
 
+/// mallopt(M_ARENA_MAX, count) where the C library is glibc: at most `count` heaps, which the
+/// threads that allocate share (glibc makes one per thread that allocates, up to eight per core,
+/// each keeping its own freed memory). 1 if set, 0 if not or the C library has no such call.
+int swoop_limit_heaps(int count);
+
 /// pthread_setname_np(thread, name): names a thread for debuggers and `top -H` (15 chars max).
 int swoop_set_thread_name(pthread_t thread, const char *name);
 
