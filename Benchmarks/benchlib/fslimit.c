@@ -1,6 +1,6 @@
 /*
  * The file system's own limit for a list of small files, made durable the way Swoop publishes
- * them (Sources/SwoopStore/Finalize: Finalizer.finalize(batch:), PublishQueue): for each group of
+ * them (Sources/SwoopStore/Finalize: Finalizer.write and Finalizer.commit, PublishQueue): for each group of
  * files, each is created unnamed (O_TMPFILE) in the target directory, written in one write,
  * given the completed-object record as an extended attribute, then the group is made durable
  * with one syncfs, each file linked at its name (linkat of /proc/self/fd/N: never replacing), and
