@@ -73,11 +73,11 @@ extension DownloadSession {
         let outcome = result(
             size: finishing.size, object: finishing.object, store: finishing.store, alreadyComplete: false,
             verified: verified)
+        // The run, the store and the verifier are done: the handover stops none of them again.
+        let store = partialState
         stage = .finalizing(
-            SessionStage.Finishing(
-                run: nil, store: nil, object: finishing.object, verifier: nil, size: finishing.size,
-                released: partialState))
-        let report = handOver(outcome)
+            SessionStage.Finishing(run: nil, store: nil, object: finishing.object, verifier: nil, size: finishing.size))
+        let report = handOver(outcome, store: store)
         context.sink.finish(size: finishing.size, record: record, then: report)
     }
 

@@ -35,7 +35,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// Called once when no more bytes will be fetched (the download finalizes or stops).
     private var onTransferEnd: (() -> Void)?
     /// Called once if the session hands its file over to be published and lets go of itself
-    /// (``handOver(_:)``).
+    /// (``handOver(_:store:)``).
     private var onHandOver: (() -> Void)?
     private var completion: ((Result<DownloadResult, DownloadError>) -> Void)?
     /// The session keeps itself alive until it has reported.
@@ -320,10 +320,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
 
     /// The download's partial state, as a stop sees it.
     var partialState: SessionMachine.Store {
-        guard let store = stage.store else {
-            if case .finalizing(let finishing) = stage, let released = finishing.released { return released }
-            return .none(resumedMap: resumedMap != nil)
-        }
+        guard let store = stage.store else { return .none(resumedMap: resumedMap != nil) }
         if store.keepsPartialState { return .mapped }
         return store.plan == nil ? .stream : .oneResponse
     }
@@ -366,11 +363,11 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// ends, which no pause or cancel changes (as for any download finalizing). So it ends its work
     /// here and lets go of itself: what reports (the returned closure) holds only the machine's
     /// decisions, the progress handler, the sink and the completion. A list's small files wait for
-    /// their group commit by the hundred, and each held its whole session until then.
-    func handOver(_ outcome: DownloadResult) -> (DownloadError?) -> Void {
+    /// their group commit by the hundred, and each held its whole session until then. `store`: the
+    /// partial state as a stop would have found it before the stage let its store go.
+    func handOver(_ outcome: DownloadResult, store: SessionMachine.Store) -> (DownloadError?) -> Void {
         let ending = stage
         var machine = self.machine
-        let store = partialState
         var last = progressSnapshot()
         (last.bytesDone, last.totalBytes) = (outcome.bytes, outcome.bytes)
         let (progress, sink, startedAt, completion) = (progress, context.sink, context.startedAt, completion)

@@ -24,9 +24,6 @@ enum SessionStage {
         let object: RemoteObject
         let verifier: ObjectVerifier?
         let size: Int64
-        /// Once the file waits to be published, its run and store are let go: what a stop would
-        /// have found of the partial state then.
-        var released: SessionMachine.Store? = nil
     }
 }
 
