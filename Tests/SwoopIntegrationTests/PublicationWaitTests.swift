@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 @testable import Swoop
 import SwoopTestOrigin
@@ -11,30 +10,6 @@ import Testing
 /// changes nothing, as for any download finalizing.
 @Suite("A file waiting to be published")
 struct PublicationWaitTests {
-    /// Holds the first group on the publish queue until ``release()``.
-    private final class GroupGate: Sendable {
-        private let state = Mutex<(released: Bool, entered: Int)>((false, 0))
-        private let gate = DispatchSemaphore(value: 0)
-
-        func hold() {
-            let released = state.withLock { state in
-                state.entered += 1
-                return state.released || state.entered > 1
-            }
-            if !released { gate.wait() }
-        }
-
-        var entered: Bool { state.withLock { $0.entered > 0 } }
-
-        func release() {
-            let waiting = state.withLock { state in
-                defer { state.released = true }
-                return state.released ? 0 : min(state.entered, 1)
-            }
-            for _ in 0..<waiting { gate.signal() }
-        }
-    }
-
     /// Weak references to the sessions a downloader started.
     private final class SessionWatch: @unchecked Sendable {
         private let lock = NSLock()
@@ -60,11 +35,11 @@ struct PublicationWaitTests {
         try await withTestOrigin { origin in
             let object = TestObject(size: 20_000, seed: 61)
             origin.addObject(object, at: "/small.bin")
-            let gate = GroupGate()
+            let gate = HoldGate()
             defer { gate.release() }
             let sessions = SessionWatch()
             var configuration = quickConfiguration()
-            configuration.tuning.faults.beforeEachPublishGroup = { gate.hold() }
+            configuration.tuning.faults.beforeEachPublishGroup = { gate.hold("publish group") }
             configuration.tuning.faults.sessionStarted = { sessions.started($0) }
             try await withDownloader(configuration) { downloader in
                 let last = Mutex<DownloadProgress?>(nil)
@@ -72,8 +47,7 @@ struct PublicationWaitTests {
                 let task = try downloader.start(DownloadRequest(url: origin.url("/small.bin")), to: target) {
                     progress in last.withLock { $0 = progress }
                 }
-                let held = try await waitThenAct(within: .seconds(10), until: { gate.entered })
-                try #require(held, "the file never reached the publish queue")
+                try await gate.waitForEntry(within: .seconds(10), of: "publish group held")
                 // The transfer thread lets go of the session once the call that handed the file
                 // over returns.
                 let letGo = try await waitThenAct(within: .seconds(10), until: { sessions.alive == 0 })

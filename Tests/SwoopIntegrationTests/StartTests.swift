@@ -155,38 +155,6 @@ struct StartTests {
         }
     }
 
-    /// Holds every part file's opening (on the opening queue) until ``release()``.
-    private final class OpeningGate: Sendable {
-        private let state = Mutex<(released: Bool, entered: [String])>((false, []))
-        private let opened = DispatchSemaphore(value: 0)
-
-        func hold(_ part: String) {
-            let released = state.withLock { state in
-                state.entered.append(part)
-                return state.released
-            }
-            if !released { opened.wait() }
-        }
-
-        var entered: [String] { state.withLock { $0.entered } }
-
-        func release() {
-            let waiting = state.withLock { state in
-                defer { state.released = true }
-                return state.released ? 0 : state.entered.count
-            }
-            for _ in 0..<waiting { opened.signal() }
-        }
-
-        func waitForEntry(within quietBound: Duration) async throws {
-            var deadline = MachineLoad.Deadline(quietBound)
-            while entered.isEmpty {
-                if deadline.exceeded() { throw TestFailure("no part file was opened within \(deadline.bound())") }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-        }
-    }
-
     @Test("a part file is created off the transfer thread; a stop while it is waits for it, then deletes it")
     func partFileOpensOffTheTransferThread() async throws {
         try await exclusively {
@@ -197,14 +165,14 @@ struct StartTests {
                 let small = TestObject(size: 10_000, seed: 93)
                 origin.addObject(big, at: "/big.bin")
                 origin.addObject(small, at: "/small.bin")
-                let gate = OpeningGate()
+                let gate = HoldGate()
                 defer { gate.release() }
                 var configuration = quickConfiguration()
                 configuration.tuning.faults.beforePartFileOpens = { gate.hold($0) }
                 try await withDownloader(configuration) { downloader in
                     let bigPath = scratch.path("big.bin")
                     let held = try downloader.start(DownloadRequest(url: origin.url("/big.bin")), to: bigPath)
-                    try await gate.waitForEntry(within: .seconds(10))
+                    try await gate.waitForEntry(within: .seconds(10), of: "part file opened")
                     #expect(gate.entered == [scratch.part("big.bin")])
 
                     // A small file (held in memory, published by its own queue) needs neither the
