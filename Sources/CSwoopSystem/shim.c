@@ -54,10 +54,27 @@ int swoop_open_unnamed(const char *directory) {
 #endif
 }
 
+/* How this process links an unnamed file: 0 not known yet, 1 by its descriptor (AT_EMPTY_PATH:
+ * Linux 6.10 and later for the file's creator, or CAP_DAC_READ_SEARCH), 2 by its /proc path only
+ * (older kernels answer ENOENT, as a sandbox may EPERM). The first answer decides; a race between
+ * two first links only asks twice. The descriptor spares the kernel a walk of /proc/self/fd/N:
+ * about 2.5 µs of its 38 µs per small file (Benchmarks/fs-limit's loop, 20,000 × 1 KiB). */
+static int link_by = 0;
+
 int swoop_link_unnamed(int fd, const char *target) {
+    int known = __atomic_load_n(&link_by, __ATOMIC_RELAXED);
+    if (known != 2) {
+        if (linkat(fd, "", AT_FDCWD, target, AT_EMPTY_PATH) == 0) {
+            if (known == 0) __atomic_store_n(&link_by, 1, __ATOMIC_RELAXED);
+            return 0;
+        }
+        if (known == 1 || (errno != ENOENT && errno != EPERM)) return -1;
+    }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    return linkat(AT_FDCWD, path, AT_FDCWD, target, AT_SYMLINK_FOLLOW);
+    int linked = linkat(AT_FDCWD, path, AT_FDCWD, target, AT_SYMLINK_FOLLOW);
+    if (linked == 0 && known == 0) __atomic_store_n(&link_by, 2, __ATOMIC_RELAXED);
+    return linked;
 }
 
 int swoop_start_writeback(int fd, int64_t offset, int64_t length) {

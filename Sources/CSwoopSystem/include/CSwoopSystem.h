@@ -36,6 +36,7 @@ int swoop_syncfs(int fd);
 /// system or kernel lacks O_TMPFILE.
 int swoop_open_unnamed(const char *directory);
 
+/// linkat(fd, "", AT_FDCWD, target, AT_EMPTY_PATH), or where the kernel refuses that,
 /// linkat(AT_FDCWD, "/proc/self/fd/FD", AT_FDCWD, target, AT_SYMLINK_FOLLOW): gives the unnamed
 /// file `fd` the name `target`, atomically; -1/EEXIST if `target` exists (nothing is replaced).
 int swoop_link_unnamed(int fd, const char *target);
