@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "swoop", targets: ["SwoopCLI"]),
         .executable(name: "swoop-test-origin", targets: ["SwoopTestOriginServer"]),
         .executable(name: "swoop-manual", targets: ["SwoopManual"]),
+        .executable(name: "swoop-lane-floor", targets: ["SwoopLaneFloor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -117,6 +118,9 @@ let package = Package(
         // Writes swoop's manual pages from its argument definitions (`swoop --experimental-dump-help`),
         // for scripts/install and scripts/package.
         .executableTarget(name: "SwoopManual"),
+        // A measurement for the benchmark (S9, issue 57): a list of small files fetched on Swoop's
+        // own parts without a download's per-file machinery, a floor beside Swoop's own time.
+        .executableTarget(name: "SwoopLaneFloor", dependencies: ["SwoopCore", "SwoopCurl", "SwoopStore"]),
         // An in-process HTTP origin with fault switches, shared by tests, the demo and benchmarks.
         .target(
             name: "SwoopTestOrigin",

@@ -3,7 +3,8 @@
  * them (Sources/SwoopStore/Finalize: Finalizer.write and Finalizer.commit, PublishQueue): for each group of
  * files, each is created unnamed (O_TMPFILE) in the target directory, written in one write,
  * given the completed-object record as an extended attribute, then the group is made durable
- * with one syncfs, each file linked at its name (linkat of /proc/self/fd/N: never replacing), and
+ * with one syncfs, each file linked at its name (linkat of its descriptor, AT_EMPTY_PATH, or of
+ * /proc/self/fd/N where the kernel refuses that, as Swoop does: never replacing), and
  * the directory fsync'ed once. No network, no parsing, no hashing: what is left is the kernel's
  * and the disk's work for the same files.
  *
@@ -66,9 +67,12 @@ int main(int argc, char **argv) {
         if (syncfs(fds[0]) != 0) die("cannot syncfs", dir);
         for (long i = 0; i < n; i++) {
             char from[64], name[32];
-            snprintf(from, sizeof from, "/proc/self/fd/%d", fds[i]);
             snprintf(name, sizeof name, "f%06ld", first + i);
-            if (linkat(AT_FDCWD, from, dirfd, name, AT_SYMLINK_FOLLOW) != 0) die("cannot link", name);
+            if (linkat(fds[i], "", dirfd, name, AT_EMPTY_PATH) != 0) {
+                snprintf(from, sizeof from, "/proc/self/fd/%d", fds[i]);
+                if ((errno != ENOENT && errno != EPERM) || linkat(AT_FDCWD, from, dirfd, name, AT_SYMLINK_FOLLOW) != 0)
+                    die("cannot link", name);
+            }
             close(fds[i]);
         }
         if (fsync(dirfd) != 0) die("cannot fsync", dir);

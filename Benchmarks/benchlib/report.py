@@ -81,13 +81,18 @@ def summarize_entry(er):
     return s
 
 
+# Rows that are references, not peers: never a "best peer" (S9's floor of Swoop's own parts).
+REFERENCES = ("lane-floor",)
+
+
 def summarize(scenario_result):
     sums = [summarize_entry(er) for er in scenario_result["entries"]]
     by_id = {s["id"]: s for s in sums}
     for s in sums:
         if s["tool"] != "swoop" or not s.get("ok_runs"):
             continue
-        peers = [p for p in sums if p["tool"] != "swoop" and p["group"] == s["group"] and p.get("ok_runs")]
+        peers = [p for p in sums if p["tool"] not in ("swoop",) + REFERENCES and p["group"] == s["group"]
+                 and p.get("ok_runs")]
         if peers:
             best = max(peers, key=lambda p: p["mibps"])
             # Swoop's wall time / the best peer's, at equal size (computed from throughput, so a peer run

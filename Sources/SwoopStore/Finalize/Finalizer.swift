@@ -35,6 +35,17 @@ package enum Finalizer {
         /// Whether a segment map may exist for it (a checkpointed or resumed download).
         package var removesMap: Bool
 
+        package init(
+            body: Body, paths: DownloadPaths, size: Int64, record: CompletedObject, overwrite: Bool, removesMap: Bool
+        ) {
+            self.body = body
+            self.paths = paths
+            self.size = size
+            self.record = record
+            self.overwrite = overwrite
+            self.removesMap = removesMap
+        }
+
         /// The bytes it holds in memory (none once written out, or for a part file).
         var bytesHeld: Int {
             if case .held(let bytes) = body { bytes.count } else { 0 }
