@@ -66,6 +66,11 @@ struct BulkTests {
             #expect(
                 !rerun.contains { $0.status == 200 || ($0.status == 206 && $0.bytes > 1024) },
                 "a re-run transfers no object bytes: \(rerun.filter { $0.status < 300 }.prefix(3))")
+            // Each confirmation ends with its response, and the next file's goes on its connection.
+            #expect(
+                Set(rerun.map(\.connection)).count < rerun.count / 2,
+                "the confirmations reuse connections: \(Set(rerun.map(\.connection)).count) for \(rerun.count) requests"
+            )
         }
     }
 

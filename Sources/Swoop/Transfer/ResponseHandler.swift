@@ -93,7 +93,8 @@ final class SampleResponse: ResponseHandler {
     private let requested: RequestedRange?
     /// At most this many bytes; `nil`: a sample of an open range, which no check sends.
     private let limit: Int64?
-    /// A sample must bring exactly `limit` bytes; a confirmation stops when it has them.
+    /// A sample must bring exactly `limit` bytes; a confirmation takes the first `limit` and stops
+    /// the response only if more follow.
     private let exact: Bool
     private(set) var failure: DownloadError?
     private var sampled: [UInt8] = []
@@ -131,8 +132,12 @@ final class SampleResponse: ResponseHandler {
 
     func body(_ body: UnsafeRawBufferPointer) -> BodyVerdict {
         guard exact else {
-            sampled.append(contentsOf: body.prefix(Int(limit ?? 0) - sampled.count))
-            return Int64(sampled.count) < limit ?? 0 ? .take : .stop
+            // A response of exactly the range asked for ends by itself and keeps its connection:
+            // stopped at its last byte, it was closed, and a re-run of a list of complete files
+            // opened a connection for each file's confirmation (2,000 files: 2,000 connects).
+            let wanted = max(0, Int(limit ?? 0) - sampled.count)
+            sampled.append(contentsOf: body.prefix(wanted))
+            return body.count > wanted ? .stop : .take
         }
         guard let limit, Int64(sampled.count + body.count) <= limit else {
             failure = .invalidResponse("the server sent more bytes than asked for (\(location))")
