@@ -154,7 +154,8 @@ struct BenchCommandTests {
                 let adaptive = summary["defaultBytesPerSecond"] as? Double ?? 0
                 let settled = summary["defaultConnections"] as? Int ?? 0
                 #expect(
-                    adaptive > 0.4 * rates[0] && settled <= 4, "the default: \(adaptive) B/s at \(settled), \(rates)")
+                    adaptive > 0.4 * rates[0] && settled <= 4,
+                    "the default: \(adaptive) B/s at \(settled), \(rates); machine busy \(busy), limit \(limit ?? "-")")
             }
         }
     }
