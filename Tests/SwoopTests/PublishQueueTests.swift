@@ -30,15 +30,9 @@ struct PublishQueueTests {
     }
 
     @Test func writesOutWaitingFilesWhileAGroupCommits() async throws {
-        var template = Array("/tmp/swoop-publish-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw DownloadError(.localIO, "mkdtemp failed") }
-        let directory = String(cString: made)
-        defer {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-                unlink(directory + "/" + name)
-            }
-            rmdir(directory)
-        }
+        let scratch = try TemporaryDirectory("swoop-publish")
+        defer { scratch.remove() }
+        let directory = scratch.path
         // The first group waits until the test lets it go.
         let gate = DispatchSemaphore(value: 0)
         let groups = Mutex(0)

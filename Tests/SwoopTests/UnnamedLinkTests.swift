@@ -32,13 +32,9 @@ struct UnnamedLinkTests {
     }
 
     @Test func linksOnceAndNeverReplaces() throws {
-        var template = Array("/tmp/swoop-link-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw DownloadError(.localIO, "mkdtemp failed") }
-        let directory = String(cString: made)
-        defer {
-            for name in ["a", "b"] { unlink(directory + "/" + name) }
-            rmdir(directory)
-        }
+        let scratch = try TemporaryDirectory("swoop-link")
+        defer { scratch.remove() }
+        let directory = scratch.path
         let first = try Self.unnamed(in: directory, "first")
         defer { close(first) }
         // Into a directory that is not there: the failure is the directory's.
