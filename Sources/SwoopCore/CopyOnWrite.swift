@@ -10,7 +10,11 @@ package struct CopyOnWrite<Value: Sendable>: Sendable {
     /// Changed only while uniquely referenced (``update(_:)``), hence `@unchecked`.
     @usableFromInline
     final class Box: @unchecked Sendable {
-        @usableFromInline var value: Value
+        /// Without the runtime's exclusivity check: a change happens only inside ``update(_:)``,
+        /// while this box has no other owner, so no other access of it can overlap the change
+        /// (the owner's own variable is still checked, by the compiler or at run time). Every read
+        /// of a URL's, object's or result's field paid the check: 36 a small file, 2.5k instructions.
+        @exclusivity(unchecked) @usableFromInline var value: Value
 
         @inlinable
         init(_ value: Value) {
