@@ -142,7 +142,7 @@ public final class Downloader: Sendable {
     ) throws(DownloadError) -> DownloadTask {
         try configuration.validate()
         let (url, service): (RemoteURL, (any ObjectService)?)
-        if let parsed = request.parsed, parsed.text.utf8.elementsEqual(request.url.utf8) {
+        if let parsed = request.parsed, ASCIIBytes.same(parsed.text, request.url) {
             (url, service) = (parsed.url, nil)
         } else {
             (url, service) = try remote(request.url, configuration: configuration)

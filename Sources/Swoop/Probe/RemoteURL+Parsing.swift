@@ -7,7 +7,7 @@ extension RemoteURL {
         let trimmed = string.trimmingWhitespace
         guard !trimmed.isEmpty else { throw .invalidRequest("invalid URL: it is empty") }
         // Control characters are single bytes in UTF-8, never part of another character's bytes.
-        if trimmed.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+        if ASCIIBytes.contains(trimmed, where: { $0 < 0x20 || $0 == 0x7F }) {
             throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it contains control characters")
         }
         // Built only on failure: every download parses its URL, and a bulk list parses each twice.

@@ -15,21 +15,52 @@ extension RemoteURL {
     /// `nil` otherwise, also for plain-looking URLs with an error (a port out of range), whose
     /// message Foundation's path words.
     static func plain(_ string: String) -> RemoteURL? {
-        let utf8 = string.utf8
+        // Read over the string's contiguous bytes, by offset: a walk of its `UTF8View` index by
+        // index cost a list of small files 6k instructions a URL. A string without them (a
+        // bridged one) is copied into a native one first.
+        if let parts = string.utf8.withContiguousStorageIfAvailable({ plainParts($0) }) {
+            return parts.map { RemoteURL(plain: string, $0) }
+        }
+        var native = string
+        native.makeContiguousUTF8()
+        return native.utf8.withContiguousStorageIfAvailable { plainParts($0) }?.map { RemoteURL(plain: native, $0) }
+    }
+
+    /// What ``plain(_:)`` reads: the scheme, the host, the port and its text (`:8080`, or empty),
+    /// and the path.
+    private struct PlainParts {
         let scheme: String
-        var index: String.UTF8View.Index
-        if utf8.starts(with: "http://".utf8) {
-            (scheme, index) = ("http", utf8.index(utf8.startIndex, offsetBy: 7))
-        } else if utf8.starts(with: "https://".utf8) {
-            (scheme, index) = ("https", utf8.index(utf8.startIndex, offsetBy: 8))
+        let host: String
+        let port: Int
+        let portText: String
+        let path: String
+    }
+
+    private init(plain string: String, _ parts: PlainParts) {
+        let shownPort = parts.port == (parts.scheme == "https" ? 443 : 80) ? "" : parts.portText
+        self.init(
+            absoluteString: string, scheme: parts.scheme, host: parts.host, port: parts.port, path: parts.path,
+            redacted: parts.scheme + "://" + parts.host + shownPort + parts.path)
+    }
+
+    private static func plainParts(_ bytes: UnsafeBufferPointer<UInt8>) -> PlainParts? {
+        func text(_ range: Range<Int>) -> String {
+            String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        }
+        let scheme: String
+        var index: Int
+        if bytes.starts(with: "http://".utf8) {
+            (scheme, index) = ("http", 7)
+        } else if bytes.starts(with: "https://".utf8) {
+            (scheme, index) = ("https", 8)
         } else {
             return nil
         }
         // The host: labels of lowercase letters, digits and hyphens, none empty.
         let hostStart = index
         var labelLength = 0
-        while index < utf8.endIndex, utf8[index] != UInt8(ascii: "/"), utf8[index] != UInt8(ascii: ":") {
-            let byte = utf8[index]
+        while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: ":") {
+            let byte = bytes[index]
             if byte == UInt8(ascii: ".") {
                 guard labelLength > 0 else { return nil }
                 labelLength = 0
@@ -39,58 +70,56 @@ extension RemoteURL {
                 }
                 labelLength += 1
             }
-            index = utf8.index(after: index)
+            index += 1
         }
         guard labelLength > 0 else { return nil }
-        let host = String(string[hostStart..<index])
+        let host = text(hostStart..<index)
         // The port: 1 to 5 digits, the first not 0, at most 65535.
         var port = scheme == "https" ? 443 : 80
         var portText = ""
-        if index < utf8.endIndex, utf8[index] == UInt8(ascii: ":") {
-            index = utf8.index(after: index)
+        if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
+            index += 1
             let digitsStart = index
-            while index < utf8.endIndex, ASCIIBytes.isDigit(utf8[index]) { index = utf8.index(after: index) }
-            let digits = utf8[digitsStart..<index]
-            guard (1...5).contains(digits.count), digits.first != UInt8(ascii: "0"),
-                let value = ASCIIBytes.decimal(digits), value <= 65535
+            var value = 0
+            while index < bytes.count, ASCIIBytes.isDigit(bytes[index]), index - digitsStart < 6 {
+                value = value * 10 + Int(bytes[index] - UInt8(ascii: "0"))
+                index += 1
+            }
+            guard (1...5).contains(index - digitsStart), bytes[digitsStart] != UInt8(ascii: "0"), value <= 65535
             else { return nil }
-            port = Int(value)
-            portText = ":" + String(string[digitsStart..<index])
+            port = value
+            portText = text(digitsStart - 1..<index)
         }
         // The path: at least "/", of characters a path holds unescaped, without dot segments.
-        guard index < utf8.endIndex, utf8[index] == UInt8(ascii: "/") else { return nil }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "/") else { return nil }
         let pathStart = index
         var segmentStart = index
-        while index < utf8.endIndex, utf8[index] != UInt8(ascii: "?") {
-            let byte = utf8[index]
+        while index < bytes.count, bytes[index] != UInt8(ascii: "?") {
+            let byte = bytes[index]
             if byte == UInt8(ascii: "/") {
-                guard !isDotSegment(utf8[segmentStart..<index]) else { return nil }
-                segmentStart = utf8.index(after: index)
+                guard !isDotSegment(bytes, segmentStart..<index) else { return nil }
+                segmentStart = index + 1
             } else if !isPathByte(byte) {
                 return nil
             }
-            index = utf8.index(after: index)
+            index += 1
         }
-        guard !isDotSegment(utf8[segmentStart..<index]) else { return nil }
-        let path = String(string[pathStart..<index])
+        guard !isDotSegment(bytes, segmentStart..<index) else { return nil }
+        let path = text(pathStart..<index)
         // The query: the path's characters, "/", "?" and whole percent escapes; no fragment.
-        while index < utf8.endIndex {
-            let byte = utf8[index]
+        while index < bytes.count {
+            let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
-                let first = utf8.index(after: index)
-                guard first < utf8.endIndex, isHexDigit(utf8[first]) else { return nil }
-                let second = utf8.index(after: first)
-                guard second < utf8.endIndex, isHexDigit(utf8[second]) else { return nil }
-                index = second
+                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                    return nil
+                }
+                index += 2
             } else {
                 guard isPathByte(byte) || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") else { return nil }
             }
-            index = utf8.index(after: index)
+            index += 1
         }
-        let shownPort = port == (scheme == "https" ? 443 : 80) ? "" : portText
-        return RemoteURL(
-            absoluteString: string, scheme: scheme, host: host, port: port, path: path,
-            redacted: scheme + "://" + host + shownPort + path)
+        return PlainParts(scheme: scheme, host: host, port: port, portText: portText, path: path)
     }
 
     /// A byte a path segment holds as itself: RFC 3986's unreserved characters and sub-delimiters,
@@ -113,7 +142,7 @@ extension RemoteURL {
         ASCIIBytes.isDigit(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte | 0x20)
     }
 
-    private static func isDotSegment(_ segment: Substring.UTF8View) -> Bool {
-        segment.elementsEqual(".".utf8) || segment.elementsEqual("..".utf8)
+    private static func isDotSegment(_ bytes: UnsafeBufferPointer<UInt8>, _ segment: Range<Int>) -> Bool {
+        (1...2).contains(segment.count) && bytes[segment].allSatisfy { $0 == UInt8(ascii: ".") }
     }
 }

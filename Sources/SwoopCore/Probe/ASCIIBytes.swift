@@ -23,6 +23,24 @@ package enum ASCIIBytes {
         isUpper(byte) ? byte + 32 : byte
     }
 
+    /// Whether a byte of `text` is one `matching` asks for: over the string's contiguous UTF-8 (any
+    /// native string's), where a walk of its `UTF8View` index by index cost about 30 instructions a
+    /// byte (a list of small files scans every URL and every line for a byte or two).
+    package static func contains(_ text: some StringProtocol, where matching: (UInt8) -> Bool) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { $0.contains(where: matching) }
+            ?? text.utf8.contains(where: matching)
+    }
+
+    /// Whether `one` and `other` are the same bytes (not merely canonically equivalent, as `==`
+    /// compares them).
+    package static func same(_ one: String, _ other: String) -> Bool {
+        guard one.utf8.count == other.utf8.count else { return false }
+        let compared = one.utf8.withContiguousStorageIfAvailable { first in
+            other.utf8.withContiguousStorageIfAvailable { first.elementsEqual($0) }
+        }
+        return (compared ?? nil) ?? one.utf8.elementsEqual(other.utf8)
+    }
+
     /// A non-negative decimal of 1 to 18 digits, no sign (so it fits `Int64` with room to add 1).
     package static func decimal(_ digits: some Collection<UInt8>) -> Int64? {
         guard !digits.isEmpty, digits.count <= 18 else { return nil }
