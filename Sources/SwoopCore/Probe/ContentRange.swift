@@ -8,7 +8,17 @@ package enum ContentRange: Equatable, Sendable {
     /// Parses strictly: unit `bytes`, decimal digits without signs, `first <= last < total`.
     /// On bytes: every part the grammar accepts is ASCII, so a value with any other byte is refused.
     package init?(_ value: String) {
-        var utf8 = value.utf8[...]
+        // Read over the value's contiguous bytes: slicing its `UTF8View` cost every probe 3.8k
+        // instructions.
+        let parsed =
+            value.utf8.withContiguousStorageIfAvailable { Self.parse($0[...]) }
+            ?? Array(value.utf8).withUnsafeBufferPointer { Self.parse($0[...]) }
+        guard let parsed else { return nil }
+        self = parsed
+    }
+
+    private static func parse(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> ContentRange? {
+        var utf8 = bytes
         while let byte = utf8.first, ASCIIBytes.isSpace(byte) { utf8 = utf8.dropFirst() }
         while let byte = utf8.last, ASCIIBytes.isSpace(byte) { utf8 = utf8.dropLast() }
         guard utf8.count > 6, utf8.prefix(6).elementsEqual("bytes ".utf8, by: { ASCIIBytes.lowercased($0) == $1 })
@@ -27,8 +37,7 @@ package enum ContentRange: Equatable, Sendable {
         }
         if rangePart.elementsEqual("*".utf8) {
             guard let total else { return nil }
-            self = .unsatisfied(total: total)
-            return
+            return .unsatisfied(total: total)
         }
         guard let dash = rangePart.firstIndex(of: UInt8(ascii: "-")),
             let first = ASCIIBytes.decimal(rangePart[..<dash]),
@@ -36,6 +45,6 @@ package enum ContentRange: Equatable, Sendable {
             first <= last, last < Int64.max
         else { return nil }
         if let total, last >= total { return nil }
-        self = .satisfied(ByteRange(first, last + 1), total: total)
+        return .satisfied(ByteRange(first, last + 1), total: total)
     }
 }

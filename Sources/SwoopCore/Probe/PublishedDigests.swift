@@ -151,9 +151,15 @@ package struct PublishedDigests: Sendable, Equatable {
     /// Whether a head carries any header this type reads (most carry none: no parsing then).
     package static func mayBeIn(_ head: ResponseHead) -> Bool {
         head.fields.contains { field in
-            switch field.name {
-            case "repr-digest", "content-digest", "x-goog-hash", "digest", "content-md5", "x-oss-hash-crc64ecma": true
-            default: field.name.hasPrefix("x-amz-checksum-")
+            let name = field.name
+            if name.utf8.count > 15 && name.hasPrefix("x-amz-checksum-") { return true }
+            // By length first: a name of another length is passed over without a comparison.
+            return switch name.utf8.count {
+            case 6: name == "digest"
+            case 11: name == "repr-digest" || name == "x-goog-hash" || name == "content-md5"
+            case 14: name == "content-digest"
+            case 20: name == "x-oss-hash-crc64ecma"
+            default: false
             }
         }
     }

@@ -204,7 +204,9 @@ package enum ResponseValidator {
     /// `.tar.gz` under Apache's `AddEncoding`, an S3 object put with `ContentEncoding`): its
     /// ranges are ranges of those stored bytes, which are saved as they are.
     package static func contentCoding(_ head: ResponseHead) -> String {
-        guard head.fields.contains(where: { $0.name == "content-encoding" }) else { return "identity" }
+        guard head.fields.contains(where: { ResponseHead.isNamed($0.name, "content-encoding") }) else {
+            return "identity"
+        }
         let codings = head.values("content-encoding")
             .flatMap { $0.split(separator: ",") }
             .map { $0.trimmingWhitespace.lowercased() }
@@ -216,7 +218,7 @@ package enum ResponseValidator {
     private static func checkNotMultipart(_ head: ResponseHead, url: RemoteURL) throws(DownloadError) {
         let multipart = "multipart/".utf8
         let isMultipart = head.fields.contains { field in
-            field.name == "content-type" && field.value.utf8.count >= multipart.count
+            ResponseHead.isNamed(field.name, "content-type") && field.value.utf8.count >= multipart.count
                 && zip(field.value.utf8, multipart).allSatisfy { ASCIIBytes.lowercased($0) == $1 }
         }
         if isMultipart {
