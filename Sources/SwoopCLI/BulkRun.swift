@@ -43,15 +43,12 @@ extension Get {
         if !quiet && !json {
             writeStderr(Messages.listStarting(files: included, jobs: jobs, share: selection?.description) + "\n")
         }
-        let stream = downloader.downloadAll(items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn)
         let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
-        let summary = await follow(stream, on: board)
+        let summary = await downloader.downloadAll(
+            items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn, events: Self.show(on: board))
         interrupts.stop()
         await downloader.shutdown()
         board.clear()
-        guard let summary else {
-            throw CommandFailure(status: .interrupted, message: Messages.listInterrupted)
-        }
         let rejected = rejections.all
         report(summary, rejected: rejected)
         if let first = firstFailure(summary, rejected: rejected) {
@@ -59,14 +56,13 @@ extension Get {
         }
     }
 
-    /// Shows a run's events on `board` until it ends: its summary, or `nil` when it was
-    /// interrupted before one.
-    func follow(_ events: AsyncStream<BulkEvent>, on board: BulkBoard) async -> BulkSummary? {
-        var summary: BulkSummary?
-        var freeMemory = FreeMemory()
-        for await event in events {
+    /// What shows a run's events on `board` as they happen (and lets the C library give back
+    /// freed memory as files end: ``FreeMemory``).
+    static func show(on board: BulkBoard) -> @Sendable (BulkEvent) -> Void {
+        let freeMemory = FreeMemory()
+        return { event in
             switch event {
-            case .started: break
+            case .started, .completed: break
             case .progress(let index, let progress): board.progress(index, progress)
             case .finished(let index, let result):
                 board.finished(index, bytes: result.bytes)
@@ -74,10 +70,8 @@ extension Get {
             case .failed(let index, _):
                 board.failed(index)
                 freeMemory.fileEnded()
-            case .completed(let final): summary = final
             }
         }
-        return summary
     }
 
     func report(

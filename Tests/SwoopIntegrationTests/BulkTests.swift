@@ -394,7 +394,7 @@ struct BulkTests {
 
 /// Serves `count` objects at `/NAME<index>.bin` and returns the bulk items that fetch them into
 /// `scratch` under the same names.
-private func addObjects(
+func addObjects(
     _ count: Int, named name: String, to origin: TestOrigin, into scratch: Scratch, object: (Int) -> TestObject
 ) -> [BulkItem] {
     (0..<count).map { index in

@@ -98,6 +98,41 @@ extension Downloader {
             items, expectedCount: 0, maxConcurrentFiles: maxConcurrentFiles, reportsProgress: reportsProgress)
     }
 
+    /// ``downloadAll(_:maxConcurrentFiles:reportsProgress:)`` that hands each event to `events` as
+    /// it happens and returns the summary when every file has ended (``BulkEvent/completed(_:)``
+    /// is not handed over). Cancelling the calling task pauses the downloads in flight; the call
+    /// returns once they have.
+    ///
+    /// `events` is called on the downloader's own threads, in order for each file; calls for
+    /// different files may overlap (a file's progress with another's end), so it must be quick
+    /// and safe to call from any thread. It spares each event a wake-up of an iterating task,
+    /// which in a list of small files was 5% of the processor time of each file.
+    ///
+    /// ```swift
+    /// let done = Atomic(0)
+    /// let summary = await downloader.downloadAll(items, reportsProgress: false) { event in
+    ///     if case .finished = event { done.add(1, ordering: .relaxed) }
+    /// }
+    /// ```
+    public func downloadAll<Items: Sequence & Sendable>(
+        _ items: Items, maxConcurrentFiles: Int = 8, reportsProgress: Bool = true,
+        events: @escaping @Sendable (BulkEvent) -> Void
+    ) async -> BulkSummary where Items.Element == BulkItem {
+        await runAll(
+            BulkItems(items: items), expectedCount: items.underestimatedCount, limit: max(1, maxConcurrentFiles),
+            reportsProgress: reportsProgress, emit: events)
+    }
+
+    /// ``downloadAll(_:maxConcurrentFiles:reportsProgress:events:)`` for items that arrive over time
+    /// (a listing read page by page), as ``downloadAll(_:maxConcurrentFiles:reportsProgress:)`` takes them.
+    public func downloadAll<Items: AsyncSequence & Sendable>(
+        _ items: Items, maxConcurrentFiles: Int = 8, reportsProgress: Bool = true,
+        events: @escaping @Sendable (BulkEvent) -> Void
+    ) async -> BulkSummary where Items.Element == BulkItem {
+        await runAll(
+            items, expectedCount: 0, limit: max(1, maxConcurrentFiles), reportsProgress: reportsProgress, emit: events)
+    }
+
     private func downloadAll<Items: AsyncSequence & Sendable>(
         _ items: Items, expectedCount: Int, maxConcurrentFiles: Int, reportsProgress: Bool
     ) -> AsyncStream<BulkEvent> where Items.Element == BulkItem {
@@ -105,8 +140,7 @@ extension Downloader {
         let producer = Task {
             let summary = await runAll(
                 items, expectedCount: expectedCount, limit: max(1, maxConcurrentFiles),
-                reportsProgress: reportsProgress,
-                continuation: continuation)
+                reportsProgress: reportsProgress, emit: { continuation.yield($0) })
             continuation.yield(.completed(summary))
             continuation.finish()
         }
@@ -116,7 +150,7 @@ extension Downloader {
 
     private func runAll<Items: AsyncSequence>(
         _ items: Items, expectedCount: Int, limit: Int, reportsProgress: Bool,
-        continuation: AsyncStream<BulkEvent>.Continuation
+        emit: @escaping @Sendable (BulkEvent) -> Void
     ) async -> BulkSummary where Items.Element == BulkItem {
         let started = ContinuousClock.now
         var summary = BulkSummary(
@@ -143,11 +177,11 @@ extension Downloader {
                     summary.bytes += result.bytes
                     summary.bytesReceived += result.bytesReceived
                 }
-                continuation.yield(.finished(index: index, result))
+                emit(.finished(index: index, result))
             case .failure(let error):
                 let url = (try? RemoteURL(item.request.url))?.redacted ?? RemoteURL.strippingQuery(item.request.url)
                 summary.failures.append(.init(index: index, url: url, destination: item.destination, error: error))
-                continuation.yield(.failed(index: index, error))
+                emit(.failed(index: index, error))
             }
         }
 
@@ -163,7 +197,7 @@ extension Downloader {
         let backlog = max(limit, 2 * PublishQueue.batchLimit)
         func mayStart() -> Bool { fetching.count < limit && unfinished - fetching.count < backlog }
         func progressHandler(_ index: Int) -> @Sendable (DownloadProgress) -> Void {
-            { continuation.yield(.progress(index: index, $0)) }
+            { emit(.progress(index: index, $0)) }
         }
         /// Reads items until one starts a download; repeats of earlier ones join their leader.
         func startNext() async -> Bool {
@@ -171,7 +205,7 @@ extension Downloader {
                 let index = input
                 input += 1
                 summary.files += 1
-                if reportsProgress { continuation.yield(.started(index: index)) }
+                if reportsProgress { emit(.started(index: index)) }
                 let (keys, admission) = ledger.admit(item, index: index)
                 switch admission {
                 case .follows:
@@ -209,7 +243,7 @@ extension Downloader {
                 let failure =
                     error as? DownloadError ?? DownloadError(.invalidRequest, "the list of files failed: \(error)")
                 summary.failures.append(.init(index: input, url: "", destination: "", error: failure))
-                continuation.yield(.failed(index: input, failure))
+                emit(.failed(index: input, failure))
                 return nil
             }
         }

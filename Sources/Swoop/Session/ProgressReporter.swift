@@ -12,14 +12,17 @@ final class ProgressReporter {
     private let counters: DownloadCounters
     private var timer: LoopTimer?
     private var meter = ThroughputMeter()
-    private var quiet: QuietWatch
+    private let context: SessionContext
+    /// Made at the first look: its limits come from the failure policy, which cost 3k
+    /// instructions to work out, and a small file ends before its first tick.
+    private lazy var quiet = QuietWatch(context.configuration)
 
     init(_ context: SessionContext, handler: (@Sendable (DownloadProgress) -> Void)?) {
         loop = context.loop
         interval = context.configuration.progressInterval
         self.handler = handler
         counters = context.counters
-        quiet = QuietWatch(context.configuration)
+        self.context = context
     }
 
     /// The recent receive rate.
