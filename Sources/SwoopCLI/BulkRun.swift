@@ -43,17 +43,32 @@ extension Get {
         if !quiet && !json {
             writeStderr(Messages.listStarting(files: included, jobs: jobs, share: selection?.description) + "\n")
         }
-        let interrupts = InterruptWatcher { Task { await downloader.shutdown() } }
-        let summary = await downloader.downloadAll(
-            items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn, events: Self.show(on: board))
-        interrupts.stop()
+        let summary = await Self.runUntilInterrupted { [items, jobs] in
+            await downloader.downloadAll(
+                items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn, events: Self.show(on: board))
+        }
         await downloader.shutdown()
         board.clear()
+        guard let summary else {
+            throw CommandFailure(status: .interrupted, message: Messages.listInterrupted)
+        }
         let rejected = rejections.all
         report(summary, rejected: rejected)
         if let first = firstFailure(summary, rejected: rejected) {
             throw CommandFailure(status: first, message: "")
         }
+    }
+
+    /// A list's run until it ends, or `nil` once SIGINT or SIGTERM stopped it: an interrupt cancels
+    /// the run's task, which pauses the files in flight (each keeps what it can resume) and starts no
+    /// more. (Shutting the downloader down instead paused only the files in flight: the list went on
+    /// with the next ones, to its end.)
+    static func runUntilInterrupted(_ body: @escaping @Sendable () async -> BulkSummary) async -> BulkSummary? {
+        let run = Task { await body() }
+        let interrupts = InterruptWatcher { run.cancel() }
+        let summary = await run.value
+        interrupts.stop()
+        return run.isCancelled ? nil : summary
     }
 
     /// What shows a run's events on `board` as they happen (and lets the C library give back

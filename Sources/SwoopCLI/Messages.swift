@@ -60,6 +60,8 @@ enum Messages {
         return line
     }
 
+    static let listInterrupted = "interrupted; run the same command to resume"
+
     /// "shard 0/2: 1 of 3 entries, 2.00 MiB, balanced by size=".
     /// What one share of an object fetched in shares did (`--shard K/N` on one URL).
     static func shareDone(_ result: ShareResult) -> String {

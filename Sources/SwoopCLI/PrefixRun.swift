@@ -60,10 +60,17 @@ extension Get {
         }
         let style = ProgressRenderer(quiet: quiet || json && isatty(STDERR_FILENO) != 1).style
         let board = BulkBoard(total: selection?.included, style: style)
-        let summary = await downloader.downloadAll(
-            items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn, events: Self.show(on: board))
+        // From here an interrupt stops the run (the listing's watcher shut the downloader down).
+        interrupts.stop()
+        let summary = await Self.runUntilInterrupted {
+            await downloader.downloadAll(
+                items, maxConcurrentFiles: jobs, reportsProgress: board.isDrawn, events: Self.show(on: board))
+        }
         await downloader.shutdown()
         board.clear()
+        guard let summary else {
+            throw CommandFailure(status: .interrupted, message: Messages.listInterrupted)
+        }
         let skipped = skips.all
         report(summary, rejected: [], skipped: skipped)
         if let first = firstFailure(summary, rejected: []) {

@@ -180,4 +180,45 @@ struct ResumeTests {
             #expect(served <= Int64(64 << 20) - saved.bytesDone + (2 << 20), "the resumed run fetched \(served) bytes")
         }
     }
+
+    @Test("Ctrl-C stops a list: exit 130, no file starts after it, and the same command fetches only the rest")
+    func interruptStopsList() async throws {
+        try await withTestOrigin { origin in
+            // Each response paced at 256 KiB/s: a file of 256 KiB takes a second, so 4 at a time the
+            // list takes ten, and the interrupt always comes before its end.
+            origin.updateFaults { $0.throttleBytesPerSecond = 256 << 10 }
+            let objects = (0..<40).map { TestObject(size: 256 << 10, seed: UInt64(700 + $0)) }
+            var list = ""
+            for (index, object) in objects.enumerated() {
+                origin.addObject(object, at: "/l\(index).bin")
+                list += origin.url("/l\(index).bin") + "\n"
+            }
+            let scratch = try Scratch()
+            defer { scratch.cleanup() }
+            try list.write(to: scratch.url.appendingPathComponent("list.txt"), atomically: true, encoding: .utf8)
+            let targets = (0..<40).map { scratch.path("out/l\($0).bin") }
+            func complete() -> Int { targets.filter { FileManager.default.fileExists(atPath: $0) }.count }
+            let process = try CLI.start(["-i", "list.txt", "-d", "out", "-j", "4"], in: scratch.url)
+            let started = try await eventually(timeout: .seconds(60)) { complete() >= 1 }
+            #expect(started, "a file of the list was complete")
+            process.signal(SIGINT)
+            let interrupted = try await process.wait(timeout: .seconds(30))
+            #expect(interrupted.status == 130, "stderr: \(interrupted.stderr)")
+            #expect(interrupted.stderr.contains("run the same command to resume"), "stderr: \(interrupted.stderr)")
+            let kept = complete()
+            // Shutting the downloader down paused only the files in flight, and the list went on.
+            #expect(kept < 20, "\(kept) files complete after the interrupt")
+
+            origin.updateFaults { $0.throttleBytesPerSecond = nil }
+            origin.resetLog()
+            let rerun = try await CLI.run(["-i", "list.txt", "-d", "out", "-j", "8", "-q"], in: scratch.url)
+            #expect(rerun.status == 0, "stderr: \(rerun.stderr)")
+            for (object, target) in zip(objects, targets) {
+                #expect(try await TestData.sha256(of: target) == object.sha256)
+            }
+            let served = origin.requests.reduce(0) { $0 + $1.bodyBytesSent }
+            let confirmations = Int64(kept) * 1024
+            #expect(served <= Int64(40 - kept) * (256 << 10) + confirmations, "the rerun fetched \(served) bytes")
+        }
+    }
 }
