@@ -57,6 +57,11 @@ func bulkExample(_ downloader: Downloader, names: [String]) async {
         case .completed(let summary): print("\(summary.succeeded)/\(summary.files) ok, \(summary.failed) failed")
         }
     }
+    // Or hand each event to a handler (quick, any thread) and get the summary back: cheaper for small files.
+    let summary = await downloader.downloadAll(items, reportsProgress: false) { event in
+        if case .failed(let index, let error) = event { print("FAIL", names[index], error.localizedDescription) }
+    }
+    print(summary.failed, "failed")
     // snippet.end
     // snippet.hide
 }
