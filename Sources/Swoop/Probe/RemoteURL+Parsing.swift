@@ -10,6 +10,12 @@ extension RemoteURL {
         if ASCIIBytes.contains(trimmed, where: { $0 < 0x20 || $0 == 0x7F }) {
             throw .invalidRequest("invalid URL '\(RemoteURL.printable(trimmed))': it contains control characters")
         }
+        // A plain URL starts with a lowercase `http://` or `https://`, which passes every check of
+        // the scheme below: it is read first, without them (2k instructions a list's file).
+        if let plain = Self.plain(trimmed) {
+            self = plain
+            return
+        }
         // Built only on failure: every download parses its URL, and a bulk list parses each twice.
         func noScheme() -> DownloadError {
             let shown = RemoteURL.printable(trimmed)
@@ -32,11 +38,7 @@ extension RemoteURL {
                     + Wording.list(["http", "https"] + ObjectStores.schemes, "and") + " URLs"
             )
         }
-        if let plain = Self.plain(trimmed) {
-            self = plain
-        } else {
-            self = try Self.parsedByFoundation(trimmed, scheme: scheme)
-        }
+        self = try Self.parsedByFoundation(trimmed, scheme: scheme)
     }
 
     /// `trimmed`, of the http or https `scheme`, read by Foundation's parser: any URL that is not

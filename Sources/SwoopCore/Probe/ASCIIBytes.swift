@@ -25,7 +25,9 @@ package enum ASCIIBytes {
 
     /// Whether a byte of `text` is one `matching` asks for: over the string's contiguous UTF-8 (any
     /// native string's), where a walk of its `UTF8View` index by index cost about 30 instructions a
-    /// byte (a list of small files scans every URL and every line for a byte or two).
+    /// byte (a list of small files scans every URL and every line for a byte or two). Inlinable,
+    /// to be specialized for the caller's string type.
+    @inlinable
     package static func contains(_ text: some StringProtocol, where matching: (UInt8) -> Bool) -> Bool {
         text.utf8.withContiguousStorageIfAvailable { $0.contains(where: matching) }
             ?? text.utf8.contains(where: matching)
@@ -33,6 +35,7 @@ package enum ASCIIBytes {
 
     /// Whether `one` and `other` are the same bytes (not merely canonically equivalent, as `==`
     /// compares them).
+    @inlinable
     package static func same(_ one: String, _ other: String) -> Bool {
         guard one.utf8.count == other.utf8.count else { return false }
         let compared = one.utf8.withContiguousStorageIfAvailable { first in
