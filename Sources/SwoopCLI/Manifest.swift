@@ -109,8 +109,11 @@ struct Manifest {
             // A line without a tab byte is one URL (already trimmed): split only lines with mirrors.
             // Its bytes are scanned in place: a walk of the substring's `UTF8View` cost ~1k
             // instructions a line, and a list's lines are read twice.
+            let tab = UInt8(ascii: "\t")
+            let hasTab =
+                content.utf8.withContiguousStorageIfAvailable { $0.contains(tab) } ?? content.utf8.contains(tab)
             let urls =
-                ASCIIBytes.contains(content, where: { $0 == UInt8(ascii: "\t") })
+                hasTab
                 ? content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty } : [content]
             defer {
                 pending = Entry(url: urls.first ?? content.trimmed, line: number, mirrors: Array(urls.dropFirst()))

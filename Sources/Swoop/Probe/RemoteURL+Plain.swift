@@ -16,9 +16,14 @@ extension RemoteURL {
     /// message Foundation's path words.
     static func plain(_ string: String) -> RemoteURL? {
         // Read over the string's contiguous bytes, by offset: a walk of its `UTF8View` index by
-        // index cost a list of small files 6k instructions a URL.
-        var string = string
-        return string.withUTF8 { plainParts($0) }.map { RemoteURL(plain: string, $0) }
+        // index cost a list of small files 6k instructions a URL. A string without them (a
+        // bridged one) is copied into a native one first.
+        if let parts = string.utf8.withContiguousStorageIfAvailable({ plainParts($0) }) {
+            return parts.map { RemoteURL(plain: string, $0) }
+        }
+        var native = string
+        native.makeContiguousUTF8()
+        return native.utf8.withContiguousStorageIfAvailable { plainParts($0) }?.map { RemoteURL(plain: native, $0) }
     }
 
     /// What ``plain(_:)`` reads: the scheme, the host, the port and its text (`:8080`, or empty),

@@ -38,9 +38,10 @@ package enum ASCIIBytes {
     @inlinable
     package static func same(_ one: String, _ other: String) -> Bool {
         guard one.utf8.count == other.utf8.count else { return false }
-        var one = one
-        var other = other
-        return one.withUTF8 { first in other.withUTF8 { first.elementsEqual($0) } }
+        let compared = one.utf8.withContiguousStorageIfAvailable { first in
+            other.utf8.withContiguousStorageIfAvailable { first.elementsEqual($0) }
+        }
+        return (compared ?? nil) ?? one.utf8.elementsEqual(other.utf8)
     }
 
     /// A non-negative decimal of 1 to 18 digits, no sign (so it fits `Int64` with room to add 1).

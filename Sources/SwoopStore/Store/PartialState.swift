@@ -208,7 +208,6 @@ package struct DownloadPaths: Sendable, Equatable {
     /// `FilePath`'s parse, which cost a list of small files 5k instructions a file; its bytes are
     /// read in place (a pairwise walk of its `UTF8View` cost 3k more).
     private static func split(_ path: String) -> (directory: String, name: String) {
-        var contiguous = path
         let utf8 = path.utf8
         let slash = UInt8(ascii: "/")
         func isPlain(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -220,7 +219,8 @@ package struct DownloadPaths: Sendable, Equatable {
             }
             return true
         }
-        guard contiguous.withUTF8(isPlain) else {
+        // A string without contiguous bytes (a bridged one) takes the parse.
+        guard utf8.withContiguousStorageIfAvailable(isPlain) ?? false else {
             let parsed = FilePath(path)
             return (parsed.removingLastComponent().string, parsed.lastComponent?.string ?? path)
         }
