@@ -53,9 +53,13 @@ extension StringProtocol {
     /// Without leading and trailing spaces and tabs.
     var trimmed: String {
         let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        // Most lines have nothing to trim: their two ends are looked at before any scan.
-        guard let head = first, let tail = last else { return "" }
-        if !isBlank(head) && !isBlank(tail) { return String(self) }
+        // Most lines have nothing to trim: their two ends' bytes are looked at before any scan (a
+        // Character at each end cost a grapheme break, twice for every line of a list). A
+        // Character that is a space or a tab is that one byte.
+        let blankByte: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        guard let head = utf8.first else { return "" }
+        let tail = utf8[utf8.index(utf8.startIndex, offsetBy: utf8.count - 1)]
+        if !blankByte(head) && !blankByte(tail) { return String(self) }
         guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
             return ""
         }

@@ -78,7 +78,10 @@ struct Manifest {
             if line.utf8.last == UInt8(ascii: "\r") { line = Substring(line.utf8.dropLast()) }
             let content = line.trimmed
             if content.isEmpty || content.hasPrefix("#") { return nil }
-            if line.first == " " || line.first == "\t" {
+            // An indented line: its first byte is looked at before its first Character (a
+            // grapheme break for every line).
+            let lead = line.utf8.first
+            if lead == UInt8(ascii: " ") || lead == UInt8(ascii: "\t"), line.first == " " || line.first == "\t" {
                 guard pending != nil else {
                     throw ParseError(line: number, message: "option '\(content)' comes before any URL")
                 }
@@ -112,19 +115,20 @@ struct Manifest {
             let tab = UInt8(ascii: "\t")
             let hasTab =
                 content.utf8.withContiguousStorageIfAvailable { $0.contains(tab) } ?? content.utf8.contains(tab)
-            let urls =
-                hasTab
-                ? content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty } : [content]
-            defer {
-                pending = Entry(url: urls.first ?? content.trimmed, line: number, mirrors: Array(urls.dropFirst()))
+            // The entry before it, taken rather than copied.
+            let previous = pending.take()
+            if hasTab {
+                let urls = content.split(separator: "\t").map(\.trimmed).filter { !$0.isEmpty }
+                pending = Entry(url: urls.first ?? content, line: number, mirrors: Array(urls.dropFirst()))
+            } else {
+                pending = Entry(url: content, line: number)
             }
-            return pending
+            return previous
         }
 
         /// The last entry, at the end of the list.
         mutating func finish() -> Entry? {
-            defer { pending = nil }
-            return pending
+            pending.take()
         }
     }
 }
