@@ -71,7 +71,7 @@ extension Downloader {
 /// The addresses a downloader's hosts are reached at, each name looked up at most once every
 /// 30 seconds (a list of many files from one host resolves it once).
 final class HostAddresses: Sendable {
-    private let cache = Mutex<[String: (addresses: [String], at: ContinuousClock.Instant)]>([:])
+    private let cache = Mutex<[String: (addresses: [String], at: Moment)]>([:])
 
     /// The addresses to pin `url`'s sources to: those ``Downloader/Configuration/Addresses/resolve``
     /// gives for its host and port, else, when spreading, those its name resolves to (IPv6 and
@@ -84,7 +84,7 @@ final class HostAddresses: Sendable {
             return addresses.spreadsOverAddresses ? pinned : [pinned[0]]
         }
         guard addresses.spreadsOverAddresses, !Self.isAddress(url.host) else { return [] }
-        let now = ContinuousClock.now
+        let now = Moment.now
         if let cached = cache.withLock({ $0[key] }), now - cached.at < .seconds(30) { return cached.addresses }
         var found = Self.resolve(url.host, port: url.port)
         if found.count < 2 || Set(found) == ["::1", "127.0.0.1"] { found = [] }

@@ -97,15 +97,15 @@ extension Downloader {
         configuration.files.resumes = false
         configuration.progressInterval = .milliseconds(100)
         configuration.tuning.hedgesSlowTail = true
-        let started = ContinuousClock.now
+        let started = Moment.now
         var points: [(time: Duration, bytes: Int64)] = [(.zero, 0)]
         var passes = 0
         var completed = false
         var settled: Int?
         var peak: Int?
-        while ContinuousClock.now - started < duration {
-            let left = duration - (ContinuousClock.now - started)
-            let offset = (time: ContinuousClock.now - started, bytes: points.last?.bytes ?? 0)
+        while Moment.now - started < duration {
+            let left = duration - (Moment.now - started)
+            let offset = (time: Moment.now - started, bytes: points.last?.bytes ?? 0)
             let pass = try await measurePass(request, configuration: configuration, for: left)
             passes += 1
             points += pass.points.map { (offset.time + $0.time, offset.bytes + $0.bytes) }

@@ -121,8 +121,8 @@ package final class HTTPExchange {
     /// Body bytes delivered to the delegate.
     package private(set) var bodyBytesDelivered: Int64 = 0
     /// When the request was handed to curl, and when its first body byte arrived.
-    package private(set) var startedAt: ContinuousClock.Instant?
-    package private(set) var firstByteAt: ContinuousClock.Instant?
+    package private(set) var startedAt: Moment?
+    package private(set) var firstByteAt: Moment?
 
     package init(_ request: ExchangeRequest, delegate: any ExchangeDelegate) {
         self.request = request

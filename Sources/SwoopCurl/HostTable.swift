@@ -67,7 +67,7 @@ package final class HostEntry {
     /// What the host's watchers hear about when it changes.
     private struct Marks {
         let state: SourceHealth.State
-        let restingUntil: ContinuousClock.Instant?
+        let restingUntil: Moment?
         let testing: Bool
 
         init(_ health: SourceHealth) {

@@ -2,10 +2,10 @@ import SwoopCore
 
 /// A one-shot timer on the transfer thread.
 package final class LoopTimer {
-    package let deadline: ContinuousClock.Instant
+    package let deadline: Moment
     private var action: (() -> Void)?
 
-    package init(deadline: ContinuousClock.Instant, action: @escaping () -> Void) {
+    package init(deadline: Moment, action: @escaping () -> Void) {
         self.deadline = deadline
         self.action = action
     }

@@ -25,7 +25,7 @@ package final class RateLimiter {
     private var paused: [HTTPExchange] = []
     private var resumeTimer: LoopTimer?
     /// When a write was last refused.
-    private var heldBackAt: ContinuousClock.Instant?
+    private var heldBackAt: Moment?
     /// The loop owns this limiter and outlives it.
     private unowned let loop: TransferLoop
 
@@ -37,7 +37,7 @@ package final class RateLimiter {
 
     /// Whether the cap has refused a write within the last half second: the rates measured now
     /// are shares of the cap, and say nothing about the paths or the server.
-    package func isHoldingBack(at now: ContinuousClock.Instant) -> Bool {
+    package func isHoldingBack(at now: Moment) -> Bool {
         guard let heldBackAt else { return false }
         return now - heldBackAt < .milliseconds(500)
     }
@@ -46,7 +46,7 @@ package final class RateLimiter {
     /// `false` when the bucket is empty, and then `exchange` is paused (the callback returns
     /// `CURL_WRITEFUNC_PAUSE`) until the bucket has refilled.
     package func admit(_ bytes: Int, for exchange: HTTPExchange) -> Bool {
-        let now = ContinuousClock.now
+        let now = Moment.now
         if bucket.take(bytes, now: now) { return true }
         heldBackAt = now
         exchange.isHeldBack = true

@@ -266,7 +266,7 @@ package final class TransferLoop: LoopExecutor, @unchecked Sendable {
     }
 
     private func fireDueTimers() {
-        let now = ContinuousClock.now
+        let now = Moment.now
         while let first = timers.earliest, first.deadline <= now {
             timers.removeEarliest()
             first.fire()

@@ -16,7 +16,7 @@ struct ConnectionControllerTests {
     /// Feeds `controller` one connection's bytes at `rate` every 5 ms from `start`, until it moves
     /// the count or `limit` passes; returns the new count and when it came (ms after `start`).
     private static func run(
-        _ controller: inout ConnectionController, rate: Double, from start: ContinuousClock.Instant,
+        _ controller: inout ConnectionController, rate: Double, from start: Moment,
         limit: Int = 500
     ) -> (count: Int, at: Int)? {
         for milliseconds in stride(from: 0, through: limit, by: 5) {
@@ -44,7 +44,7 @@ struct ConnectionControllerTests {
 
     @Test("a connection fast on its own tries 2 after the window, and goes back to 1 when 2 do not pay")
     func fastAloneTriesTwo() {
-        let start = ContinuousClock.now
+        let start = Moment.now
         var controller = Self.onALAN()
         let first = Self.run(&controller, rate: 800 * Self.MiB, from: start)
         // Decided once the window (20 ms: the probe's round trip is short) has passed, not before.
@@ -66,7 +66,7 @@ struct ConnectionControllerTests {
 
     @Test("a held count whose rate falls well below the one it was chosen at is re-probed at once, with long windows")
     func fallenRateReprobes() {
-        let start = ContinuousClock.now
+        let start = Moment.now
         var controller = Self.onALAN()
         let first = Self.run(&controller, rate: 800 * Self.MiB, from: start)
         let held = start + .milliseconds(first!.at)
@@ -87,7 +87,7 @@ struct ConnectionControllerTests {
 
     @Test("a connection slow on its own opens the usual 8, knowing one connection's rate")
     func slowAloneFansOut() {
-        let start = ContinuousClock.now
+        let start = Moment.now
         var controller = Self.onALAN()
         let first = Self.run(&controller, rate: 16 * Self.MiB, from: start)
         #expect(first?.count == 8)
@@ -110,7 +110,7 @@ struct ConnectionControllerTests {
 
     @Test("nothing arriving while alone opens the usual count: no measure is no verdict")
     func nothingAloneFansOut() {
-        let start = ContinuousClock.now
+        let start = Moment.now
         var controller = Self.onALAN()
         #expect(Self.run(&controller, rate: 0, from: start)?.count == 8)
         #expect(controller.lastReason == "nothing arrived alone")

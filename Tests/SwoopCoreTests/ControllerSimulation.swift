@@ -142,8 +142,8 @@ struct ControllerSimulation {
         var random = SplitMix64(seed: seed)
         let policy = TransferPolicy(minimumSegmentSize: 1 << 20)
         let layout = ChunkLayout(objectSize: size)
-        let origin = ContinuousClock.now
-        func instant(_ t: Double) -> ContinuousClock.Instant { origin + .seconds(t) }
+        let origin = Moment.now
+        func instant(_ t: Double) -> Moment { origin + .seconds(t) }
 
         var now = 0.0
         var slots = [Slot()]

@@ -108,7 +108,7 @@ struct FailedRequestTests {
     ) throws -> (last: FailedRequestAction?, elapsed: Duration, trials: Int) {
         var random = SplitMix64(seed: 42)
         var health = SourceHealth()
-        let start = ContinuousClock.now
+        let start = Moment.now
         var now = start
         let refused = "connection refused"
         func fail(_ owner: Int) -> FailedRequestAction {

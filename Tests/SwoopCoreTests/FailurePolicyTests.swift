@@ -8,7 +8,7 @@ import Testing
 struct FailurePolicyTests {
     private let policy = FailurePolicy(
         baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
-    private let start = ContinuousClock.now
+    private let start = Moment.now
 
     private let refused = DownloadError(.network, "network error talking to x: Couldn't connect to server", curlCode: 7)
 
@@ -197,8 +197,8 @@ struct FailurePolicyTests {
     }
 }
 
-private extension ContinuousClock.Instant {
-    func seconds(since start: ContinuousClock.Instant) -> Double {
+private extension Moment {
+    func seconds(since start: Moment) -> Double {
         (self - start).seconds
     }
 }

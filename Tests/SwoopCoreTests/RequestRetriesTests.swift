@@ -9,7 +9,7 @@ import Testing
 struct RequestRetriesTests {
     private let policy = FailurePolicy(
         baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxTries: 4, maxOutage: .seconds(60))
-    private let start = ContinuousClock.now
+    private let start = Moment.now
 
     @Test("a transient failure is asked again after the backoff until the tries run out, then given up, saying so")
     func transientUntilTriesRunOut() throws {

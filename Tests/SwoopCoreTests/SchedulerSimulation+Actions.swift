@@ -311,7 +311,7 @@ extension SchedulerSimulation {
     func stop(worker index: Int, failed: Bool) {
         guard let worker = workers[index] else { return }
         workers[index] = nil
-        let retryAt: ContinuousClock.Instant? =
+        let retryAt: Moment? =
             failed && random.chance(0.7) ? now + .milliseconds(random.logUniform(0...5_000)) : nil
         let segment = worker.segment
         let failuresBefore = segment.failuresWithoutProgress
@@ -328,7 +328,7 @@ extension SchedulerSimulation {
         }
     }
 
-    func release(_ segment: Segment, failed: Bool, retryAt: ContinuousClock.Instant?) {
+    func release(_ segment: Segment, failed: Bool, retryAt: Moment?) {
         if let partner = segment.partner {
             let offset = max(covered[ObjectIdentifier(partner)]?.offset ?? 0, segment.frontier)
             covered[ObjectIdentifier(partner)] = (partner, offset)

@@ -25,7 +25,7 @@ final class SchedulerSimulation {
     var workers: [Worker?]
     /// What the model knows a segment's former hedge partner wrote (the survivor's `coveredUpTo`).
     var covered: [ObjectIdentifier: (segment: Segment, offset: Int64)] = [:]
-    var now: ContinuousClock.Instant
+    var now: Moment
     let reHedgeSurvivors: Bool
     /// How often an idle connection may cut a request in flight.
     let cutRate: Double
@@ -103,7 +103,7 @@ final class SchedulerSimulation {
         completeChunks = layout.chunkCount - missingChunks.completedCount
         workers = Array(repeating: nil, count: Int.random(in: 1...6, using: &random))
         cutRate = random.weighted([(1, 0.0), (1, 0.3), (1, 1.0)])
-        now = ContinuousClock.now
+        now = Moment.now
         self.random = random
     }
 

@@ -110,7 +110,7 @@ struct SegmentSchedulerTests {
         let plan = scheduler(
             size: 20 * MiB,
             missing: [ByteRange(0, 2 * MiB), ByteRange(4 * MiB, 12 * MiB), ByteRange(14 * MiB, 17 * MiB)])
-        let now = ContinuousClock.now
+        let now = Moment.now
         #expect(plan.claim(now: now).map { $0.start } == 4 * MiB)
         #expect(plan.claim(now: now).map { $0.start } == 14 * MiB)
         #expect(plan.claim(now: now).map { $0.start } == 0)
@@ -121,7 +121,7 @@ struct SegmentSchedulerTests {
         let plan = scheduler(
             size: 40 * MiB,
             missing: [ByteRange(0, 8 * MiB), ByteRange(10 * MiB, 30 * MiB), ByteRange(32 * MiB, 40 * MiB)])
-        let now = ContinuousClock.now
+        let now = Moment.now
         let a = plan.claim(now: now)!, b = plan.claim(now: now)!, c = plan.claim(now: now)!
         #expect(a.start == 10 * MiB)
         deliver(plan, a, 4 * MiB + 100)  // a: 16 MiB - 100 left, still the largest
@@ -157,7 +157,7 @@ struct SegmentSchedulerTests {
 
     @Test func stealPrefersUnrequestedBytesOverLargerRequests() {
         let plan = scheduler(size: 16 * MiB, missing: [ByteRange(0, 12 * MiB), ByteRange(12 * MiB, 16 * MiB)])
-        let now = ContinuousClock.now
+        let now = Moment.now
         let big = plan.claim(now: now)!
         let small = plan.claim(now: now)!
         #expect(big.start == 0 && small.start == 12 * MiB)
@@ -196,7 +196,7 @@ struct SegmentSchedulerTests {
 
     @Test func cutFallbackTakesFromTheLargestRemaining() {
         let plan = scheduler(size: 20 * MiB, missing: [ByteRange(0, 6 * MiB), ByteRange(6 * MiB, 20 * MiB)])
-        let now = ContinuousClock.now
+        let now = Moment.now
         let large = plan.claim(now: now)!
         let small = plan.claim(now: now)!
         #expect(large.start == 6 * MiB && small.start == 0)
@@ -358,7 +358,7 @@ struct SegmentSchedulerTests {
 
     @Test func releaseWithRetryAtDelaysTheNextClaim() {
         let plan = scheduler(size: 4 * MiB, minimum: 4 * MiB)
-        let start = ContinuousClock.now
+        let start = Moment.now
         let segment = plan.claim(now: start)!
         deliver(plan, segment, MiB)
         plan.release(segment, failed: true, retryAt: start + .seconds(5))
@@ -381,7 +381,7 @@ struct SegmentSchedulerTests {
 
     @Test func releaseWithoutFailureKeepsTheSegmentReady() {
         let plan = scheduler(size: 4 * MiB, minimum: 4 * MiB)
-        let now = ContinuousClock.now
+        let now = Moment.now
         let segment = plan.claim(now: now)!
         plan.release(segment, failed: false)
         #expect(segment.failuresWithoutProgress == 0)
@@ -420,7 +420,7 @@ struct SegmentSchedulerTests {
     func claimTriesEveryStealableSegment() {
         let size = 10 * MiB + 6 * MiB / 10
         let plan = scheduler(size: size, missing: [ByteRange(0, 2 * MiB), ByteRange(8 * MiB, size)])
-        let now = ContinuousClock.now
+        let now = Moment.now
         let tail = plan.claim(now: now)!
         let head = plan.claim(now: now)!
         #expect(tail.start == 8 * MiB && head.start == 0)

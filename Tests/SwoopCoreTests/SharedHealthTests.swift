@@ -9,7 +9,7 @@ import Testing
 struct SharedHealthTests {
     private let policy = FailurePolicy(
         baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
-    private let start = ContinuousClock.now
+    private let start = Moment.now
 
     private func fail(
         _ health: inout SourceHealth, by owner: Int?, at seconds: Double, random: inout SplitMix64

@@ -8,7 +8,7 @@ import Testing
 /// node, and confirming requests that fail.
 @Suite("Stream machine")
 struct StreamMachineTests {
-    private let start = ContinuousClock.now
+    private let start = Moment.now
     private let strong = ObjectIdentity(size: 1000, etag: "\"v1\"", lastModified: nil)
 
     private func machine(_ object: ObjectIdentity? = nil, maxTries: Int = 3) -> StreamMachine {

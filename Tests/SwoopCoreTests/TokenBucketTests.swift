@@ -9,9 +9,9 @@ private let MiB = 1 << 20
 /// (`#expect` cannot call a mutating method, so each `take` is stored first.)
 @Suite("TokenBucket")
 struct TokenBucketTests {
-    private let start = ContinuousClock.now
+    private let start = Moment.now
 
-    private func at(_ seconds: Double) -> ContinuousClock.Instant {
+    private func at(_ seconds: Double) -> Moment {
         start + .nanoseconds(Int64(seconds * 1e9))
     }
 

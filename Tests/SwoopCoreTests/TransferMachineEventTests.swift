@@ -22,15 +22,15 @@ struct TransferMachineEventTests {
             self.free = free
         }
 
-        func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] { samples }
-        var sourcesNextWake: ContinuousClock.Instant? { nil }
+        func sourceSamples(at now: Moment) -> [SourceSample] { samples }
+        var sourcesNextWake: Moment? { nil }
         var whyOthersCannotHelp: String? { nil }
         func permits(for source: Int) -> PermitCount { PermitCount(free: free, freeOnHost: free, host: source) }
-        func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] { connections }
-        func isRateCapped(at now: ContinuousClock.Instant) -> Bool { capped }
+        func connectionSamples(at now: Moment) -> [ConnectionSample] { connections }
+        func isRateCapped(at now: Moment) -> Bool { capped }
     }
 
-    private let now = ContinuousClock.now
+    private let now = Moment.now
     private static let size: Int64 = 256 << 20
 
     /// A machine of `target` slots whose probe's request (slot 0, source 0) is in flight.

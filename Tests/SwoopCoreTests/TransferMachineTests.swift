@@ -269,7 +269,7 @@ struct TransferMachineTests {
     @Test("a stopped transfer gives up its request's trial of a down host, for the host's other downloads")
     func stoppingGivesUpTheTrial() throws {
         var server = TransferSimulation.Server()
-        let start = ContinuousClock.now
+        let start = Moment.now
         let policy = FailurePolicy(
             baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 8, maxOutage: .seconds(120))
         for owner in 1...3 {

@@ -36,18 +36,18 @@ final class TransferSimulation: TransferEnvironment {
 
     private struct Flight {
         var send: TransferSend
-        var answerAt: ContinuousClock.Instant
+        var answerAt: Moment
         /// Set when it answers with a failure (or a refusal) instead of bytes.
         var failure: RequestEnd?
         var rate: Double
         var answered = false
         var received: Int64 = 0
         var cancelled = false
-        var firstByteAt: ContinuousClock.Instant?
+        var firstByteAt: Moment?
     }
 
-    let start = ContinuousClock.now
-    private(set) var now: ContinuousClock.Instant
+    let start = Moment.now
+    private(set) var now: Moment
     let step = Duration.milliseconds(10)
     var servers: [Server]
     let policy = FailurePolicy(
@@ -58,7 +58,7 @@ final class TransferSimulation: TransferEnvironment {
     var permits: Int
     private var holders: Set<Int> = []
     private var waitsForPermit = false
-    private var wake: ContinuousClock.Instant?
+    private var wake: Moment?
     private var random = SplitMix64(seed: 7)
 
     // What happened.
@@ -81,7 +81,7 @@ final class TransferSimulation: TransferEnvironment {
     private(set) var bytesReceived: Int64 = 0
     /// Called on `.refresh`: the test's fresh URL (return the seconds it takes to check it).
     var onRefresh: ((TransferSimulation) -> Double)?
-    private var refreshDoneAt: ContinuousClock.Instant?
+    private var refreshDoneAt: Moment?
 
     var seconds: Double { (now - start).seconds }
 
@@ -155,7 +155,7 @@ final class TransferSimulation: TransferEnvironment {
 
     /// The probe's request (slot 0, server 0, in flight already) becomes the transfer's first, as
     /// the shell starts it: it holds a permit and counts at its server (maybe as its trial).
-    func startTransfer(first request: RangeRequest, at instant: ContinuousClock.Instant? = nil) -> Segment? {
+    func startTransfer(first request: RangeRequest, at instant: Moment? = nil) -> Segment? {
         guard let segment = machine.start(first: request, at: instant ?? now) else { return nil }
         willSend(to: 0, from: 0, at: instant ?? now)
         return segment
@@ -370,12 +370,12 @@ final class TransferSimulation: TransferEnvironment {
 
     // MARK: TransferEnvironment
 
-    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
+    func sourceSamples(at now: Moment) -> [SourceSample] {
         servers.map { $0.health.sample(active: $0.active, isUsable: $0.dropped == nil, isHeld: $0.held, at: now) }
     }
 
     /// A request on `slot` goes to `source`: it holds a permit and counts there (maybe as its trial).
-    private func willSend(to source: Int, from slot: Int, at instant: ContinuousClock.Instant? = nil) {
+    private func willSend(to source: Int, from slot: Int, at instant: Moment? = nil) {
         if holders.insert(slot).inserted { permits -= 1 }
         servers[source].active += 1
         servers[source].health.willSend(by: slot, at: instant ?? now)
@@ -408,7 +408,7 @@ final class TransferSimulation: TransferEnvironment {
         PermitCount(free: permits, freeOnHost: permits, host: 0)
     }
 
-    var sourcesNextWake: ContinuousClock.Instant? {
+    var sourcesNextWake: Moment? {
         servers.filter { $0.dropped == nil }.compactMap(\.health.nextWake).min()
     }
 
@@ -419,7 +419,7 @@ final class TransferSimulation: TransferEnvironment {
         return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 
-    func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+    func connectionSamples(at now: Moment) -> [ConnectionSample] {
         let count = (flights.keys.max() ?? -1) + 1
         return (0..<max(count, machine.target)).map { slot in
             guard let flight = flights[slot], let first = flight.firstByteAt else {
@@ -431,7 +431,7 @@ final class TransferSimulation: TransferEnvironment {
         }
     }
 
-    func isRateCapped(at now: ContinuousClock.Instant) -> Bool { false }
+    func isRateCapped(at now: Moment) -> Bool { false }
 }
 
 extension TransferSimulation.Server {

@@ -115,7 +115,7 @@ final class VersionSimulation: TransferEnvironment {
     let layout: ChunkLayout
     let policy = FailurePolicy(
         baseDelay: .milliseconds(250), maxDelay: .seconds(30), maxTries: 5, maxOutage: .seconds(120))
-    private let start = ContinuousClock.now
+    private let start = Moment.now
 
     // The server's state.
     private(set) var step = 0
@@ -284,7 +284,7 @@ final class VersionSimulation: TransferEnvironment {
         return outcome ?? .unfinished
     }
 
-    var now: ContinuousClock.Instant { start + .milliseconds(10 * step) }
+    var now: Moment { start + .milliseconds(10 * step) }
 
     private func tick() {
         if let wake, wake <= step {
@@ -498,7 +498,7 @@ final class VersionSimulation: TransferEnvironment {
 
     // MARK: TransferEnvironment
 
-    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
+    func sourceSamples(at now: Moment) -> [SourceSample] {
         [health.sample(active: active, isUsable: true, isHeld: false, at: now)]
     }
 
@@ -525,11 +525,11 @@ final class VersionSimulation: TransferEnvironment {
         return end
     }
 
-    var sourcesNextWake: ContinuousClock.Instant? { health.nextWake }
+    var sourcesNextWake: Moment? { health.nextWake }
     var whyOthersCannotHelp: String? { nil }
     func permits(for source: Int) -> PermitCount { PermitCount(free: .max, freeOnHost: .max, host: 0) }
 
-    func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+    func connectionSamples(at now: Moment) -> [ConnectionSample] {
         let count = max((flights.keys.max() ?? -1) + 1, machine?.target ?? 1)
         return (0..<count).map { slot in
             guard let flight = flights[slot], flight.answerAt <= step else {
@@ -541,5 +541,5 @@ final class VersionSimulation: TransferEnvironment {
         }
     }
 
-    func isRateCapped(at now: ContinuousClock.Instant) -> Bool { false }
+    func isRateCapped(at now: Moment) -> Bool { false }
 }

@@ -48,7 +48,7 @@ struct CompletedObjectTests {
 struct TimerHeapTests {
     @Test func firesInDeadlineOrderAndSkipsCancelled() {
         var heap = TimerHeap()
-        let start = ContinuousClock.now
+        let start = Moment.now
         var fired: [Int] = []
         var timers: [LoopTimer] = []
         for (index, offset) in [5, 1, 9, 3, 7, 2, 8].enumerated() {
@@ -70,7 +70,7 @@ struct TimerHeapTests {
     func sweepsCancelled() {
         var heap = TimerHeap()
         var random = SplitMix64(seed: 57)
-        let start = ContinuousClock.now
+        let start = Moment.now
         var live: [(deadline: Int, timer: LoopTimer)] = []
         var fired: [Int] = []
         var largest = 0

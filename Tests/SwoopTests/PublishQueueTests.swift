@@ -86,9 +86,9 @@ struct PublishQueueTests {
 /// soon as it does; fails after `timeout` (far above what the case takes: milliseconds).
 private enum Waiting {
     static func until(_ timeout: Duration, _ what: String, _ condition: @escaping @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = Moment.now + timeout
         while !condition() {
-            guard ContinuousClock.now < deadline else { throw DownloadError(.localIO, "timed out waiting for \(what)") }
+            guard Moment.now < deadline else { throw DownloadError(.localIO, "timed out waiting for \(what)") }
             try await Task.sleep(for: .milliseconds(2))
         }
     }

@@ -44,11 +44,11 @@ struct RateCapTests {
     /// While the cap holds bytes back, the transfer restarts the controller's measurement every
     /// tick instead of feeding it; once the cap lets go it measures from there.
     @Test func aHeldMeasurementKeepsTheCountUntilTheCapLetsGo() {
-        let start = ContinuousClock.now
+        let start = Moment.now
         var controller = ConnectionController(initial: 8, maximum: 64)
         var bytes: Int64 = 0
         var tick = 0
-        func now() -> ContinuousClock.Instant { start + .milliseconds(100 * tick) }
+        func now() -> Moment { start + .milliseconds(100 * tick) }
         for _ in 0..<100 {  // 10 s at the cap
             tick += 1
             bytes += 1_600_000

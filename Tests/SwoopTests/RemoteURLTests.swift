@@ -388,7 +388,7 @@ struct ThroughputMeterTests {
     @Test func noRateWithoutTwoSamples() {
         var meter = ThroughputMeter()
         #expect(meter.bytesPerSecond == 0)
-        let start = ContinuousClock.now
+        let start = Moment.now
         meter.record(totalBytes: 1000, at: start)
         #expect(meter.bytesPerSecond == 0)
         meter.record(totalBytes: 2000, at: start)  // same instant
@@ -397,7 +397,7 @@ struct ThroughputMeterTests {
 
     @Test func steadyRate() {
         var meter = ThroughputMeter(window: .seconds(2))
-        let start = ContinuousClock.now
+        let start = Moment.now
         for step in 0...10 {
             meter.record(totalBytes: Int64(step) * 50_000, at: start + .milliseconds(100 * step))
         }
@@ -406,7 +406,7 @@ struct ThroughputMeterTests {
 
     @Test func oldSamplesLeaveTheWindow() {
         var meter = ThroughputMeter(window: .seconds(2))
-        let start = ContinuousClock.now
+        let start = Moment.now
         meter.record(totalBytes: 0, at: start)
         meter.record(totalBytes: 1000, at: start + .seconds(1))
         meter.record(totalBytes: 2000, at: start + .seconds(2))
@@ -421,7 +421,7 @@ struct ThroughputMeterTests {
 
     @Test func stalledTransferReadsZero() {
         var meter = ThroughputMeter(window: .seconds(1))
-        let start = ContinuousClock.now
+        let start = Moment.now
         for step in 0...20 {
             meter.record(totalBytes: 4096, at: start + .milliseconds(100 * step))
         }

@@ -15,7 +15,7 @@ struct SourceSetTests {
 
     /// The sources of a download of `path` from example.com, sharing `hosts`.
     /// The source the transfer machine's policy picks from `set` at `now`.
-    private func chosen(_ set: SourceSet, at now: ContinuousClock.Instant) -> Source? {
+    private func chosen(_ set: SourceSet, at now: Moment) -> Source? {
         TransferPolicy.chooseSource(set.samples(at: now)).map { set.sources[$0] }
     }
 
@@ -39,7 +39,7 @@ struct SourceSetTests {
         let hosts = HostTable { $0() }
         let a = try download("/a.bin", hosts: hosts)
         let b = try download("/b.bin", hosts: hosts)
-        let start = ContinuousClock.now
+        let start = Moment.now
         // Three refused connections in a row, no answer between: down (FailurePolicy.downAfter).
         var verdicts: [SourceHealth.Verdict] = []
         for owner in 1...3 {
@@ -75,7 +75,7 @@ struct SourceSetTests {
     func limitAndDrop() throws {
         let hosts = HostTable { $0() }
         let set = try download("/c.bin", hosts: hosts)
-        let now = ContinuousClock.now
+        let now = Moment.now
         set.primary.active = 4
         let busy = DownloadError(.httpStatus, "HTTP 503 from example.com", httpStatus: 503)
         #expect(

@@ -83,8 +83,8 @@ struct WriteBehindTests {
             // Past the threshold, no fence: the bytes reach the file on their own (checked until they do).
             let large = [UInt8](repeating: 4, count: WriteBehind.wakeThreshold)
             try large.withUnsafeBytes { try behind.write($0, at: 1000, to: file) }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while scratch.contents.count < 1000 + large.count, ContinuousClock.now < deadline {
+            let deadline = Moment.now + .seconds(30)
+            while scratch.contents.count < 1000 + large.count, Moment.now < deadline {
                 usleep(1000)
             }
             #expect(scratch.contents == small + large)

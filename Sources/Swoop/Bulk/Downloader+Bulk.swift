@@ -152,7 +152,7 @@ extension Downloader {
         _ items: Items, expectedCount: Int, limit: Int, reportsProgress: Bool,
         emit: @escaping @Sendable (BulkEvent) -> Void
     ) async -> BulkSummary where Items.Element == BulkItem {
-        let started = ContinuousClock.now
+        let started = Moment.now
         var summary = BulkSummary(
             files: 0, succeeded: 0, alreadyComplete: 0, failures: [], bytes: 0, bytesReceived: 0, duration: .zero)
         var ledger = BulkLedger(expected: expectedCount)

@@ -119,7 +119,7 @@ final class ProbeExchange: ConnectionDelegate, HostWatcher {
 
     /// The server waited for between tries (for progress).
     var waiting: DownloadProgress.Wait? {
-        let now = ContinuousClock.now
+        let now = Moment.now
         if turn.isHeld, let outage = turn.host?.health.outage {
             return DownloadProgress.Wait(
                 server: "\(decision.url.host):\(decision.url.port)", cause: outage.lastFailure,

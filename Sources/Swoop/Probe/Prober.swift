@@ -26,14 +26,14 @@ protocol ProberDelegate: AnyObject {
     /// object, or starts the transfer on `connection` with them as its first response's.
     func prober(
         _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
-        since: ContinuousClock.Instant)
+        since: Moment)
 }
 
 extension ProberDelegate {
     func prober(_ prober: Prober, takesWhole step: ProbeDecision.Step) -> Bool { false }
     func prober(
         _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
-        since: ContinuousClock.Instant
+        since: Moment
     ) {}
 }
 
@@ -60,7 +60,7 @@ final class Prober: ProbeExchangeDelegate {
     /// How long that head took to arrive (connecting, the request's round trip).
     private(set) var lastTiming: ResponseTiming?
     /// When the head of the response kept whole arrived.
-    private var keptWholeSince: ContinuousClock.Instant?
+    private var keptWholeSince: Moment?
 
     /// When the transfer takes the probe's connection over.
     enum Handover {

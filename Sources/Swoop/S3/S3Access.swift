@@ -22,7 +22,7 @@ final class S3Access: ObjectStore {
     /// Settings resolved in the last few seconds, by profile, region and endpoint: a prefix of
     /// thousands of objects read the config file once per object (an eighth of a rerun's
     /// processor time). Credentials are not cached here (their store reads them again on expiry).
-    private let resolved = Mutex<[String: (settings: S3Settings, at: ContinuousClock.Instant)]>([:])
+    private let resolved = Mutex<[String: (settings: S3Settings, at: Moment)]>([:])
 
     init(sources: S3SettingsSources) {
         self.sources = sources
@@ -82,7 +82,7 @@ final class S3Access: ObjectStore {
     private func settings(_ configuration: Downloader.Configuration.S3) throws(DownloadError) -> S3Settings {
         let key = [configuration.profile, configuration.region, configuration.endpointURL]
             .map { $0.map { "=" + $0 } ?? "-" }.joined(separator: "\n")
-        let now = ContinuousClock.now
+        let now = Moment.now
         if let cached = resolved.withLock({ $0[key] }), now - cached.at < .seconds(5) { return cached.settings }
         let settings = try S3Settings.resolve(
             profile: configuration.profile, region: configuration.region, endpointURL: configuration.endpointURL,

@@ -30,7 +30,7 @@ extension DownloadSession {
     /// response.
     func prober(
         _ prober: Prober, tookWhole step: ProbeDecision.Step, outcome: Connection.Outcome, on connection: Connection,
-        since: ContinuousClock.Instant
+        since: Moment
     ) {
         guard isCurrent(prober) else { return }
         guard case .ranged(let found, _) = step, let size = found.size else {
@@ -39,7 +39,7 @@ extension DownloadSession {
         let bytes = connection.takeWhole()
         context.objectFound?(found, prober.lastTiming)
         let whole = if case .completed = outcome { Int64(bytes.count) == size } else { false }
-        let soon = ContinuousClock.now - since < context.settings.machine.confirmsOneResponseAfter
+        let soon = Moment.now - since < context.settings.machine.confirmsOneResponseAfter
         guard whole, soon else {
             return handOverKept(bytes, of: step, found: found, from: prober, on: connection, since: since)
         }
@@ -65,7 +65,7 @@ extension DownloadSession {
     /// to its first response, which then hears how the exchange ended.
     private func handOverKept(
         _ bytes: [UInt8], of step: ProbeDecision.Step, found: RemoteObject, from prober: Prober,
-        on connection: Connection, since: ContinuousClock.Instant
+        on connection: Connection, since: Moment
     ) {
         do throws(DownloadError) {
             try openAndStartTransfer(

@@ -196,7 +196,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// starts the transfer `step` begins (``startTransfer(_:of:from:on:since:)``).
     func openAndStartTransfer(
         _ step: ProbeDecision.Step, of found: RemoteObject, size: Int64?, resuming: Bool, from prober: Prober,
-        on connection: Connection, since: ContinuousClock.Instant = .now
+        on connection: Connection, since: Moment = .now
     ) throws(DownloadError) {
         try context.sink.open(size: size, resuming: resuming)
         try startTransfer(step, of: found, from: prober, on: connection, since: since)
@@ -206,7 +206,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
     /// `since`: when the response's head arrived (now, unless it was kept whole meanwhile).
     func startTransfer(
         _ step: ProbeDecision.Step, of found: RemoteObject, from prober: Prober, on connection: Connection,
-        since: ContinuousClock.Instant = .now
+        since: Moment = .now
     ) throws(DownloadError) {
         let store: DownloadStore
         switch step {

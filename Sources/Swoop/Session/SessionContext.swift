@@ -20,7 +20,7 @@ final class SessionContext {
     let logger: Logger
     /// Bytes, requests and retries, across restarts.
     let counters = DownloadCounters()
-    let startedAt = ContinuousClock.now
+    let startedAt = Moment.now
 
     init(
         loop: TransferLoop, settings: ExchangeSettings, request: DownloadRequest,

@@ -133,7 +133,7 @@ final class Connection: ExchangeDelegate {
     private var hasSentRequest = false
     /// When the current (or last) request was sent: its answer says nothing of failures heard
     /// after (``SourceHealth/answered(sentAt:)``).
-    private(set) var sentAt = ContinuousClock.now
+    private(set) var sentAt = Moment.now
     /// The next request opens a new connection (this one was too slow).
     var wantsFreshConnection = false
     /// How often this slot's connection was replaced for being slow.
@@ -274,12 +274,12 @@ final class Connection: ExchangeDelegate {
     // MARK: Measurements
 
     /// Updates ``recentRate`` from the bytes delivered since the last sample.
-    func sampleRate(at now: ContinuousClock.Instant) {
+    func sampleRate(at now: Moment) {
         meter.sample(at: now, firstByteAt: exchange?.firstByteAt)
     }
 
     /// What the transfer policy needs to know about this connection.
-    func sample(at now: ContinuousClock.Instant) -> ConnectionSample {
+    func sample(at now: Moment) -> ConnectionSample {
         ConnectionSample(
             id: id, rate: recentRate, timeToFirstByte: timeToFirstByte, isTransferring: isTransferring,
             secondsSinceFirstByte: exchange?.firstByteAt.map { (now - $0).seconds }, replacements: replacements,

@@ -44,12 +44,12 @@ final class ConnectionPool {
     }
 
     /// What the transfer policy sees of every slot.
-    func samples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+    func samples(at now: Moment) -> [ConnectionSample] {
         connections.map { $0.sample(at: now) }
     }
 
     /// Samples every slot's rate (each housekeeping tick).
-    func sampleRates(at now: ContinuousClock.Instant) {
+    func sampleRates(at now: Moment) {
         for connection in connections { connection.sampleRate(at: now) }
     }
 

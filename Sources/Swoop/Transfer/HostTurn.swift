@@ -36,7 +36,7 @@ struct HostTurn {
     }
 
     /// A response head arrived for the request sent at `sentAt`: the host answers.
-    func answered(sentAt: ContinuousClock.Instant) {
+    func answered(sentAt: Moment) {
         host?.updateHealth { $0.answered(sentAt: sentAt) }
     }
 

@@ -36,7 +36,7 @@ struct RetryTimer {
 
     /// `send` runs at `instant` (a host that is down names its next trial), or only when woken
     /// otherwise if `nil`.
-    mutating func wait(until instant: ContinuousClock.Instant?, on loop: TransferLoop, send: @escaping () -> Void) {
+    mutating func wait(until instant: Moment?, on loop: TransferLoop, send: @escaping () -> Void) {
         wake.wait(until: instant, on: loop, send: send)
     }
 
@@ -54,7 +54,7 @@ struct WakeTimer {
     var isWaiting: Bool { timer.map { !$0.isCancelled } ?? false }
 
     /// `send` runs at `instant`, or only when woken otherwise if `nil` (a wait before replaces it).
-    mutating func wait(until instant: ContinuousClock.Instant?, on loop: TransferLoop, send: @escaping () -> Void) {
+    mutating func wait(until instant: Moment?, on loop: TransferLoop, send: @escaping () -> Void) {
         timer?.cancel()
         timer = instant.map { loop.schedule(after: max(.zero, $0 - .now), send) }
     }

@@ -61,7 +61,7 @@ final class Source {
         permitHost = ConnectionPermit.host(of: object.url)
     }
 
-    func sample(at now: ContinuousClock.Instant) -> SourceSample {
+    func sample(at now: Moment) -> SourceSample {
         health.sample(active: host.active, isUsable: dropped == nil, isHeld: isHeld, at: now)
     }
 

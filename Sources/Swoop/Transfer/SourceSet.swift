@@ -121,7 +121,7 @@ final class SourceSet {
 
     /// What the source policy sees of every source at `now`, by index (the ``TransferMachine``
     /// chooses from them: ``TransferPolicy/chooseSource(_:avoiding:)``).
-    func samples(at now: ContinuousClock.Instant) -> [SourceSample] {
+    func samples(at now: Moment) -> [SourceSample] {
         sources.map { $0.sample(at: now) }
     }
 
@@ -131,7 +131,7 @@ final class SourceSet {
     /// Logs when the source goes down.
     func failed(
         _ source: Source, _ error: DownloadError, answered: Bool, retryAfter: Int?, policy: FailurePolicy,
-        by owner: Int, at now: ContinuousClock.Instant
+        by owner: Int, at now: Moment
     ) -> SourceHealth.Verdict {
         guard source.dropped == nil else { return .rest }
         source.lastError = error
@@ -163,7 +163,7 @@ final class SourceSet {
 
     /// A response head from `source` to a request sent at `sentAt` was usable at `now`: it answers
     /// (an outage ends, a recovery widens). Returns whether it may now take more requests than before.
-    func answered(_ source: Source, sentAt: ContinuousClock.Instant, at now: ContinuousClock.Instant) -> Bool {
+    func answered(_ source: Source, sentAt: Moment, at now: Moment) -> Bool {
         let before = source.health.state
         source.updateHealth { $0.answered(sentAt: sentAt) }
         guard before != source.health.state else { return false }
@@ -182,7 +182,7 @@ final class SourceSet {
     }
 
     /// The earliest moment a resting source may be asked again.
-    var nextWake: ContinuousClock.Instant? {
+    var nextWake: Moment? {
         usable.compactMap(\.health.nextWake).min()
     }
 

@@ -5,11 +5,11 @@ import SwoopCurl
 /// download of the downloader; the budget's permits; the connections' measurements), and what the
 /// machine's sends and a request's end do to the sources' hosts.
 extension TransferRun: TransferEnvironment {
-    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
+    func sourceSamples(at now: Moment) -> [SourceSample] {
         sources.samples(at: now)
     }
 
-    var sourcesNextWake: ContinuousClock.Instant? { sources.nextWake }
+    var sourcesNextWake: Moment? { sources.nextWake }
 
     var whyOthersCannotHelp: String? { sources.whyOthersCannotHelp }
 
@@ -19,13 +19,13 @@ extension TransferRun: TransferEnvironment {
         return PermitCount(free: budget.free, freeOnHost: budget.free(onHost: key), host: key.hashValue)
     }
 
-    func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+    func connectionSamples(at now: Moment) -> [ConnectionSample] {
         pool.samples(at: now)
     }
 
     /// The machine then leaves slow-connection replacement, tail hedging and connection adaptation
     /// alone (hedging would also spend the cap on bytes fetched twice).
-    func isRateCapped(at now: ContinuousClock.Instant) -> Bool {
+    func isRateCapped(at now: Moment) -> Bool {
         loop.rateLimiter?.isHoldingBack(at: now) ?? false
     }
 

@@ -14,7 +14,7 @@ struct SingleResponse {
     let plan: SegmentScheduler
     /// What the probe showed of the first source's validators, for a machine made later.
     let watch: ValidatorWatch
-    let startedAt: ContinuousClock.Instant
+    let startedAt: Moment
 }
 
 extension TransferRun {
@@ -23,7 +23,7 @@ extension TransferRun {
     /// needs its machine from the start. `since`: when the response's head arrived.
     func startSingle(
         first: RangeRequest, segment: Segment, plan: SegmentScheduler, watch: ValidatorWatch,
-        since: ContinuousClock.Instant
+        since: Moment
     ) -> Bool {
         guard let size = object.size, first.own == ByteRange(0, size), store.sink.window == nil else { return false }
         single = SingleResponse(first: first, segment: segment, plan: plan, watch: watch, startedAt: since)
@@ -37,7 +37,7 @@ extension TransferRun {
         self.single = nil
         if case .completed = outcome, connection.refusal == nil, single.segment.isDone,
             store.ledger?.isStitched ?? true, !settings.machine.sendsNothing,
-            ContinuousClock.now - single.startedAt < settings.machine.confirmsOneResponseAfter
+            Moment.now - single.startedAt < settings.machine.confirmsOneResponseAfter
         {
             // What the machine does with a completed request that leaves nothing to fetch and
             // nothing to confirm: its host hears, its segment is finished, the run completes.

@@ -9,7 +9,7 @@ extension TransferRun {
     func scheduleHousekeeping() {
         housekeepingTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
             guard let self, !stopped else { return }
-            let now = ContinuousClock.now
+            let now = Moment.now
             pool.sampleRates(at: now)
             if let machine { perform(machine.replaceSlow(at: now)) }
             adaptConnections(at: now)
@@ -56,7 +56,7 @@ extension TransferRun {
         let host = sources.sources[0].host
         if let connect = timing?.connect { host.noteHandshake(connect) }
         let firstByte =
-            timing?.firstByte.seconds ?? probe.exchange?.startedAt.map { (ContinuousClock.now - $0).seconds / 2 } ?? 0
+            timing?.firstByte.seconds ?? probe.exchange?.startedAt.map { (Moment.now - $0).seconds / 2 } ?? 0
         let start = ConnectionController.start(
             firstByte: firstByte, connect: (timing?.connect ?? host.roundTrip)?.seconds, maximum: maximum)
         machine?.requestCost = start.requestCost
@@ -85,7 +85,7 @@ extension TransferRun {
 
     /// Feeds the controller (from the housekeeping tick while it holds, and from its own faster
     /// tick while it climbs) and applies a new count.
-    func adaptConnections(at now: ContinuousClock.Instant) {
+    func adaptConnections(at now: Moment) {
         guard var controller, let machine else { return }
         defer { self.controller = controller }
         let wasSettled = controller.isSettled

@@ -119,7 +119,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// The server the transfer waits for while no source answers (for progress).
     var waiting: DownloadProgress.Wait? {
         guard let source = sources.waitingFor, let outage = source.health.outage else { return nil }
-        let now = ContinuousClock.now
+        let now = Moment.now
         return DownloadProgress.Wait(
             server: source.hostAndPort, cause: source.lastError?.shortCause ?? "no answer",
             duration: now - outage.since, nextTry: outage.trialInFlight ? nil : max(.zero, outage.nextTrial - now),
@@ -132,7 +132,7 @@ final class TransferRun: ConnectionDelegate, HostWatcher {
     /// connections and starts them (after the current callbacks).
     /// `watch`: what the probe showed of the first source's validators (a pool it proved).
     func start(
-        from connection: Connection, first: RangeRequest, watch: ValidatorWatch, since: ContinuousClock.Instant = .now
+        from connection: Connection, first: RangeRequest, watch: ValidatorWatch, since: Moment = .now
     ) throws(DownloadError) {
         guard let plan = store.plan else { return }
         pool.adoptProbe(connection, delegate: self)

@@ -6,7 +6,7 @@
 extension ConnectionController {
     /// Holds at `best`, re-probing after ``reprobeAfter`` (doubling after each that did not pay),
     /// or sooner as what is left asks (``reprobeShare``).
-    mutating func settle(on best: Step, at now: ContinuousClock.Instant) -> Int? {
+    mutating func settle(on best: Step, at now: Moment) -> Int? {
         lastReason += "; holding \(best.count)"
         var wait = reprobeBackoff ?? Self.reprobeAfter
         if best.rate > 0, remaining < .max {
@@ -22,7 +22,7 @@ extension ConnectionController {
     /// one the count was chosen at (``fallen``), measures the current count afresh and tries a step
     /// up from it; a timed step that does not pay comes back here with the wait doubled.
     mutating func hold(
-        best: Step, reprobeAt: ContinuousClock.Instant, backoff: Duration, _ observation: Observation
+        best: Step, reprobeAt: Moment, backoff: Duration, _ observation: Observation
     ) -> Int? {
         let now = observation.now
         let span = Self.holdSpan(timing(roundTrip: observation.roundTrip).window)

@@ -42,7 +42,7 @@ package struct ConnectionController {
         package var totalBytes: Int64
         /// Bytes the plan still has to fetch.
         package var remainingBytes: Int64
-        package var now: ContinuousClock.Instant
+        package var now: Moment
         /// The path's round trip, seconds (the quickest first byte).
         package var roundTrip: Double
         /// Connections whose response body is flowing.
@@ -59,7 +59,7 @@ package struct ConnectionController {
         package var localWait: Duration
 
         package init(
-            totalBytes: Int64, remainingBytes: Int64, now: ContinuousClock.Instant, roundTrip: Double,
+            totalBytes: Int64, remainingBytes: Int64, now: Moment, roundTrip: Double,
             transferring: Int, waiting: Int = 0, firstConnectionRate: Double = 0, localWait: Duration = .zero
         ) {
             self.totalBytes = totalBytes
@@ -91,7 +91,7 @@ package struct ConnectionController {
         /// A step from `from` to the current target is being measured; `best` is the best step seen.
         case trying(from: Step, best: Step)
         /// Settled at `best`; tries a step up again at `reprobeAt`, then waits `backoff` more.
-        case holding(best: Step, reprobeAt: ContinuousClock.Instant, backoff: Duration)
+        case holding(best: Step, reprobeAt: Moment, backoff: Duration)
         /// Done for good: too little work left to learn anything.
         case settled
     }
@@ -108,11 +108,11 @@ package struct ConnectionController {
     package private(set) var history: [Int] = []
 
     /// When the current count took effect (or the measurement restarted).
-    private var changedAt: ContinuousClock.Instant?
+    private var changedAt: Moment?
     var samples: [Sample] = []
 
     struct Sample {
-        var time: ContinuousClock.Instant
+        var time: Moment
         var bytes: Int64
         var transferring: Int
         var waiting: Int
@@ -122,7 +122,7 @@ package struct ConnectionController {
     /// The bytes left at the last observation (the wait before a re-probe follows them).
     var remaining: Int64 = .max
     /// When the step being tried was taken (a window that collapsed is measured again until a while after).
-    private var triedAt: ContinuousClock.Instant?
+    private var triedAt: Moment?
     /// One connection's rate while the others started, if it was measured before theirs.
     private var soloRate: Double = 0
 
@@ -198,14 +198,14 @@ package struct ConnectionController {
     /// Discards the measurement under way and starts a new one at `now`, at the same count and
     /// with the same steps: what was measured is not the path's throughput (the downloader's
     /// byte-rate cap was the limit, or a server was down).
-    package mutating func restartMeasurement(at now: ContinuousClock.Instant) {
+    package mutating func restartMeasurement(at now: Moment) {
         samples.removeAll(keepingCapacity: true)
         changedAt = now
     }
 
     /// The sources changed (a mirror or another address joined): what was measured holds for
     /// fewer servers, so a count it settled on is probed upwards at the next observation.
-    package mutating func sourcesChanged(at now: ContinuousClock.Instant) {
+    package mutating func sourcesChanged(at now: Moment) {
         guard case .holding(let best, _, _) = phase else { return }
         reprobeBackoff = nil
         phase = .holding(best: best, reprobeAt: now, backoff: Self.reprobeAfter)
@@ -218,7 +218,7 @@ package struct ConnectionController {
 
     /// The old entry point: an observation with the connections unknown (taken as all receiving).
     package mutating func observe(
-        totalBytes: Int64, remainingBytes: Int64, at now: ContinuousClock.Instant, roundTrip: Double
+        totalBytes: Int64, remainingBytes: Int64, at now: Moment, roundTrip: Double
     ) -> Int? {
         observe(
             Observation(
@@ -299,7 +299,7 @@ package struct ConnectionController {
     /// Once the first connection has run alone for the window: its rate decides the fan-out. Fast
     /// on its own, a step to 2 is tried against it (undone if it does not pay); else the usual
     /// start opens, knowing what one connection gets (for the per-connection limit).
-    private mutating func leaveAlone(fanOut: Int, window: Duration, _ now: ContinuousClock.Instant) -> Int? {
+    private mutating func leaveAlone(fanOut: Int, window: Duration, _ now: Moment) -> Int? {
         guard let changedAt, now - changedAt >= window, let first = samples.first, let last = samples.last,
             last.time > first.time
         else { return nil }
@@ -320,7 +320,7 @@ package struct ConnectionController {
     /// The rate and mean number of connections receiving over the window after the warm-up, once
     /// the window has passed.
     private func measure(
-        since warmUp: Duration, window: Duration, now: ContinuousClock.Instant
+        since warmUp: Duration, window: Duration, now: Moment
     ) -> (rate: Double, transferring: Double, waiting: Double, elapsed: Duration, localShare: Double)? {
         guard let changedAt, now - changedAt >= warmUp + window else { return nil }
         let start = changedAt + warmUp
@@ -337,7 +337,7 @@ package struct ConnectionController {
     }
 
     private mutating func decide(
-        rate: Double, served: Double, waiting: Double, at now: ContinuousClock.Instant
+        rate: Double, served: Double, waiting: Double, at now: Moment
     ) -> Int? {
         defer { samples.removeAll(keepingCapacity: true) }
         // Clearly fewer receiving than open, the others waiting for a first byte: the server
@@ -403,7 +403,7 @@ package struct ConnectionController {
     }
 
     /// Moves to `count` (within 1 ... maximum) to try it against `from`.
-    private mutating func step(from: Step, best: Step, to count: Int, at now: ContinuousClock.Instant) -> Int? {
+    private mutating func step(from: Step, best: Step, to count: Int, at now: Moment) -> Int? {
         let next = min(maximum, max(1, count))
         guard next != from.count else { return settle(on: best, at: now) }
         phase = .trying(from: from, best: best)
@@ -416,7 +416,7 @@ package struct ConnectionController {
     /// fan-out from ``Phase/alone``, one more).
     private var firstStepAt = 2
 
-    mutating func move(to count: Int, at now: ContinuousClock.Instant) -> Int? {
+    mutating func move(to count: Int, at now: Moment) -> Int? {
         let next = min(maximum, max(1, count))
         guard next != target else { return nil }
         target = next

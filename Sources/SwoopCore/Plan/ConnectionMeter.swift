@@ -9,7 +9,7 @@ package struct ConnectionMeter {
     package private(set) var requestBytes: Int64 = 0
     private var delivered: Int64 = 0
     private var sampledBytes: Int64 = 0
-    private var sampledAt: ContinuousClock.Instant?
+    private var sampledAt: Moment?
 
     package init() {}
 
@@ -29,7 +29,7 @@ package struct ConnectionMeter {
 
     /// Blends the rate since the last sample in, at `now`; `firstByteAt`: when the response in
     /// flight delivered its first byte, if it did.
-    package mutating func sample(at now: ContinuousClock.Instant, firstByteAt: ContinuousClock.Instant?) {
+    package mutating func sample(at now: Moment, firstByteAt: Moment?) {
         defer {
             sampledAt = now
             sampledBytes = delivered
@@ -46,7 +46,7 @@ package struct ConnectionMeter {
     /// it at once over loopback) counts as a millisecond's: left unmeasured, the connection would
     /// keep asking for the smallest requests, each costing the server's work again.
     package mutating func finishRequest(
-        startedAt: ContinuousClock.Instant, firstByteAt: ContinuousClock.Instant, now: ContinuousClock.Instant
+        startedAt: Moment, firstByteAt: Moment, now: Moment
     ) {
         let ttfb = (firstByteAt - startedAt).seconds
         timeToFirstByte = timeToFirstByte == 0 ? ttfb : 0.7 * timeToFirstByte + 0.3 * ttfb

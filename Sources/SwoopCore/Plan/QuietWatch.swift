@@ -8,7 +8,7 @@ package struct QuietWatch {
     package let limit: Duration
     package let outageLimit: Duration
     /// Since when nothing has been in flight and no byte arrived (`nil`: something has).
-    private var quietSince: ContinuousClock.Instant?
+    private var quietSince: Moment?
     private var bytesAtLastLook: Int64 = 0
 
     /// A watch that allows `limit` of quiet, and `outageLimit` while a server is down.
@@ -20,7 +20,7 @@ package struct QuietWatch {
     /// One look: `idle` is what the download waits for with nothing in flight (`nil`: a request
     /// is in flight), `bytes` what it received so far. Returns the failure once quiet too long.
     package mutating func look(
-        idle: IdleWait?, bytes: Int64, othersActive: Bool, now: ContinuousClock.Instant
+        idle: IdleWait?, bytes: Int64, othersActive: Bool, now: Moment
     ) -> DownloadError? {
         defer { bytesAtLastLook = bytes }
         guard let idle, bytes == bytesAtLastLook, !(idle == .permit && othersActive) else {

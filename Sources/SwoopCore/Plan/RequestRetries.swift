@@ -7,8 +7,8 @@ package struct RequestRetries {
     /// Since when the request has been failing, with what, and when its next try is due.
     package struct Failing {
         package var error: DownloadError
-        package var since: ContinuousClock.Instant
-        package var nextTry: ContinuousClock.Instant
+        package var since: Moment
+        package var nextTry: Moment
     }
 
     /// What follows a failed try.
@@ -29,7 +29,7 @@ package struct RequestRetries {
     /// Try number `tries + 1` failed with `error` at `now`: asked again after the policy's backoff
     /// while the error is transient and tries remain, else given up with the count said.
     package mutating func failed(
-        _ error: DownloadError, retryAfter: Int?, policy: FailurePolicy, at now: ContinuousClock.Instant
+        _ error: DownloadError, retryAfter: Int?, policy: FailurePolicy, at now: Moment
     ) -> Next {
         tries += 1
         guard let delay = policy.retryDelay(after: tries, error, retryAfter: retryAfter) else {
@@ -42,7 +42,7 @@ package struct RequestRetries {
 
     /// The next try is due after `delay`, following `error` (a failed try, or a download that
     /// starts over); a request that was failing already keeps the moment it began to.
-    package mutating func waits(_ delay: Duration, failing error: DownloadError, at now: ContinuousClock.Instant) {
+    package mutating func waits(_ delay: Duration, failing error: DownloadError, at now: Moment) {
         failing = Failing(error: error, since: failing?.since ?? now, nextTry: now + delay)
     }
 }

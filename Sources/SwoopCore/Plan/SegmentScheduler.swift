@@ -15,7 +15,7 @@ package final class Segment: CustomStringConvertible {
     /// Tries in a row that ended without progress.
     package fileprivate(set) var failuresWithoutProgress = 0
     /// Not to be retried before this instant.
-    package fileprivate(set) var notBefore: ContinuousClock.Instant?
+    package fileprivate(set) var notBefore: Moment?
     /// The other half of a hedge pair.
     package fileprivate(set) weak var partner: Segment?
     /// This segment was created as a hedge of `partner`.
@@ -179,7 +179,7 @@ package final class SegmentScheduler {
     /// requested yet; else, where `cut` names a point, the far part of a request in flight (its
     /// connection then stops at that point).
     package func claim(
-        now: ContinuousClock.Instant, ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }
+        now: Moment, ownerID: Int? = nil, cut: (Segment) -> Int64? = { _ in nil }
     ) -> Segment? {
         let ready = segments.filter {
             !$0.isOwned && !$0.isDone && $0.start < limit && ($0.notBefore.map { $0 <= now } ?? true)
@@ -310,7 +310,7 @@ package final class SegmentScheduler {
 
     /// The connection working on `segment` stopped before its end. A failure counts against the
     /// segment's tries (reset by progress) and delays its next try until `retryAt`.
-    package func release(_ segment: Segment, failed: Bool, retryAt: ContinuousClock.Instant? = nil) {
+    package func release(_ segment: Segment, failed: Bool, retryAt: Moment? = nil) {
         segment.isOwned = false
         segment.ownerID = nil
         segment.requestedUpTo = segment.frontier
@@ -343,7 +343,7 @@ package final class SegmentScheduler {
     }
 
     /// The earliest time an unowned segment becomes ready again, if one is waiting.
-    package var nextRetryTime: ContinuousClock.Instant? {
+    package var nextRetryTime: Moment? {
         segments.compactMap { $0.isOwned ? nil : $0.notBefore }.min()
     }
 

@@ -31,9 +31,9 @@ package struct SourceHealth: Equatable {
     /// A source that stopped answering.
     package struct Outage: Equatable {
         /// When it went down: the first server failure of the run that made it down.
-        package var since: ContinuousClock.Instant
+        package var since: Moment
         /// When the next trial may be sent.
-        package var nextTrial: ContinuousClock.Instant
+        package var nextTrial: Moment
         /// Trials sent since, all failed.
         package var failedTrials = 0
         /// A trial is in flight: nothing else is sent.
@@ -66,7 +66,7 @@ package struct SourceHealth: Equatable {
     /// Failed answers in a row while several sources share the work (reset by delivered bytes).
     package private(set) var failedAnswers = 0
     /// When a source that rests may be asked again.
-    package private(set) var restingUntil: ContinuousClock.Instant?
+    package private(set) var restingUntil: Moment?
     /// The most requests it took at once, learned when it refused one more (`503`, `429`) while
     /// others were in flight; `nil` until then, and again after an outage.
     package private(set) var cap: Int?
@@ -76,7 +76,7 @@ package struct SourceHealth: Equatable {
     package private(set) var doubt: Doubt?
     /// When the latest failure that says it may be gone was heard (a server failure, a response
     /// broken off), until it answers a request sent after that and is up.
-    package private(set) var lastFailureAt: ContinuousClock.Instant?
+    package private(set) var lastFailureAt: Moment?
 
     /// A source that may have gone away: one request at a time finds out.
     package struct Doubt: Equatable {
@@ -85,7 +85,7 @@ package struct SourceHealth: Equatable {
         /// A request is finding out: no other new request goes until it ends or ``until``.
         package var isTesting = false
         /// When another request may go even though the first has not ended (it hangs).
-        package var until: ContinuousClock.Instant?
+        package var until: Moment?
     }
 
     /// How long one request in doubt holds the others back at most.
@@ -109,7 +109,7 @@ package struct SourceHealth: Equatable {
 
     /// How many requests it may have in flight at `now` (`nil`: as many as are sent), and
     /// whether it is held back for now (resting, or down between trials).
-    package func limit(at now: ContinuousClock.Instant) -> (count: Int?, isHeldBack: Bool) {
+    package func limit(at now: Moment) -> (count: Int?, isHeldBack: Bool) {
         let resting = (restingUntil.map { $0 > now } ?? false) || isTestingDoubt(at: now)
         switch state {
         case .up:
@@ -122,19 +122,19 @@ package struct SourceHealth: Equatable {
     }
 
     /// Whether one more request may be sent at `now`, with `active` in flight.
-    package func mayTake(active: Int, at now: ContinuousClock.Instant) -> Bool {
+    package func mayTake(active: Int, at now: Moment) -> Bool {
         let (count, heldBack) = limit(at: now)
         return !heldBack && count.map { active < $0 } ?? true
     }
 
     /// Whether a request finds out whether the source went away, holding the others back, at `now`.
-    private func isTestingDoubt(at now: ContinuousClock.Instant) -> Bool {
+    private func isTestingDoubt(at now: Moment) -> Bool {
         guard let doubt, doubt.isTesting else { return false }
         return doubt.until.map { $0 > now } ?? true
     }
 
     /// When a source held back may be asked again (`nil`: it is not waited for).
-    package var nextWake: ContinuousClock.Instant? {
+    package var nextWake: Moment? {
         guard case .down(let outage) = state else {
             let testing = doubt.flatMap { $0.isTesting ? $0.until : nil }
             return [restingUntil, testing].compactMap { $0 }.min()
@@ -145,7 +145,7 @@ package struct SourceHealth: Equatable {
 
     /// A request is being sent (by `owner`, a number of the request's own): while the source is
     /// down, it is the trial; while it is in doubt, it finds out.
-    package mutating func willSend(by owner: Int? = nil, at now: ContinuousClock.Instant = .now) {
+    package mutating func willSend(by owner: Int? = nil, at now: Moment = .now) {
         if doubt != nil, !isTestingDoubt(at: now) {
             doubt = Doubt(owner: owner, isTesting: true, until: now + Self.doubtPatience)
         }
@@ -175,7 +175,7 @@ package struct SourceHealth: Equatable {
     /// head may have left the server before the failure, and be read after it (the heads and resets
     /// of a server that died are read in any order, and a busy client reads them late). It does not
     /// end an outage, clear a doubt or reset the failures; a request sent later finds out.
-    package mutating func answered(sentAt: ContinuousClock.Instant? = nil) {
+    package mutating func answered(sentAt: Moment? = nil) {
         hasAnswered = true
         if let sentAt, let lastFailureAt, sentAt < lastFailureAt { return }
         failuresInARow = 0
@@ -203,7 +203,7 @@ package struct SourceHealth: Equatable {
     /// `owner`: the request's number, as given to ``willSend(by:)`` (`nil`: any).
     package mutating func failed(
         _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil,
+        policy: FailurePolicy, at now: Moment, by owner: Int? = nil,
         brokeOff: Bool = false, using random: inout some RandomNumberGenerator
     ) -> Verdict {
         endDoubtTest(by: owner)
@@ -264,7 +264,7 @@ package struct SourceHealth: Equatable {
 
     package mutating func failed(
         _ scope: FailureScope, reason: String, active: Int, refused: Bool, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil, brokeOff: Bool = false
+        policy: FailurePolicy, at now: Moment, by owner: Int? = nil, brokeOff: Bool = false
     ) -> Verdict {
         var random = SystemRandomNumberGenerator()
         return failed(
@@ -274,7 +274,7 @@ package struct SourceHealth: Equatable {
 
     /// A failure that says the source may be gone was heard at `now`: answers to requests sent
     /// before it no longer count (``answered(sentAt:)``).
-    private mutating func heardFailure(at now: ContinuousClock.Instant) {
+    private mutating func heardFailure(at now: Moment) {
         lastFailureAt = max(lastFailureAt ?? now, now)
     }
 
@@ -289,12 +289,12 @@ package struct SourceHealth: Equatable {
 
     /// Holds the source back until `until` whatever its state (a fresh URL being checked), or
     /// lets it go again (`nil`).
-    package mutating func hold(until: ContinuousClock.Instant?) {
+    package mutating func hold(until: Moment?) {
         restingUntil = until
     }
 
     private mutating func rest(
-        _ policy: FailurePolicy, _ retryAfter: Int?, _ now: ContinuousClock.Instant,
+        _ policy: FailurePolicy, _ retryAfter: Int?, _ now: Moment,
         _ random: inout some RandomNumberGenerator
     ) -> Verdict {
         let tries = max(failedAnswers, failuresInARow)
@@ -310,7 +310,7 @@ extension SourceHealth {
     /// takes them.
     package mutating func failed(
         _ error: DownloadError, answered: Bool, active: Int, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil,
+        policy: FailurePolicy, at now: Moment, by owner: Int? = nil,
         using random: inout some RandomNumberGenerator
     ) -> Verdict {
         failed(
@@ -322,7 +322,7 @@ extension SourceHealth {
 
     package mutating func failed(
         _ error: DownloadError, answered: Bool, active: Int, retryAfter: Int?, sharesWork: Bool,
-        policy: FailurePolicy, at now: ContinuousClock.Instant, by owner: Int? = nil
+        policy: FailurePolicy, at now: Moment, by owner: Int? = nil
     ) -> Verdict {
         var random = SystemRandomNumberGenerator()
         return failed(
@@ -332,7 +332,7 @@ extension SourceHealth {
 
     /// What the source policy sees of a source with this health at `now`: `active` requests in
     /// flight, `isUsable` (not dropped), `isHeld` (held back by its download alone).
-    package func sample(active: Int, isUsable: Bool, isHeld: Bool, at now: ContinuousClock.Instant) -> SourceSample {
+    package func sample(active: Int, isUsable: Bool, isHeld: Bool, at now: Moment) -> SourceSample {
         let limit = limit(at: now)
         return SourceSample(
             active: active, cap: limit.count, failures: failuresInARow + failedAnswers, isUsable: isUsable,

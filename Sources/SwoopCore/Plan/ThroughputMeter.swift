@@ -1,6 +1,6 @@
 /// Bytes per second over a sliding window, from byte counts sampled at known instants.
 package struct ThroughputMeter {
-    private var samples: [(time: ContinuousClock.Instant, bytes: Int64)] = []
+    private var samples: [(time: Moment, bytes: Int64)] = []
     package let window: Duration
 
     package init(window: Duration = .seconds(2)) {
@@ -8,7 +8,7 @@ package struct ThroughputMeter {
     }
 
     /// Records the running total of bytes at `time`.
-    package mutating func record(totalBytes: Int64, at time: ContinuousClock.Instant) {
+    package mutating func record(totalBytes: Int64, at time: Moment) {
         samples.append((time, totalBytes))
         while samples.count > 2, let first = samples.first, time - first.time > window {
             samples.removeFirst()

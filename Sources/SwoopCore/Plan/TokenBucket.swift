@@ -23,10 +23,10 @@ package struct TokenBucket {
     package let resumeLevel: Double
     /// May be negative: the debt of the last write.
     package private(set) var tokens: Double
-    private var updatedAt: ContinuousClock.Instant
+    private var updatedAt: Moment
 
     /// A full bucket for `bytesPerSecond` (more than 0).
-    package init(bytesPerSecond: Int64, now: ContinuousClock.Instant) {
+    package init(bytesPerSecond: Int64, now: Moment) {
         precondition(bytesPerSecond > 0, "a token bucket needs a positive rate")
         rate = Double(bytesPerSecond)
         burst = max(16 * 1024, rate / 10)
@@ -37,7 +37,7 @@ package struct TokenBucket {
 
     /// Takes `bytes` tokens if the bucket holds any (going into debt when `bytes` is more than it
     /// holds); `false`, taking nothing, when it is empty or in debt.
-    package mutating func take(_ bytes: Int, now: ContinuousClock.Instant) -> Bool {
+    package mutating func take(_ bytes: Int, now: Moment) -> Bool {
         tokens = level(at: now)
         updatedAt = max(updatedAt, now)
         guard tokens > 0 else { return false }
@@ -46,14 +46,14 @@ package struct TokenBucket {
     }
 
     /// How long until the bucket is back at ``resumeLevel``; zero if it is already.
-    package func timeUntilResume(now: ContinuousClock.Instant) -> Duration {
+    package func timeUntilResume(now: Moment) -> Duration {
         let missing = resumeLevel - level(at: now)
         guard missing > 0 else { return .zero }
         return .nanoseconds(Int64((missing / rate * 1e9).rounded(.up)))
     }
 
     /// The tokens at `now`: the stored level plus what accrued since, at most ``burst``.
-    private func level(at now: ContinuousClock.Instant) -> Double {
+    private func level(at now: Moment) -> Double {
         guard now > updatedAt else { return tokens }
         return min(burst, tokens + rate * (now - updatedAt).seconds)
     }

@@ -49,7 +49,7 @@ package struct StreamMachine {
     private let confirmsAfter: Duration
     private let maxTries: Int
     /// When the stream's response began.
-    private let startedAt: ContinuousClock.Instant
+    private let startedAt: Moment
     private var watch = ValidatorWatch()
     /// The confirming request in flight (its number in the watch), and its head's answer.
     private var request = 0
@@ -58,7 +58,7 @@ package struct StreamMachine {
     private var unanswered = 0
 
     /// A stream of `object` whose response began at `startedAt`.
-    package init(object: ObjectIdentity, startedAt: ContinuousClock.Instant, confirmsAfter: Duration, maxTries: Int) {
+    package init(object: ObjectIdentity, startedAt: Moment, confirmsAfter: Duration, maxTries: Int) {
         self.object = object
         self.startedAt = startedAt
         self.confirmsAfter = confirmsAfter
@@ -67,7 +67,7 @@ package struct StreamMachine {
 
     /// The stream's response ended at `now`; `handedOut`: its bytes went to a reader as they came
     /// (it cannot start over).
-    package mutating func streamEnded(_ end: End, handedOut: Bool, at now: ContinuousClock.Instant) -> Action {
+    package mutating func streamEnded(_ end: End, handedOut: Bool, at now: Moment) -> Action {
         switch end {
         case .completed(let bytes):
             if let size = object.size, bytes != size {

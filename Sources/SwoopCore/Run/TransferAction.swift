@@ -137,7 +137,7 @@ package enum TransferAction {
     case refresh(refusedOn: Int)
     /// Wake the machine at this instant (``TransferMachine/dispatch(at:)``): the next retry or
     /// a source's next trial, while nothing is in flight. Replaces any earlier wake.
-    case wake(at: ContinuousClock.Instant)
+    case wake(at: Moment)
     /// Every byte is stored, one version, and nothing is in flight.
     case complete
     /// The object changed: the download starts over.

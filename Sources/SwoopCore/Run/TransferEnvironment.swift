@@ -12,17 +12,17 @@
 /// model with virtual time does.
 package protocol TransferEnvironment: AnyObject {
     /// What the source policy sees of every source at `now`, by index.
-    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample]
+    func sourceSamples(at now: Moment) -> [SourceSample]
     /// The earliest moment a resting or down source may be asked again.
-    var sourcesNextWake: ContinuousClock.Instant? { get }
+    var sourcesNextWake: Moment? { get }
     /// Why the mirrors given are of no use now, when some were given.
     var whyOthersCannotHelp: String? { get }
     /// The downloader's permits free for a request to `source` now.
     func permits(for source: Int) -> PermitCount
     /// What each opened slot measured (rates, first-byte times), by slot; slots not yet opened are
     /// missing. The machine adds the segments itself.
-    func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample]
+    func connectionSamples(at now: Moment) -> [ConnectionSample]
     /// Whether the downloader's byte-rate cap holds bytes back at `now`: the connections' rates are
     /// then their shares of the cap, not what their paths can do.
-    func isRateCapped(at now: ContinuousClock.Instant) -> Bool
+    func isRateCapped(at now: Moment) -> Bool
 }

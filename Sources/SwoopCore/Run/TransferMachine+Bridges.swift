@@ -2,7 +2,7 @@
 /// stretch whose neighbour's overlap was lost, a trail that broke off), so the machine asks for the
 /// bytes on both sides of each break (``AgreementLedger/breaks``) before the download completes.
 extension TransferMachine {
-    func bridgeBreaks(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) {
+    func bridgeBreaks(at now: Moment, into actions: inout [TransferAction]) {
         guard let ledger else { return }
         for point in ledger.breaks where !bridgesInFlight.contains(point) {
             guard let index = (0..<target).first(where: { !isBusy($0) }), let source = chooseSource(at: now)
@@ -23,7 +23,7 @@ extension TransferMachine {
 
     /// A bridge ended: the break is mended (or the object changed); tries again while allowed.
     func bridgeEnded(
-        _ request: RangeRequest, slot: Int, source: Int?, _ end: RequestEnd, at now: ContinuousClock.Instant,
+        _ request: RangeRequest, slot: Int, source: Int?, _ end: RequestEnd, at now: Moment,
         into actions: inout [TransferAction]
     ) {
         let point = request.own.lowerBound

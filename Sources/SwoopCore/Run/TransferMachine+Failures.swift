@@ -4,7 +4,7 @@
 extension TransferMachine {
     func requestFailed(
         _ segment: Segment, requested: ByteRange, error: DownloadError, retryAfter: Int?, slot: Int, source: Int?,
-        _ end: RequestEnd, at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+        _ end: RequestEnd, at now: Moment, into actions: inout [TransferAction]
     ) {
         if end.urlExpired, source == 0 {
             // The URL expired: the range waits for a fresh one, which every refused request shares

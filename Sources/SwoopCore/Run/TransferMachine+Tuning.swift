@@ -6,7 +6,7 @@ extension TransferMachine {
     /// Connections far slower than the others (``TransferPolicy/connectionsToReplace(_:minimumStealSize:)``),
     /// each to be closed and reconnected: none while the downloader's rate cap holds bytes back
     /// (the rates are then the cap's shares, not the paths'), or when the settings say not to.
-    package func replaceSlow(at now: ContinuousClock.Instant) -> [TransferAction] {
+    package func replaceSlow(at now: Moment) -> [TransferAction] {
         guard settings.replacesSlowConnections, !stopped, !environment.isRateCapped(at: now) else { return [] }
         return settings.policy.connectionsToReplace(connectionSamples(at: now), minimumStealSize: plan.minimumStealSize)
             .map { .replace(slot: $0) }
@@ -19,7 +19,7 @@ extension TransferMachine {
     /// the path: the count is kept, and measured afresh once that ends.
     package func adapt(
         _ controller: inout ConnectionController, totalBytes: Int64, busy: Int, localWait: Duration,
-        at now: ContinuousClock.Instant
+        at now: Moment
     ) -> Int? {
         guard !controller.isSettled else { return nil }
         if environment.isRateCapped(at: now) || environment.sourceSamples(at: now).contains(where: { !$0.isUp }) {

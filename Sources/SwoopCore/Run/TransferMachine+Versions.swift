@@ -17,7 +17,7 @@ extension TransferMachine {
     /// validators gone, the object changed: the download starts over, or a mirror is dropped.
     func otherValidators(
         _ work: TransferWork, request: Int, slot: Int, source: Int, _ end: RequestEnd,
-        at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+        at now: Moment, into actions: inout [TransferAction]
     ) {
         let error: DownloadError
         if case .failed(let failure, _) = end.outcome {
@@ -101,7 +101,7 @@ extension TransferMachine {
     /// asked about when that response lasted ``Settings/confirmsOneResponseAfter`` or more. Not
     /// where bytes cannot be read back (a measurement) or were handed out (in order), nor of a
     /// source failing now (a mirror gone: it cannot tell, and every byte is here).
-    func confirm(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) -> Bool {
+    func confirm(at now: Moment, into actions: inout [TransferAction]) -> Bool {
         if case .asking = confirmation { return false }
         guard let ledger, window == nil else { return true }
         if asked.isEmpty, let startedAt, now - startedAt >= settings.confirmsOneResponseAfter { asked.insert(0) }
@@ -131,7 +131,7 @@ extension TransferMachine {
     /// validators; else asked again, at most ``FailurePolicy/maxTries`` times, after which the
     /// source is left unasked (it cannot tell: a failure is no sign of another version).
     func confirmationEnded(
-        _ end: RequestEnd, source: Int, at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+        _ end: RequestEnd, source: Int, at now: Moment, into actions: inout [TransferAction]
     ) {
         confirmation = .notYet
         if end.pinned, case .completed = end.outcome {

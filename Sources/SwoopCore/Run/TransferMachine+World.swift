@@ -15,7 +15,7 @@ extension TransferMachine {
     /// What the source policy sees of every source at `now`: the world's samples, with this
     /// event's requests counted in flight (a down source's trial or a doubted source's test holds
     /// the others back) and the sources the machine dropped unusable.
-    func sourceSamples(at now: ContinuousClock.Instant) -> [SourceSample] {
+    func sourceSamples(at now: Moment) -> [SourceSample] {
         var samples = environment.sourceSamples(at: now)
         for index in samples.indices {
             samples[index] = samples[index].sending(pending.sent[index, default: 0])

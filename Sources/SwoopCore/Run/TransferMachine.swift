@@ -71,7 +71,7 @@ package final class TransferMachine {
     package private(set) var stopped = false
     /// The probe's range, near which a source's bytes are compared, and when its head arrived.
     package private(set) var firstRange = ByteRange(0, 0)
-    var startedAt: ContinuousClock.Instant?
+    var startedAt: Moment?
     /// An in-order sink's window and the pieces kept within it.
     var window: (size: Int64, piece: Int64)?
     /// Per source: whether its answers under other validators are a change or a pool's other node.
@@ -128,7 +128,7 @@ package final class TransferMachine {
 
     /// The probe's response on slot 0 carries `first` from source 0: its segment is reserved (up to
     /// the chunk its request ends in) and counted as in flight. `nil` when its range is not missing.
-    package func start(first: RangeRequest, at now: ContinuousClock.Instant) -> Segment? {
+    package func start(first: RangeRequest, at now: Moment) -> Segment? {
         guard slots.isEmpty, let segment = Self.reserveFirst(first, in: plan) else { return nil }
         adopt(first: first, segment: segment, startedAt: now)
         return segment
@@ -148,7 +148,7 @@ package final class TransferMachine {
 
     /// The probe's response on slot 0, started at `startedAt`, carries `first` into `segment`
     /// (``reserveFirst(_:in:)``'s) from source 0: counted as in flight, as ``start(first:at:)`` does.
-    package func adopt(first: RangeRequest, segment: Segment, startedAt: ContinuousClock.Instant) {
+    package func adopt(first: RangeRequest, segment: Segment, startedAt: Moment) {
         precondition(slots.isEmpty, "the first request is adopted before any other")
         firstRange = first.own
         self.startedAt = startedAt
@@ -179,7 +179,7 @@ package final class TransferMachine {
     }
 
     /// The in-order sink's reader has taken `consumed` bytes: the limit follows.
-    package func roomFreed(consumed: Int64, at now: ContinuousClock.Instant) -> [TransferAction] {
+    package func roomFreed(consumed: Int64, at now: Moment) -> [TransferAction] {
         pending = Pending()
         guard let window else { return [] }
         plan.limit = consumed + max(plan.layout.chunkSize, window.size - window.piece)
@@ -203,14 +203,14 @@ package final class TransferMachine {
 
     /// Gives idle slots work; completes when nothing is left. The event of a wake, a host that may
     /// take requests again, a permit granted, a source that joined.
-    package func dispatch(at now: ContinuousClock.Instant) -> [TransferAction] {
+    package func dispatch(at now: Moment) -> [TransferAction] {
         pending = Pending()
         var actions: [TransferAction] = []
         dispatch(at: now, into: &actions)
         return actions
     }
 
-    func dispatch(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) {
+    func dispatch(at now: Moment, into actions: inout [TransferAction]) {
         guard !stopped, !settings.sendsNothing else { return }
         if plan.isComplete {
             // Every byte is here; it is one version only once every piece was seen to agree, and
@@ -246,13 +246,13 @@ package final class TransferMachine {
     }
 
     /// The source the next request goes to (see ``TransferPolicy/chooseSource(_:avoiding:)``).
-    func chooseSource(avoiding: Int? = nil, at now: ContinuousClock.Instant) -> Int? {
+    func chooseSource(avoiding: Int? = nil, at now: Moment) -> Int? {
         TransferPolicy.chooseSource(sourceSamples(at: now), avoiding: avoiding)
     }
 
     /// The source a slot's next request in its segment goes to: `current` while it may take one
     /// (keeping its connection), else whichever the policy picks.
-    func nextSource(after current: Int?, at now: ContinuousClock.Instant) -> Int? {
+    func nextSource(after current: Int?, at now: Moment) -> Int? {
         let samples = sourceSamples(at: now)
         if let current, samples.indices.contains(current), TransferPolicy.canTakeRequest(samples[current]) {
             return current
@@ -262,7 +262,7 @@ package final class TransferMachine {
 
     /// What the policy sees of every opened slot: the connections' measurements and the segments
     /// the machine gave them.
-    package func connectionSamples(at now: ContinuousClock.Instant) -> [ConnectionSample] {
+    package func connectionSamples(at now: Moment) -> [ConnectionSample] {
         let measured = environment.connectionSamples(at: now)
         return slots.indices.map { index in
             var sample = self.sample(index, in: measured)
@@ -286,7 +286,7 @@ package final class TransferMachine {
     /// Sends `slot`'s next request for `segment` to `source`: its own bytes, sized by what the
     /// slot's connection measured, and the overlap with the bytes around them (``RangeRequest``).
     func request(
-        _ segment: Segment, slot: Int, source: Int, sample: ConnectionSample, at now: ContinuousClock.Instant,
+        _ segment: Segment, slot: Int, source: Int, sample: ConnectionSample, at now: Moment,
         into actions: inout [TransferAction]
     ) {
         let policy = settings.policy
@@ -306,7 +306,7 @@ package final class TransferMachine {
     }
 
     func send(
-        _ work: TransferWork, slot: Int, source: Int, at now: ContinuousClock.Instant,
+        _ work: TransferWork, slot: Int, source: Int, at now: Moment,
         into actions: inout [TransferAction]
     ) {
         open(upTo: slot)
@@ -334,14 +334,14 @@ package final class TransferMachine {
     /// may be the slow part). Not for responses checked against their own digest, nor under a
     /// byte-rate cap (it would spend the cap on bytes fetched twice). The event of the
     /// housekeeping tick: rates move while connections sit idle at the end.
-    package func hedge(at now: ContinuousClock.Instant) -> [TransferAction] {
+    package func hedge(at now: Moment) -> [TransferAction] {
         pending = Pending()
         var actions: [TransferAction] = []
         hedge(at: now, into: &actions)
         return actions
     }
 
-    func hedge(at now: ContinuousClock.Instant, into actions: inout [TransferAction]) {
+    func hedge(at now: Moment, into actions: inout [TransferAction]) {
         guard !stopped, settings.hedgesSlowTail, !checksEachResponse, !environment.isRateCapped(at: now),
             plan.allAvailableWorkOwned
         else { return }
@@ -366,7 +366,7 @@ package final class TransferMachine {
     // MARK: Ends
 
     /// `slot`'s request ended: continue on the same slot, retry, give up, or start over.
-    package func requestEnded(slot: Int, _ end: RequestEnd, at now: ContinuousClock.Instant) -> [TransferAction] {
+    package func requestEnded(slot: Int, _ end: RequestEnd, at now: Moment) -> [TransferAction] {
         pending = Pending()
         guard !stopped, let work = work(of: slot) else { return [] }
         let (source, request, heard) = (slots[slot].source, slots[slot].request, slots[slot].pinnedHeard)
@@ -388,7 +388,7 @@ package final class TransferMachine {
 
     private func segmentEnded(
         _ segment: Segment, request: RangeRequest, slot: Int, source: Int?, _ end: RequestEnd,
-        at now: ContinuousClock.Instant, into actions: inout [TransferAction]
+        at now: Moment, into actions: inout [TransferAction]
     ) {
         if case .failed(let error, let retryAfter) = end.outcome {
             return requestFailed(

@@ -13,7 +13,7 @@ package final class Checkpointer {
     /// The chunks the last completed checkpoint recorded.
     private var recorded: ChunkSet?
     private var inFlight = false
-    private var last: ContinuousClock.Instant
+    private var last: Moment
     /// Called when a checkpoint fails (the download cannot keep its promise of resumability).
     package var onFailure: ((DownloadError) -> Void)?
     /// The CRCs checked so far, recorded with the chunks (only stretches already complete).
@@ -23,7 +23,7 @@ package final class Checkpointer {
     /// transfer began a few milliseconds later: progress ticks come every interval too, and the
     /// first would otherwise fall just short and put the first checkpoint a whole tick later
     /// (a run killed in between kept nothing).
-    package init(sink: BodySink, interval: Duration, template: SegmentMap, since: ContinuousClock.Instant) {
+    package init(sink: BodySink, interval: Duration, template: SegmentMap, since: Moment) {
         self.sink = sink
         self.interval = interval
         self.template = template
@@ -33,7 +33,7 @@ package final class Checkpointer {
 
     /// Checkpoints `chunks` if ``interval`` has passed since the last one and they changed.
     package func checkpointIfDue(_ chunks: ChunkSet) {
-        guard ContinuousClock.now - last >= interval, !inFlight, chunks != recorded else { return }
+        guard Moment.now - last >= interval, !inFlight, chunks != recorded else { return }
         checkpoint(chunks, then: nil)
     }
 

@@ -192,7 +192,7 @@ package struct DownloadPaths: Sendable, Equatable {
     /// directory seen in the last second is not checked again (a list of thousands of files into
     /// one directory asks once); if it vanished since, creating the part file fails.
     package func prepareDirectory(creatingMissing: Bool) throws(DownloadError) {
-        let now = ContinuousClock.now
+        let now = Moment.now
         if DownloadPaths.recentDirectory.withLock({
             $0.map { $0.path.hasSameBytes(as: directory) && now - $0.at < .seconds(1) } ?? false
         }) {
@@ -224,7 +224,7 @@ package struct DownloadPaths: Sendable, Equatable {
         DownloadPaths.recentDirectory.withLock { $0 = (directory, now) }
     }
 
-    private static let recentDirectory = Mutex<(path: String, at: ContinuousClock.Instant)?>(nil)
+    private static let recentDirectory = Mutex<(path: String, at: Moment)?>(nil)
 
     /// Deletes the part file and the segment map (and the working directory, if that empties it).
     /// A share's part file holds the other shares' bytes too: only its map goes.

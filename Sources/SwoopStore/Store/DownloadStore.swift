@@ -39,7 +39,7 @@ package final class DownloadStore {
     /// other shares), which the plan counts as done and the ledger leaves alone.
     package init(
         sink: BodySink, plan: SegmentScheduler, bytesResumed: Int64, checkpoint template: SegmentMap?,
-        checkpointInterval: Duration?, counters: DownloadCounters, startedAt: ContinuousClock.Instant,
+        checkpointInterval: Duration?, counters: DownloadCounters, startedAt: Moment,
         foreign: [ByteRange] = []
     ) {
         self.sink = sink

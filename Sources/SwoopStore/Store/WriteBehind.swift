@@ -117,7 +117,7 @@ package final class WriteBehind: @unchecked Sendable {
 
     /// How many of `wanted` bytes fit at `head` now, waiting until some do.
     private func room(for wanted: Int, file: File) throws(Errno) -> Int {
-        var waitedSince: ContinuousClock.Instant?
+        var waitedSince: Moment?
         let outcome: Result<Int, Errno> = lock.withLock {
             while true {
                 if let failure = file.failure { return .failure(failure) }
