@@ -93,16 +93,13 @@ extension DownloadSession {
         }
         let counters = context.counters
         let resumed = alreadyComplete ? size : store?.bytesResumed ?? (store == nil && resumedMap != nil ? size : 0)
-        var result = DownloadResult(
+        return DownloadResult(
             path: context.paths.target, bytes: size, bytesReceived: counters.bytesReceived, bytesResumed: resumed,
-            duration: .now - context.startedAt, connectionsUsed: counters.peakConnections, requests: counters.requests,
-            retries: counters.retries, etag: etag, alreadyComplete: alreadyComplete, sources: sourceReports,
-            verified: verified)
-        result.bytesCompared = counters.overlapBytes
-        result.lastModified = lastModified
-        result.objectChanges = machine.changes
-        result.bytesRefetched = machine.bytesRefetched
-        result.connectionsSettled = counters.settledConnections > 0 ? counters.settledConnections : nil
-        return result
+            bytesCompared: counters.overlapBytes, duration: .now - context.startedAt,
+            connectionsUsed: counters.peakConnections,
+            connectionsSettled: counters.settledConnections > 0 ? counters.settledConnections : nil,
+            requests: counters.requests, retries: counters.retries, etag: etag, lastModified: lastModified,
+            objectChanges: machine.changes, bytesRefetched: machine.bytesRefetched, alreadyComplete: alreadyComplete,
+            sources: sourceReports, verified: verified)
     }
 }

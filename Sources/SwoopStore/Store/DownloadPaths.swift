@@ -18,10 +18,11 @@ import Musl
 /// `TARGET.part` and `TARGET.swoop` beside the target; those are neither read nor deleted (they
 /// may be another object's files).
 package struct DownloadPaths: Sendable, Equatable {
-    /// The names, in one heap box (``CopyOnWrite``): every stage of a download and its publication
-    /// keeps its paths, and copying four names retained one by one was a measurable share of a
-    /// small file's work.
-    private struct Names: Sendable, Equatable {
+    /// The names, in one heap object: every stage of a download and its publication keeps its
+    /// paths, and copying four names retained one by one was a measurable share of a small file's
+    /// work. They never change, so a final class of constants holds them (a ``CopyOnWrite`` box,
+    /// generic, had its class's metadata looked up at run time for each download).
+    private final class Names: Sendable {
         let target: String
         let directory: String
         let part: String
@@ -44,17 +45,17 @@ package struct DownloadPaths: Sendable, Equatable {
         }
     }
 
-    private let names: CopyOnWrite<Names>
+    private let names: Names
 
-    package var target: String { names.value.target }
+    package var target: String { names.target }
     /// The directory the target goes into.
-    package var directory: String { names.value.directory }
-    package var part: String { names.value.part }
+    package var directory: String { names.directory }
+    package var part: String { names.part }
     /// This download's segment map: the object's (`H.map`), or for one share of it that share's
     /// (`H.share-K-of-N.map`, beside the part file all shares write).
-    package var map: String { names.value.map }
+    package var map: String { names.map }
     /// The share of the object this download fetches (``ObjectShare``), if it fetches one.
-    package var share: ObjectShare? { names.value.share }
+    package var share: ObjectShare? { names.share }
     /// `DIR/.swoop/H`: every working file's name less its extension.
     package var stem: String { Self.stem(of: part) }
 
@@ -66,7 +67,12 @@ package struct DownloadPaths: Sendable, Equatable {
     package static let workingDirectoryName = WorkingDirectory.name
 
     package init(target: String, share: ObjectShare? = nil) {
-        names = CopyOnWrite(Names(target: target, share: share))
+        names = Names(target: target, share: share)
+    }
+
+    /// The same target and share (the rest follows from them).
+    package static func == (lhs: DownloadPaths, rhs: DownloadPaths) -> Bool {
+        lhs.names === rhs.names || (lhs.target == rhs.target && lhs.share == rhs.share)
     }
 
     /// Share `index`'s segment map, when the object is fetched in this download's shares.
