@@ -87,42 +87,47 @@ package protocol ExchangeDelegate: AnyObject {
 ///
 /// The easy handle's `CURLOPT_PRIVATE`, `WRITEDATA` and `HEADERDATA` point at this object
 /// (unretained); the loop keeps it alive from `start` until the completion callback.
+///
+/// Its state is kept without the runtime's exclusivity check (`@exclusivity(unchecked)`), which
+/// libcurl's callbacks paid on every header line and body write (about 70 instructions an access,
+/// a dozen accesses a small file): everything here is read and written on the transfer thread
+/// alone, each access a plain read or assignment (or an addition) that calls out to nothing while
+/// it lasts, so no two accesses can overlap.
 package final class HTTPExchange {
     package let request: ExchangeRequest
     package private(set) weak var delegate: (any ExchangeDelegate)?
-    package fileprivate(set) var easy: CurlEasy?
+    @exclusivity(unchecked) package fileprivate(set) var easy: CurlEasy?
     /// The lists libcurl points at (the header lines, the pin), kept until the exchange ends.
-    private var curlLists: [CurlHeaderList] = []
-    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    @exclusivity(unchecked) private var curlLists: [CurlHeaderList] = []
+    @exclusivity(unchecked) private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
-    /// Without the runtime's exclusivity check, which cost each header line ~70 instructions: only
-    /// ``didReceiveHeaderLine(_:)`` touches it, on the transfer thread, and its parser calls out to
-    /// nothing while it reads a line.
+    /// Only ``didReceiveHeaderLine(_:)`` touches it, and its parser calls out to nothing while it
+    /// reads a line.
     @exclusivity(unchecked) private var head = ResponseHeadParser()
-    private var disposition: BodyDisposition?
-    private var stoppedByDelegate = false
-    package private(set) var isCancelled = false
+    @exclusivity(unchecked) private var disposition: BodyDisposition?
+    @exclusivity(unchecked) private var stoppedByDelegate = false
+    @exclusivity(unchecked) package private(set) var isCancelled = false
     /// The downloader's byte-rate cap, if it has one; it sees every body write first.
-    package fileprivate(set) var limiter: RateLimiter?
+    @exclusivity(unchecked) package fileprivate(set) var limiter: RateLimiter?
     /// Paused by the ``RateLimiter`` until its bucket refills.
-    package var isHeldBack = false
+    @exclusivity(unchecked) package var isHeldBack = false
     /// Paused by its delegate (no room for the bytes) until ``TransferLoop/resume(_:)``.
-    package fileprivate(set) var isPausedByDelegate = false
+    @exclusivity(unchecked) package fileprivate(set) var isPausedByDelegate = false
     /// The status a proxy answered the `CONNECT` for this request with; 0 without a tunnel
     /// (read from the easy handle before it is recycled).
-    fileprivate var tunnelStatus = 0
+    @exclusivity(unchecked) fileprivate var tunnelStatus = 0
     /// A proxy's reply to the `CONNECT`, if one came, and whether the server's response has begun.
-    private var tunnelReply = TunnelReply()
-    private var serverResponseBegun = false
+    @exclusivity(unchecked) private var tunnelReply = TunnelReply()
+    @exclusivity(unchecked) private var serverResponseBegun = false
     /// The proxy answered this request itself (a 407, or an error its `Proxy-Status` marks as
     /// its own): the transfer was stopped there, and fails with this.
-    private var proxyRefusal: ProxyAnswer?
+    @exclusivity(unchecked) private var proxyRefusal: ProxyAnswer?
 
     /// Body bytes delivered to the delegate.
-    package private(set) var bodyBytesDelivered: Int64 = 0
+    @exclusivity(unchecked) package private(set) var bodyBytesDelivered: Int64 = 0
     /// When the request was handed to curl, and when its first body byte arrived.
-    package private(set) var startedAt: Moment?
-    package private(set) var firstByteAt: Moment?
+    @exclusivity(unchecked) package private(set) var startedAt: Moment?
+    @exclusivity(unchecked) package private(set) var firstByteAt: Moment?
 
     package init(_ request: ExchangeRequest, delegate: any ExchangeDelegate) {
         self.request = request
