@@ -249,7 +249,12 @@ struct ProxyFailureTests {
             try await withLoopbackProxy { proxy in
                 let scratch = try Scratch()
                 defer { scratch.cleanup() }
-                var configuration = quickConfiguration(connections: 2)
+                // The default tries (8): more than the failures that hold a server down (three,
+                // FailurePolicy.downAfter), so the download waits for the proxy. With 3 tries, one
+                // request's third failure could end the download first, when the other connection
+                // had not failed yet: a clean-clone run now and then saw no wait (with 2 tries,
+                // every run).
+                var configuration = quickConfiguration(connections: 2, maxTries: 8)
                 configuration.access.proxy = .url(proxy.httpURL)
                 // Long enough, with reports often enough, that the wait is reported while it lasts
                 // even when the test process is short of CPU (with 3 s, a clean-clone run saw none).
@@ -279,7 +284,7 @@ struct ProxyFailureTests {
                 #expect(error.reason.contains("connection_limit_reached"), "\(error)")
                 #expect(
                     causes.seen.contains("the proxy \(proxy.httpURL): HTTP 503"),
-                    "the wait names the proxy: \(causes.seen)")
+                    "the wait names the proxy: \(causes.seen); the download failed with \(error)")
                 #expect(Downloader.status(of: scratch.path("m.bin")).state == .partial, "the partial is kept")
             }
         }
