@@ -1,7 +1,7 @@
 /// A point in time on the continuous clock (`ContinuousClock`'s, which keeps counting while the
 /// machine sleeps): what the engine stamps its requests, meters, timers and hosts' health with.
 ///
-/// Written here rather than using `Moment`, whose layout the standard library
+/// Written here rather than using `ContinuousClock.Instant`, whose layout the standard library
 /// keeps private (it is resilient): every value that held one — `SourceHealth` and its outages,
 /// the meters, an exchange's timings, a timer — was copied, compared and destroyed through the
 /// runtime's value witnesses, and its `Optional` looked up as generic metadata, a few hundred
@@ -49,17 +49,5 @@ package struct Moment: Comparable, Hashable, Sendable, CustomStringConvertible {
 
     package static func += (lhs: inout Moment, rhs: Duration) {
         lhs.offset += rhs
-    }
-
-    package static func -= (lhs: inout Moment, rhs: Duration) {
-        lhs.offset -= rhs
-    }
-
-    package func advanced(by duration: Duration) -> Moment {
-        self + duration
-    }
-
-    package func duration(to other: Moment) -> Duration {
-        other - self
     }
 }
