@@ -289,7 +289,10 @@ private enum BulkSignal: Sendable {
 /// reader's task is cancelled it still waits for the downloads it paused to report their end.
 private final class BulkMailbox: Sendable {
     private struct State {
-        var queue: [BulkSignal] = []
+        /// Each signal is moved out as it is read (`nil` left in its place): a copy of it, then the
+        /// release of the one left behind, went through the enum's value witnesses (a list item,
+        /// a result or an error in each), 4k instructions a file.
+        var queue: [BulkSignal?] = []
         var head = 0
         var waiter: CheckedContinuation<BulkSignal, Never>?
     }
@@ -324,7 +327,7 @@ private final class BulkMailbox: Sendable {
 
     private static func take(from state: inout State) -> BulkSignal? {
         guard state.head < state.queue.count else { return nil }
-        let signal = state.queue[state.head]
+        let signal = state.queue[state.head].take()
         state.head += 1
         if state.head == state.queue.count {
             state.queue.removeAll(keepingCapacity: true)

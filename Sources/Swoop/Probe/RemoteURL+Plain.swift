@@ -34,13 +34,21 @@ extension RemoteURL {
         let port: Int
         let portText: String
         let path: String
+        /// Whether a query follows the path.
+        let hasQuery: Bool
     }
 
     private init(plain string: String, _ parts: PlainParts) {
         let shownPort = parts.port == (parts.scheme == "https" ? 443 : 80) ? "" : parts.portText
+        // Without a query, and with the port as written, the redacted form is the string itself
+        // (a plain URL has no user, no fragment, and its scheme and host are in lowercase): four
+        // appends into a new string were 2k instructions a file of a list.
+        let redacted =
+            !parts.hasQuery && shownPort.utf8.count == parts.portText.utf8.count
+            ? string : parts.scheme + "://" + parts.host + shownPort + parts.path
         self.init(
             absoluteString: string, scheme: parts.scheme, host: parts.host, port: parts.port, path: parts.path,
-            redacted: parts.scheme + "://" + parts.host + shownPort + parts.path)
+            redacted: redacted)
     }
 
     private static func plainParts(_ bytes: UnsafeBufferPointer<UInt8>) -> PlainParts? {
@@ -106,6 +114,7 @@ extension RemoteURL {
         }
         guard !isDotSegment(bytes, segmentStart..<index) else { return nil }
         let path = text(pathStart..<index)
+        let hasQuery = index < bytes.count
         // The query: the path's characters, "/", "?" and whole percent escapes; no fragment.
         while index < bytes.count {
             let byte = bytes[index]
@@ -119,7 +128,7 @@ extension RemoteURL {
             }
             index += 1
         }
-        return PlainParts(scheme: scheme, host: host, port: port, portText: portText, path: path)
+        return PlainParts(scheme: scheme, host: host, port: port, portText: portText, path: path, hasQuery: hasQuery)
     }
 
     /// A byte a path segment holds as itself: RFC 3986's unreserved characters and sub-delimiters,
