@@ -25,22 +25,39 @@ package struct DownloadPaths: Sendable, Equatable {
     private final class Names: Sendable {
         let target: String
         let directory: String
-        let part: String
-        let map: String
+        /// `DIR/.swoop`.
+        let workingDirectory: String
         let share: ObjectShare?
+        /// The target's last component, whose hash names the working files.
+        private let name: String
+        /// The part file's and the segment map's names, made on first use: a fresh small file
+        /// that arrives whole uses neither (its bytes go into an unnamed file), and hashing the
+        /// name and writing both was 6k instructions of each file of a list.
+        private let working = Mutex<(part: String, map: String)?>(nil)
 
         init(target: String, share: ObjectShare?) {
             self.target = target
             self.share = share
             let (parent, name) = DownloadPaths.split(target)
+            self.name = name
             directory = parent.isEmpty ? "." : parent
-            let folder = directory == "/" ? "" : directory
-            let hash = DownloadPaths.workingHash(of: name)
-            part = DownloadPaths.workingFile(in: folder, hash, ".part")
-            if let share {
-                map = DownloadPaths.shareMap(DownloadPaths.stem(of: part), index: share.index, count: share.count)
-            } else {
-                map = DownloadPaths.workingFile(in: folder, hash, ".map")
+            workingDirectory = (directory == "/" ? "" : directory) + "/" + DownloadPaths.workingDirectoryName
+        }
+
+        var files: (part: String, map: String) {
+            working.withLock { files in
+                if let files { return files }
+                let hash = DownloadPaths.workingHash(of: name)
+                let folder = directory == "/" ? "" : directory
+                let part = DownloadPaths.workingFile(in: folder, hash, ".part")
+                let map =
+                    if let share {
+                        DownloadPaths.shareMap(DownloadPaths.stem(of: part), index: share.index, count: share.count)
+                    } else {
+                        DownloadPaths.workingFile(in: folder, hash, ".map")
+                    }
+                files = (part, map)
+                return (part, map)
             }
         }
     }
@@ -50,10 +67,10 @@ package struct DownloadPaths: Sendable, Equatable {
     package var target: String { names.target }
     /// The directory the target goes into.
     package var directory: String { names.directory }
-    package var part: String { names.part }
+    package var part: String { names.files.part }
     /// This download's segment map: the object's (`H.map`), or for one share of it that share's
     /// (`H.share-K-of-N.map`, beside the part file all shares write).
-    package var map: String { names.map }
+    package var map: String { names.files.map }
     /// The share of the object this download fetches (``ObjectShare``), if it fetches one.
     package var share: ObjectShare? { names.share }
     /// `DIR/.swoop/H`: every working file's name less its extension.
@@ -92,9 +109,7 @@ package struct DownloadPaths: Sendable, Equatable {
 
     /// `DIR/.swoop`, where the working files of every target in `DIR` live: the part file's name
     /// less `/H.part`.
-    package var workingDirectory: String {
-        String(decoding: part.utf8.dropLast(1 + 32 + ".part".utf8.count), as: UTF8.self)
-    }
+    package var workingDirectory: String { names.workingDirectory }
 
     /// The SHA-256 of a target's name `name`, whose first 16 bytes in hex are its working files'
     /// common name (two names in one directory share it only by a collision of 128 bits).
