@@ -81,9 +81,9 @@ def summarize_entry(er):
     return s
 
 
-# Rows that are references, not peers: never a "best peer" (S9's floor of Swoop's own parts, S6's dd
-# of the same bytes, the disk's limit).
-REFERENCES = ("lane-floor", "dd")
+# Rows that are references, not peers: never a "best peer" (S9's floor of Swoop's own parts and the
+# file system's own limit, S6's dd of the same bytes, the disk's limit).
+REFERENCES = ("lane-floor", "fs-limit", "dd")
 
 
 def summarize(scenario_result):
