@@ -48,13 +48,12 @@ package struct DownloadPaths: Sendable, Equatable {
             working.withLock { files in
                 if let files { return files }
                 let hash = DownloadPaths.workingHash(of: name)
-                let folder = directory == "/" ? "" : directory
-                let part = DownloadPaths.workingFile(in: folder, hash, ".part")
+                let part = DownloadPaths.workingFile(in: workingDirectory, hash, ".part")
                 let map =
                     if let share {
                         DownloadPaths.shareMap(DownloadPaths.stem(of: part), index: share.index, count: share.count)
                     } else {
-                        DownloadPaths.workingFile(in: folder, hash, ".map")
+                        DownloadPaths.workingFile(in: workingDirectory, hash, ".map")
                     }
                 files = (part, map)
                 return (part, map)
@@ -118,33 +117,28 @@ package struct DownloadPaths: Sendable, Equatable {
         return name.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
     }
 
-    /// `folder/.swoop/H` and `suffix`, where `H` is the first 16 bytes of `hash` in hex, written
-    /// into one new string: a list names two working files for every target, and building each
-    /// of its parts (six appends) cost 3k instructions a file.
-    private static func workingFile(in folder: String, _ hash: SHA256Digest, _ suffix: StaticString) -> String {
-        var folder = folder
-        var working = workingDirectoryName
-        return folder.withUTF8 { head in
-            working.withUTF8 { middle in
-                hash.withUnsafeBytes { hash in
-                    let count = head.count + 1 + middle.count + 1 + 32 + suffix.utf8CodeUnitCount
-                    return String(unsafeUninitializedCapacity: count) { out in
-                        var at = 0
-                        func put(_ byte: UInt8) {
-                            out[at] = byte
-                            at += 1
-                        }
-                        for byte in head { put(byte) }
-                        put(UInt8(ascii: "/"))
-                        for byte in middle { put(byte) }
-                        put(UInt8(ascii: "/"))
-                        for index in 0..<16 {
-                            put(hexDigit(hash[index] >> 4))
-                            put(hexDigit(hash[index] & 0xF))
-                        }
-                        suffix.withUTF8Buffer { for byte in $0 { put(byte) } }
-                        return at
+    /// `working/H` and `suffix` (`working` is `DIR/.swoop`), where `H` is the first 16 bytes of
+    /// `hash` in hex, written into one new string: a list named two working files for every target,
+    /// and building each of its parts (six appends) cost 3k instructions a file.
+    private static func workingFile(in working: String, _ hash: SHA256Digest, _ suffix: StaticString) -> String {
+        var working = working
+        return working.withUTF8 { head in
+            hash.withUnsafeBytes { hash in
+                let count = head.count + 1 + 32 + suffix.utf8CodeUnitCount
+                return String(unsafeUninitializedCapacity: count) { out in
+                    var at = 0
+                    func put(_ byte: UInt8) {
+                        out[at] = byte
+                        at += 1
                     }
+                    for byte in head { put(byte) }
+                    put(UInt8(ascii: "/"))
+                    for index in 0..<16 {
+                        put(hexDigit(hash[index] >> 4))
+                        put(hexDigit(hash[index] & 0xF))
+                    }
+                    suffix.withUTF8Buffer { for byte in $0 { put(byte) } }
+                    return at
                 }
             }
         }
