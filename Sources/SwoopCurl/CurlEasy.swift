@@ -101,13 +101,21 @@ package final class CurlEasy {
 }
 
 /// A `curl_slist` of request header lines, freed with its owner.
-package final class CurlHeaderList {
-    package private(set) var list: UnsafeMutablePointer<curl_slist>?
+///
+/// Immutable once made, and libcurl only reads it: one list may serve every request that sends the
+/// same lines (``usual``).
+package final class CurlHeaderList: @unchecked Sendable {
+    package let list: UnsafeMutablePointer<curl_slist>?
+
+    /// ``RequestHeaders/usualLines``, for every request that sends them.
+    package static let usual = CurlHeaderList(RequestHeaders.usualLines)
 
     package init(_ lines: [String]) {
+        var list: UnsafeMutablePointer<curl_slist>?
         for line in lines {
             list = line.withCString { curl_slist_append(list, $0) }  // no copy of the line first
         }
+        self.list = list
     }
 
     deinit {

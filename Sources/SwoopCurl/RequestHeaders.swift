@@ -50,14 +50,22 @@ package struct RequestHeaders: Sendable {
             let sent = range.map { fields + [(name: "Range", value: $0.headerValue)] } ?? fields
             fields += service.authorization(get: url.absoluteString, headers: sent)
         }
-        var request = ExchangeRequest(
-            url: url.absoluteString, headerLines: fields.map { "\($0.name): \($0.value)" }, range: range,
-            options: options)
+        // Most requests send `Accept-Encoding` alone: its line is made once (``usualLines``).
+        let lines = fields.count == 1 ? Self.usualLines : fields.map { "\($0.name): \($0.value)" }
+        var request = ExchangeRequest(url: url.absoluteString, headerLines: lines, range: range, options: options)
         request.mayUseNetrc = mayCarryCredentials
         request.service = mayCarryCredentials ? service : nil
         request.connectTo = url.connectTo
         return request
     }
+
+    /// The header lines of a request with no field but `Accept-Encoding: identity` (every request
+    /// that carries no precondition and no caller's header): made once, and sent from one list of
+    /// libcurl's (``CurlHeaderList/usual``).
+    package static let usualLines = ["\(acceptEncoding.name): \(acceptEncoding.value)"]
+
+    /// The object as stored: a coding the server names is the object's (``ResponseValidator``).
+    static let acceptEncoding = (name: "Accept-Encoding", value: "identity")
 
     /// The header fields for a request to `url`: `Accept-Encoding: identity` and the caller's
     /// headers, without those that may carry credentials when `url` is not the original origin (or
@@ -65,7 +73,7 @@ package struct RequestHeaders: Sendable {
     package func fields(
         for url: RemoteURL, precondition: (name: String, value: String)? = nil
     ) -> [(name: String, value: String)] {
-        var fields = [(name: "Accept-Encoding", value: "identity")]
+        var fields = [Self.acceptEncoding]
         let stripCredentials = !mayCarryCredentials(to: url)
         for (name, value) in headers {
             if stripCredentials && !Self.safeAcrossHosts.contains(name.lowercased()) { continue }

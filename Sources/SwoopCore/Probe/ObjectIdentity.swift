@@ -217,10 +217,13 @@ package enum RequestedRange: Equatable, Sendable {
     /// `bytes=first-`.
     case from(Int64)
 
-    package var headerValue: String {
+    package var headerValue: String { "bytes=" + spec }
+
+    /// The range without its unit, `first-last` or `first-`: libcurl's `CURLOPT_RANGE`.
+    package var spec: String {
         switch self {
-        case .bounded(let range): "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
-        case .from(let offset): "bytes=\(offset)-"
+        case .bounded(let range): "\(range.lowerBound)-\(range.upperBound - 1)"
+        case .from(let offset): "\(offset)-"
         }
     }
 
