@@ -172,8 +172,8 @@ package final class HTTPExchange {
         // each of its own headers among the caller's lines: two lines of a list made for each
         // request cost a small file about 2k instructions more.
         if let range = request.range { easy.set(CURLOPT_RANGE, range.spec) }
-        let list =
-            request.headerLines == RequestHeaders.usualLines ? CurlHeaderList.usual : CurlHeaderList(request.headerLines)
+        let usual = request.headerLines == RequestHeaders.usualLines
+        let list = usual ? CurlHeaderList.usual : CurlHeaderList(request.headerLines)
         curlLists = [list]
         easy.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(list.list))
         if let connectTo = request.connectTo {
