@@ -95,7 +95,7 @@ final class DownloadSession: ProberDelegate, TransferRunDelegate {
             // A map belongs to one source (its validators are that source's): that source goes first.
             if case .resuming(let map, _) = basis { sources.putFirst(named: map.url) }
         }
-        progress.start { [weak self] in self?.tick() }
+        progress.start { [self] in tick() }  // held until the heartbeat stops (``endWork(of:)``)
         probe()
     }
 

@@ -29,19 +29,32 @@ final class ProgressReporter {
     var bytesPerSecond: Double { meter.bytesPerSecond }
 
     /// Calls `tick` every interval until ``stop()``, after recording the bytes received so far
-    /// for the rate.
+    /// for the rate. The reporter holds `tick` and its timer holds the reporter until ``stop()``,
+    /// which every start is followed by: the timer's action then captures one reference, the
+    /// reporter, and needs no context of its own, nor do weak references their side tables (a list
+    /// of small files starts a heartbeat for every file, and most end before their first tick).
     func start(tick: @escaping () -> Void) {
-        timer = loop.schedule(after: interval) { [weak self] in
-            guard let self else { return }
-            meter.record(totalBytes: counters.bytesReceived, at: .now)
-            tick()
-            if timer != nil { start(tick: tick) }
-        }
+        self.tick = tick
+        arm()
+    }
+
+    private var tick: (() -> Void)?
+
+    private func arm() {
+        timer = loop.schedule(after: interval) { [self] in beat() }
+    }
+
+    private func beat() {
+        guard let tick else { return }
+        meter.record(totalBytes: counters.bytesReceived, at: .now)
+        tick()
+        if timer != nil { arm() }
     }
 
     func stop() {
         timer?.cancel()
         timer = nil
+        tick = nil
     }
 
     /// Hands `snapshot` to the caller's handler.
