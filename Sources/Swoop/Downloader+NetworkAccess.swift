@@ -31,7 +31,8 @@ extension Downloader.Configuration {
     public enum Proxy: Sendable, Equatable {
         /// As the environment says, the way curl reads it: `http_proxy` for http URLs,
         /// `https_proxy` (or `HTTPS_PROXY`) for https URLs, else `all_proxy` (or `ALL_PROXY`);
-        /// `no_proxy` (or `NO_PROXY`) names hosts reached directly. No variable: no proxy.
+        /// `no_proxy` (or `NO_PROXY`) names hosts reached directly. No variable: no proxy. When
+        /// none is set as the downloader is made, none is looked for again.
         case fromEnvironment
         /// No proxy, whatever the environment says.
         case direct
