@@ -118,7 +118,7 @@ package struct ResponseHeadParser {
             finished = head
             return head
         }
-        if line.starts(with: "HTTP/".utf8) {
+        if Self.isStatusLine(line) {
             // "HTTP/1.1 206 Partial Content": a new block starts. The status is the second word.
             var index = 0
             while index < line.count, line[index] != UInt8(ascii: " ") { index += 1 }
@@ -157,6 +157,15 @@ package struct ResponseHeadParser {
             fields.append((name, value))
         }
         return nil
+    }
+}
+
+extension ResponseHeadParser {
+    /// Whether `line` starts with `HTTP/`: five bytes compared in place, where `starts(with:)` over
+    /// the literal's UTF-8 view cost every header line of a small file's response 100 instructions.
+    static func isStatusLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        line.count >= 5 && line[0] == UInt8(ascii: "H") && line[1] == UInt8(ascii: "T")
+            && line[2] == UInt8(ascii: "T") && line[3] == UInt8(ascii: "P") && line[4] == UInt8(ascii: "/")
     }
 }
 
