@@ -18,12 +18,7 @@ extension TransferOptions {
             let share = cap / Int64(max(1, configuration.connectionPool.maximumConnections))
             lowSpeedLimit = min(lowSpeedLimit, Int(max(1, share / 2)))
         }
-        let proxy: ProxySetting =
-            switch configuration.access.proxy {
-            case .fromEnvironment: .fromEnvironment
-            case .direct: .direct
-            case .url(let url): .url(url)
-            }
+        let environment = Self.proxyVariables()
         let netrc: NetrcSetting =
             switch configuration.access.netrc {
             case .off: .off
@@ -34,14 +29,26 @@ extension TransferOptions {
             connectTimeout: configuration.timeout.connect, stallTimeout: configuration.timeout.stall,
             lowSpeedLimit: lowSpeedLimit, verifiesTLSCertificates: configuration.tls.verifiesCertificates,
             certificateAuthorities: TrustedCertificates(configuration), userAgent: configuration.userAgent,
-            receiveBufferSize: configuration.tuning.receiveBufferSize, proxy: proxy,
-            noProxy: configuration.access.noProxy?.joined(separator: ","),
-            proxyEnvironment: Self.proxyVariables(),
+            receiveBufferSize: configuration.tuning.receiveBufferSize,
+            proxy: Self.proxy(configuration.access.proxy, environment: environment),
+            noProxy: configuration.access.noProxy?.joined(separator: ","), proxyEnvironment: environment,
             netrc: netrc)
         // An address binds to that address, a name to that interface (curl's "host!" and "if!"
         // forms: a plain name would also be tried as a host name to look up).
         localInterface = configuration.addresses.localInterface.map {
             (HostAddresses.isAddress($0) ? "host!" : "if!") + $0
+        }
+    }
+
+    /// The proxy setting each exchange is given for `proxy`. The environment's, when none of its
+    /// variables is set (`environment`, read as the downloader is made), is no proxy: libcurl
+    /// would find none, and told so, it does not look through the environment five times for every
+    /// request.
+    static func proxy(_ proxy: Downloader.Configuration.Proxy, environment: [String: String]) -> ProxySetting {
+        switch proxy {
+        case .fromEnvironment: environment.isEmpty ? .direct : .fromEnvironment
+        case .direct: .direct
+        case .url(let url): .url(url)
         }
     }
 

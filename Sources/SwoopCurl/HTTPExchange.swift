@@ -197,17 +197,16 @@ package final class HTTPExchange {
 
     /// The proxy and the `.netrc` login. Without a proxy setting libcurl reads `http_proxy`,
     /// `https_proxy`, `all_proxy` and `no_proxy` itself, as curl does: nothing here may set
-    /// `CURLOPT_PROXY` then, or the environment would be ignored. Unless none of them was set
-    /// when the options were made (``TransferOptions/proxyEnvironment``): libcurl would find none,
-    /// and told so, it spares every request five looks through the environment.
+    /// `CURLOPT_PROXY` then, or the environment would be ignored.
     private func configureAccess(_ easy: CurlEasy) {
         let options = request.options
         switch options.proxy {
-        case .fromEnvironment:
-            guard options.proxyEnvironment.isEmpty else { break }
+        case .fromEnvironment: break
+        case .direct:
+            // "" turns the environment's proxy off; with no proxy `no_proxy` says nothing, and an
+            // empty list spares libcurl looking for it in the environment for every request.
             easy.set(CURLOPT_PROXY, "")
-            if options.noProxy == nil { easy.set(CURLOPT_NOPROXY, "") }
-        case .direct: easy.set(CURLOPT_PROXY, "")  // "" turns the environment's proxy off
+            easy.set(CURLOPT_NOPROXY, "")
         case .url(let url): easy.set(CURLOPT_PROXY, url.trimmingWhitespace)
         }
         if let noProxy = options.noProxy { easy.set(CURLOPT_NOPROXY, noProxy) }

@@ -50,7 +50,8 @@ package struct RequestHeaders: Sendable {
             let sent = range.map { fields + [(name: "Range", value: $0.headerValue)] } ?? fields
             fields += service.authorization(get: url.absoluteString, headers: sent)
         }
-        // Most requests send `Accept-Encoding` alone: its line is made once (``usualLines``).
+        // Most requests send `Accept-Encoding` alone (the first of the fields, always): its line
+        // is made once (``usualLines``).
         let lines = fields.count == 1 ? Self.usualLines : fields.map { "\($0.name): \($0.value)" }
         var request = ExchangeRequest(url: url.absoluteString, headerLines: lines, range: range, options: options)
         request.mayUseNetrc = mayCarryCredentials

@@ -41,9 +41,8 @@ package struct TransferOptions: Sendable {
         get { storage.value.noProxy }
         set { storage.update { $0.noProxy = newValue } }
     }
-    /// The proxy variables of the environment libcurl reads (see ``ProxyRoute/variables``), as set
-    /// when the options were made: to tell which proxy a failed request went through, and when
-    /// there is none, to tell libcurl there is none (``HTTPExchange``).
+    /// The proxy variables of the environment libcurl reads (see ``ProxyRoute/variables``), to
+    /// tell which proxy a failed request went through.
     package var proxyEnvironment: [String: String] {
         get { storage.value.proxyEnvironment }
         set { storage.update { $0.proxyEnvironment = newValue } }

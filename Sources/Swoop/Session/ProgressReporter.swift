@@ -11,6 +11,8 @@ final class ProgressReporter {
     private let handler: (@Sendable (DownloadProgress) -> Void)?
     private let counters: DownloadCounters
     private var timer: LoopTimer?
+    /// The session's, from ``start(tick:)`` until ``stop()``.
+    private var tick: (() -> Void)?
     private var meter = ThroughputMeter()
     private let context: SessionContext
     /// Made at the first look: its limits come from the failure policy, which cost 3k
@@ -37,8 +39,6 @@ final class ProgressReporter {
         self.tick = tick
         arm()
     }
-
-    private var tick: (() -> Void)?
 
     private func arm() {
         timer = loop.schedule(after: interval) { [self] in beat() }
