@@ -10,23 +10,6 @@ import Testing
 /// changes nothing, as for any download finalizing.
 @Suite("A file waiting to be published")
 struct PublicationWaitTests {
-    /// Weak references to the sessions a downloader started.
-    private final class SessionWatch: @unchecked Sendable {
-        private let lock = NSLock()
-        private var sessions: [Weak] = []
-
-        private struct Weak {
-            weak var session: AnyObject?
-        }
-
-        func started(_ session: AnyObject) {
-            lock.withLock { sessions.append(Weak(session: session)) }
-        }
-
-        var started: Int { lock.withLock { sessions.count } }
-        var alive: Int { lock.withLock { sessions.count { $0.session != nil } } }
-    }
-
     @Test(
         "its session is let go while it waits; a pause or a cancel then changes nothing; it ends as the session would")
     func waitsWithoutItsSession() async throws {
