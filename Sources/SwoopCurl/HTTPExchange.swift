@@ -151,10 +151,10 @@ package final class HTTPExchange {
         // (a reset handle has it again). The proxy's CA options are left at their defaults.
         if let file = options.certificateAuthorities.file { easy.set(CURLOPT_CAINFO, file.path) }
         if let directory = options.certificateAuthorities.directory { easy.set(CURLOPT_CAPATH, directory.path) }
-        easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(options.connectTimeout.milliseconds)))
+        easy.set(CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds)
         if options.lowSpeedLimit > 0 {
             easy.set(CURLOPT_LOW_SPEED_LIMIT, options.lowSpeedLimit)
-            easy.set(CURLOPT_LOW_SPEED_TIME, max(1, Int((options.stallTimeout.milliseconds + 999) / 1000)))
+            easy.set(CURLOPT_LOW_SPEED_TIME, options.stallTimeoutSeconds)
         }
         easy.set(CURLOPT_BUFFERSIZE, options.receiveBufferSize)
         easy.set(CURLOPT_TCP_KEEPALIVE, true)

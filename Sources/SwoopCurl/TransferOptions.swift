@@ -11,6 +11,13 @@ package struct TransferOptions: Sendable {
         get { storage.value.stallTimeout }
         set { storage.update { $0.stallTimeout = newValue } }
     }
+    /// ``connectTimeout`` as libcurl takes it (`CURLOPT_CONNECTTIMEOUT_MS`): whole milliseconds, at
+    /// least 1. Kept beside it rather than converted for every request (a `Duration`'s
+    /// attoseconds made that 400 instructions).
+    package var connectTimeoutMilliseconds: Int { storage.value.connectTimeoutMilliseconds }
+    /// ``stallTimeout`` as libcurl takes it (`CURLOPT_LOW_SPEED_TIME`): whole seconds, rounded up,
+    /// at least 1.
+    package var stallTimeoutSeconds: Int { storage.value.stallTimeoutSeconds }
     package var lowSpeedLimit: Int {
         get { storage.value.lowSpeedLimit }
         set { storage.update { $0.lowSpeedLimit = newValue } }
@@ -58,8 +65,11 @@ package struct TransferOptions: Sendable {
     }
 
     private struct Values: Sendable {
-        var connectTimeout: Duration
-        var stallTimeout: Duration
+        var connectTimeout: Duration { didSet { deriveTimeouts() } }
+        var stallTimeout: Duration { didSet { deriveTimeouts() } }
+        /// Libcurl's forms of the two timeouts, kept by ``deriveTimeouts()``.
+        var connectTimeoutMilliseconds = 1
+        var stallTimeoutSeconds = 1
         var lowSpeedLimit: Int
         var verifiesTLSCertificates: Bool
         var certificateAuthorities: TrustedCertificates
@@ -70,6 +80,11 @@ package struct TransferOptions: Sendable {
         var proxyEnvironment: [String: String]
         var netrc: NetrcSetting
         var localInterface: String?
+
+        mutating func deriveTimeouts() {
+            connectTimeoutMilliseconds = max(1, Int(connectTimeout.milliseconds))
+            stallTimeoutSeconds = max(1, Int((stallTimeout.milliseconds + 999) / 1000))
+        }
     }
 
     /// One retain a copy (``CopyOnWrite``): every request of a download carries the options.
@@ -80,12 +95,13 @@ package struct TransferOptions: Sendable {
         certificateAuthorities: TrustedCertificates, userAgent: String, receiveBufferSize: Int, proxy: ProxySetting,
         noProxy: String? = nil, proxyEnvironment: [String: String] = [:], netrc: NetrcSetting
     ) {
-        storage = CopyOnWrite(
-            Values(
-                connectTimeout: connectTimeout, stallTimeout: stallTimeout, lowSpeedLimit: lowSpeedLimit,
-                verifiesTLSCertificates: verifiesTLSCertificates, certificateAuthorities: certificateAuthorities,
-                userAgent: userAgent, receiveBufferSize: receiveBufferSize, proxy: proxy, noProxy: noProxy,
-                proxyEnvironment: proxyEnvironment, netrc: netrc, localInterface: nil))
+        var values = Values(
+            connectTimeout: connectTimeout, stallTimeout: stallTimeout, lowSpeedLimit: lowSpeedLimit,
+            verifiesTLSCertificates: verifiesTLSCertificates, certificateAuthorities: certificateAuthorities,
+            userAgent: userAgent, receiveBufferSize: receiveBufferSize, proxy: proxy, noProxy: noProxy,
+            proxyEnvironment: proxyEnvironment, netrc: netrc, localInterface: nil)
+        values.deriveTimeouts()  // a memberwise initializer runs no `didSet`
+        storage = CopyOnWrite(values)
     }
 
     /// Which proxy requests go through, as libcurl chooses it.

@@ -34,6 +34,20 @@ struct BulkLedgerTests {
         }
     }
 
+    @Test("a download's key is of its URL, a newline and its target as if joined, and of their bytes")
+    func keyOfParts() {
+        let url = "http://example.com/caf\u{E9}?q=1"
+        #expect(BulkLedger.Key(url[...], "/tmp/a") == BulkLedger.Key(url + "\n" + "/tmp/a"))
+        #expect(BulkLedger.Key(url[...], "/tmp/a") != BulkLedger.Key(url[...], "/tmp/b"))
+        // The newline keeps the parts apart: `ab` + `c` is not `a` + `bc`.
+        #expect(BulkLedger.Key("ab"[...], "c") != BulkLedger.Key("a"[...], "bc"))
+        // Bytes, not characters: the composed and decomposed `é` are two URLs.
+        #expect(BulkLedger.Key("caf\u{E9}"[...], "/t") != BulkLedger.Key("cafe\u{301}"[...], "/t"))
+        // A long URL and target (no small string) hash alike both ways too.
+        let long = "http://example.com/" + String(repeating: "x", count: 300)
+        #expect(BulkLedger.Key(long[...], "/tmp/" + long) == BulkLedger.Key(long + "\n/tmp/" + long))
+    }
+
     @Test("the key set holds every key it was given and no other, across growth")
     func keySetHoldsItsKeys() {
         var set = BulkLedger.KeySet(minimumCapacity: 0)

@@ -32,6 +32,31 @@ struct RequestSetupTests {
         #expect(RequestedRange.bounded(ByteRange(5, 6)).spec == "5-5")
         #expect(RequestedRange.from(7).spec == "7-")
         #expect(RequestedRange.from(7).headerValue == "bytes=7-")
+        // Numbers whose text is longer than a small string holds.
+        let far = RequestedRange.bounded(ByteRange(1 << 40, 1 << 41))
+        #expect(far.spec == "1099511627776-2199023255551")
+        #expect(far.headerValue == "bytes=1099511627776-2199023255551")
+        #expect(RequestedRange.from(Int64.max - 1).spec == "9223372036854775806-")
+    }
+
+    @Test("the timeouts are given to libcurl in its units: whole milliseconds to connect, whole seconds to stall")
+    func timeoutsInLibcurlsUnits() {
+        var configuration = Downloader.Configuration()
+        configuration.timeout.connect = .milliseconds(2500)
+        configuration.timeout.stall = .milliseconds(1500)
+        var options = TransferOptions(configuration)
+        #expect(options.connectTimeoutMilliseconds == 2500)
+        #expect(options.stallTimeoutSeconds == 2, "rounded up")
+        // Changed later, they follow; below a millisecond or a second, libcurl's 0 (no limit) is
+        // never what is sent.
+        options.connectTimeout = .microseconds(10)
+        options.stallTimeout = .zero
+        #expect(options.connectTimeoutMilliseconds == 1)
+        #expect(options.stallTimeoutSeconds == 1)
+        options.connectTimeout = .seconds(30)
+        options.stallTimeout = .seconds(60)
+        #expect(options.connectTimeoutMilliseconds == 30_000)
+        #expect(options.stallTimeoutSeconds == 60)
     }
 
     @Test("the environment's proxy with none of its variables set is no proxy; with any set, libcurl reads them")

@@ -16,13 +16,31 @@ struct BulkLedger {
         /// alike (NFC and NFD `café`), which made two keys of a bucket one download.
         init(_ text: String) {
             var text = text
+            self.init { add in text.withUTF8 { add(UnsafeRawBufferPointer($0)) } }
+        }
+
+        /// The key of `url`, a newline and `target`, as ``init(_:)`` makes it of the three joined
+        /// (the hashers take bytes as a stream), without a string of them made for each item of a
+        /// list.
+        init(_ url: Substring, _ target: String) {
+            var url = url
+            var target = target
+            self.init { add in
+                url.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+                withUnsafeBytes(of: UInt8(ascii: "\n")) { add($0) }
+                target.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+            }
+        }
+
+        /// Both hashes of the bytes `feed` hands to its argument, in order.
+        private init(feed: ((UnsafeRawBufferPointer) -> Void) -> Void) {
             var one = Hasher()
             one.combine(0x5357_4F4F)
             var two = Hasher()
             two.combine(0x4C45_4447)
-            text.withUTF8 { bytes in
-                one.combine(bytes: UnsafeRawBufferPointer(bytes))
-                two.combine(bytes: UnsafeRawBufferPointer(bytes))
+            feed { bytes in
+                one.combine(bytes: bytes)
+                two.combine(bytes: bytes)
             }
             first = one.finalize()
             second = two.finalize() & ~1
@@ -94,7 +112,7 @@ struct BulkLedger {
         {
             url = url[..<hash]
         }
-        let keys = Keys(download: Key(String(url) + "\n" + FileName.absolute(item.destination)))
+        let keys = Keys(download: Key(url, FileName.absolute(item.destination)))
         if succeeded.contains(keys.download) { return (keys, .repeats(.succeeded(alreadyComplete: false))) }
         if succeeded.contains(keys.download.markedAlreadyComplete) {
             return (keys, .repeats(.succeeded(alreadyComplete: true)))
