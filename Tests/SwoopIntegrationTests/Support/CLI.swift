@@ -10,25 +10,32 @@ enum CLI {
     }
 
     /// `swoop`, next to the test bundle in the build directory.
-    static var executable: String {
+    static var executable: String { executable(named: "swoop") }
+
+    /// One of the package's executables, next to the test bundle in the build directory.
+    static func executable(named name: String) -> String {
         let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        return bundle.appendingPathComponent("swoop").path
+        return bundle.appendingPathComponent(name).path
     }
 
-    /// Runs `swoop arguments` in `directory` and waits for it (without blocking a thread).
+    /// Runs `swoop arguments` (or another of the package's executables, `program`) in `directory`
+    /// and waits for it (without blocking a thread).
     static func run(
-        _ arguments: [String], in directory: URL, environment: [String: String] = [:], timeout: Duration = .seconds(300)
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:],
+        timeout: Duration = .seconds(300), program: String = "swoop"
     ) async throws -> Result {
-        let running = try start(arguments, in: directory, environment: environment)
+        let running = try start(arguments, in: directory, environment: environment, program: program)
         return try await running.wait(timeout: timeout)
     }
 
-    static func start(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> Running {
+    static func start(
+        _ arguments: [String], in directory: URL, environment: [String: String] = [:], program: String = "swoop"
+    ) throws -> Running {
         let id = UUID().uuidString.prefix(8)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("swoop-cli-\(id).out")
         let err = FileManager.default.temporaryDirectory.appendingPathComponent("swoop-cli-\(id).err")
         let process = try ChildProcess(
-            executable: executable, arguments: arguments, directory: directory.path,
+            executable: executable(named: program), arguments: arguments, directory: directory.path,
             environment: environment, stdout: out.path, stderr: err.path)
         return Running(process: process, stdoutURL: out, stderrURL: err)
     }
