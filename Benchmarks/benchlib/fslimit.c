@@ -35,6 +35,50 @@ static void die(const char *what, const char *path) {
     exit(1);
 }
 
+/* Curl's way: each file created at its name, written and closed; one syncfs at the end. */
+static void write_as_curl(int dirfd, const char *dir, long count, const char *body, long size) {
+    for (long i = 0; i < count; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "f%06ld", i);
+        int fd = openat(dirfd, name, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (fd < 0) die("cannot create", name);
+        if (size && write(fd, body, size) != size) die("cannot write", name);
+        close(fd);
+    }
+    if (syncfs(dirfd) != 0) die("cannot syncfs", dir);
+}
+
+/* Swoop's way: GROUP unnamed files written and given the record, one syncfs, their links, one
+ * directory fsync. */
+static void write_as_swoop(int dirfd, const char *dir, long count, long group, const char *body, long size,
+                           const char *record, int recordLength) {
+    int *fds = malloc(sizeof(int) * group);
+    for (long first = 0; first < count; first += group) {
+        long n = count - first < group ? count - first : group;
+        for (long i = 0; i < n; i++) {
+            int fd = open(dir, O_TMPFILE | O_WRONLY, 0644);
+            if (fd < 0) die("cannot create an unnamed file in", dir);
+            if (size && write(fd, body, size) != size) die("cannot write in", dir);
+            if (fsetxattr(fd, "user.swoop.object", record, recordLength, 0) != 0 && errno != ENOTSUP)
+                die("cannot set an attribute in", dir);
+            fds[i] = fd;
+        }
+        if (syncfs(fds[0]) != 0) die("cannot syncfs", dir);
+        for (long i = 0; i < n; i++) {
+            char from[64], name[32];
+            snprintf(name, sizeof name, "f%06ld", first + i);
+            if (linkat(fds[i], "", dirfd, name, AT_EMPTY_PATH) != 0) {
+                snprintf(from, sizeof from, "/proc/self/fd/%d", fds[i]);
+                if ((errno != ENOENT && errno != EPERM) || linkat(AT_FDCWD, from, dirfd, name, AT_SYMLINK_FOLLOW) != 0)
+                    die("cannot link", name);
+            }
+            close(fds[i]);
+        }
+        if (fsync(dirfd) != 0) die("cannot fsync", dir);
+    }
+    free(fds);
+}
+
 static double seconds(struct timeval tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 
 int main(int argc, char **argv) {
@@ -63,49 +107,16 @@ int main(int argc, char **argv) {
     int recordLength = snprintf(record, sizeof record, "s2\n%ld\n\"6b1691b3-%lx\"", size, size);
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
     if (dirfd < 0) die("cannot open", dir);
-    int *fds = malloc(sizeof(int) * group);
     struct timespec start, end;
     clock_gettime(CLOCK_MONOTONIC, &start);
-    if (strcmp(pattern, "curl") == 0) {
-        for (long i = 0; i < count; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "f%06ld", i);
-            int fd = openat(dirfd, name, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-            if (fd < 0) die("cannot create", name);
-            if (size && write(fd, body, size) != size) die("cannot write", name);
-            close(fd);
-        }
-        if (syncfs(dirfd) != 0) die("cannot syncfs", dir);
-        count = 0; /* the groups below have nothing left to write */
-    }
-    long files = count ? count : atol(argv[2]);
-    for (long first = 0; first < count; first += group) {
-        long n = count - first < group ? count - first : group;
-        for (long i = 0; i < n; i++) {
-            int fd = open(dir, O_TMPFILE | O_WRONLY, 0644);
-            if (fd < 0) die("cannot create an unnamed file in", dir);
-            if (size && write(fd, body, size) != size) die("cannot write in", dir);
-            if (fsetxattr(fd, "user.swoop.object", record, recordLength, 0) != 0 && errno != ENOTSUP)
-                die("cannot set an attribute in", dir);
-            fds[i] = fd;
-        }
-        if (syncfs(fds[0]) != 0) die("cannot syncfs", dir);
-        for (long i = 0; i < n; i++) {
-            char from[64], name[32];
-            snprintf(name, sizeof name, "f%06ld", first + i);
-            if (linkat(fds[i], "", dirfd, name, AT_EMPTY_PATH) != 0) {
-                snprintf(from, sizeof from, "/proc/self/fd/%d", fds[i]);
-                if ((errno != ENOENT && errno != EPERM) || linkat(AT_FDCWD, from, dirfd, name, AT_SYMLINK_FOLLOW) != 0)
-                    die("cannot link", name);
-            }
-            close(fds[i]);
-        }
-        if (fsync(dirfd) != 0) die("cannot fsync", dir);
-    }
+    if (strcmp(pattern, "curl") == 0)
+        write_as_curl(dirfd, dir, count, body, size);
+    else
+        write_as_swoop(dirfd, dir, count, group, body, size, record, recordLength);
     clock_gettime(CLOCK_MONOTONIC, &end);
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
-    printf("files=%ld bytes=%ld wall=%.4f user=%.4f sys=%.4f\n", files, files * size,
+    printf("files=%ld bytes=%ld wall=%.4f user=%.4f sys=%.4f\n", count, count * size,
            (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9, seconds(usage.ru_utime),
            seconds(usage.ru_stime));
     return 0;
